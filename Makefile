@@ -1,0 +1,66 @@
+# p4vtep: top-level entry points. `make demo` and `make test` are all a new
+# user needs; both install what they need first (`make deps`).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+VPY := $(VENV)/bin/python
+P4C ?= p4c
+P4_MAIN := p4src/v1model/p4vtep.p4
+P4_BUILD := p4src/v1model/build
+DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump
+
+.PHONY: all deps deps-system deps-python p4 p4-check ptf unit test demo clean
+
+all: test
+
+deps: deps-system deps-python
+
+# Debian packages, installed only when one is missing (idempotent, no apt
+# update when nothing is needed).
+deps-system:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  SUDO=$$([ $$(id -u) -eq 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
+	fi
+
+deps-python: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt control_plane/pyproject.toml
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -r requirements.txt
+	$(VPY) -m pip install -q --no-deps -e control_plane
+	touch $@
+
+# Compile the pipeline; the outputs are committed next to the sources.
+p4:
+	@command -v $(P4C) >/dev/null || { echo "p4c not found: see docs/toolchain.md"; exit 1; }
+	mkdir -p $(P4_BUILD)
+	$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(P4_BUILD) \
+	  --p4runtime-files $(P4_BUILD)/p4vtep.p4info.txtpb $(P4_MAIN)
+	rm -f $(P4_BUILD)/p4vtep.p4i
+
+# Fails when the committed outputs differ from what p4c makes of the sources.
+p4-check: deps-python
+	$(VPY) -m pytest -q tests/test_p4_outputs.py
+
+unit: deps
+	$(VPY) -m pytest -q tests
+
+ptf: deps
+	$(VPY) ptf_tests/run_suite.py
+
+test: deps
+	$(VPY) -m pytest -q tests
+	$(VPY) ptf_tests/run_suite.py
+
+# Until the Mininet fabric lands, the demo compiles the pipeline if it can
+# and runs the conformance suite against BMv2.
+demo: deps
+	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory p4; fi
+	$(VPY) ptf_tests/run_suite.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

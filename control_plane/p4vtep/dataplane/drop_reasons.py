@@ -1,0 +1,34 @@
+"""Drop reasons: indices of the pipeline's ingress/egress drop counters.
+
+Mirrors the DROP_* constants in p4src/include/defines.p4; a unit test checks
+that the two lists agree.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class DropReason(enum.IntEnum):
+    UNKNOWN_PORT = 1
+    UNTAGGED_ACCESS = 2
+    UNKNOWN_VLAN = 3
+    SPOOFED_SOURCE = 4
+    UNKNOWN_VNI = 5
+    NOT_FOR_VTEP = 6
+    BAD_VXLAN = 7
+    WRONG_UDP_PORT = 8
+    METER_RED_TX = 9
+    METER_RED_RX = 10
+    NO_ROUTE = 11
+    SPLIT_HORIZON = 12
+    MALFORMED = 13
+    TTL_EXPIRED = 14
+    DOUBLE_TAGGED = 15
+    BAD_CHECKSUM = 16
+    NO_FLOOD_GROUP = 17
+    NESTED_VXLAN = 18
+    NO_LOCAL_VTEP = 19
+    NOT_IPV4_FABRIC = 20
+
+
+DROP_REASON_COUNT = 32

@@ -1,0 +1,257 @@
+"""A P4Runtime connection to one switch.
+
+Owns the gRPC channel and the StreamChannel: arbitration (primary/backup by
+election id), packet-in/packet-out. Offers Write in CONTINUE_ON_ERROR batches
+(the only atomicity BMv2 supports) with per-update errors, Read, and pipeline
+set/get by cookie.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+import grpc
+
+from .entities import to_entity
+from .protos import code_pb2, p4info_pb2, p4runtime_pb2, p4runtime_pb2_grpc, status_pb2
+
+log = logging.getLogger(__name__)
+
+Update = p4runtime_pb2.Update
+INSERT, MODIFY, DELETE = Update.INSERT, Update.MODIFY, Update.DELETE
+# BMv2 handles large batches well; this keeps one message far below gRPC's 4 MiB.
+DEFAULT_BATCH_SIZE = 1000
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class P4RuntimeError(Exception):
+    """A P4Runtime RPC failed as a whole."""
+
+
+@dataclass(frozen=True)
+class UpdateError:
+    index: int          # position in the list given to ``write``
+    code: int           # google.rpc.Code
+    message: str
+    update: p4runtime_pb2.Update
+
+    def __str__(self) -> str:
+        return f"update {self.index} ({Update.Type.Name(self.update.type)}): " \
+               f"{code_pb2.Code.Name(self.code)}: {self.message}"
+
+
+class WriteError(P4RuntimeError):
+    """Some updates of a write failed; the others were applied."""
+
+    def __init__(self, errors: list[UpdateError]):
+        self.errors = errors
+        shown = "; ".join(str(e) for e in errors[:5])
+        more = f" (+{len(errors) - 5} more)" if len(errors) > 5 else ""
+        super().__init__(f"{len(errors)} update(s) failed: {shown}{more}")
+
+
+def _update_errors(error: grpc.RpcError, updates: Sequence[Update], offset: int
+                   ) -> list[UpdateError]:
+    """Decode the per-update p4.v1.Error list carried in the status details."""
+    details = None
+    for key, value in (error.trailing_metadata() or ()):
+        if key == "grpc-status-details-bin":
+            details = status_pb2.Status.FromString(value)
+    if details is None or not details.details:
+        return [UpdateError(offset + i, error.code().value[0], error.details() or "", u)
+                for i, u in enumerate(updates)]
+    result = []
+    for i, packed in enumerate(details.details):
+        one = p4runtime_pb2.Error()
+        packed.Unpack(one)
+        if one.canonical_code != code_pb2.OK:
+            result.append(UpdateError(offset + i, one.canonical_code, one.message, updates[i]))
+    return result
+
+
+class SwitchConnection:
+    """One P4Runtime client session with one device."""
+
+    def __init__(self, address: str, device_id: int, election_id: int = 1,
+                 credentials: grpc.ChannelCredentials | None = None) -> None:
+        self.address = address
+        self.device_id = device_id
+        self.election_id = election_id
+        options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                   ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
+        if credentials is None:
+            self.channel = grpc.insecure_channel(address, options=options)
+        else:
+            self.channel = grpc.secure_channel(address, credentials, options=options)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self._requests: queue.Queue = queue.Queue()
+        self._arbitration = threading.Condition()
+        self._last_arbitration: p4runtime_pb2.MasterArbitrationUpdate | None = None
+        self.packet_in: queue.Queue = queue.Queue()
+        self.stream_error: grpc.RpcError | None = None
+        self._stream = None
+        self._reader: threading.Thread | None = None
+
+    # --- stream channel ------------------------------------------------------
+    def _request_iterator(self) -> Iterator[p4runtime_pb2.StreamMessageRequest]:
+        while True:
+            request = self._requests.get()
+            if request is None:
+                return
+            yield request
+
+    def _read_stream(self) -> None:
+        try:
+            for response in self._stream:
+                kind = response.WhichOneof("update")
+                if kind == "arbitration":
+                    with self._arbitration:
+                        self._last_arbitration = response.arbitration
+                        self._arbitration.notify_all()
+                elif kind == "packet":
+                    self.packet_in.put(response.packet)
+                elif kind == "error":
+                    log.warning("%s: stream error: %s", self.address, response.error)
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                self.stream_error = exc
+        finally:
+            with self._arbitration:
+                self._arbitration.notify_all()
+
+    def connect(self, timeout: float = 10.0) -> bool:
+        """Open the stream and ask to be primary. Returns True if primary."""
+        grpc.channel_ready_future(self.channel).result(timeout=timeout)
+        self._stream = self.stub.StreamChannel(self._request_iterator())
+        self._reader = threading.Thread(target=self._read_stream, daemon=True,
+                                        name=f"p4rt-stream-{self.address}")
+        self._reader.start()
+        return self.arbitrate(self.election_id, timeout)
+
+    def arbitrate(self, election_id: int, timeout: float = 10.0) -> bool:
+        self.election_id = election_id
+        request = p4runtime_pb2.StreamMessageRequest()
+        request.arbitration.device_id = self.device_id
+        request.arbitration.election_id.high = election_id >> 64
+        request.arbitration.election_id.low = election_id & ((1 << 64) - 1)
+        with self._arbitration:
+            self._last_arbitration = None
+            self._requests.put(request)
+            if not self._arbitration.wait_for(
+                    lambda: self._last_arbitration is not None or self.stream_error is not None,
+                    timeout=timeout):
+                raise P4RuntimeError(f"{self.address}: no arbitration response")
+        if self.stream_error is not None:
+            raise P4RuntimeError(f"{self.address}: stream failed: {self.stream_error.details()}")
+        return self.is_primary
+
+    @property
+    def is_primary(self) -> bool:
+        update = self._last_arbitration
+        if update is None:
+            return False
+        primary = update.election_id.high << 64 | update.election_id.low
+        return update.status.code == code_pb2.OK and primary == self.election_id
+
+    @property
+    def stream_alive(self) -> bool:
+        return self._reader is not None and self._reader.is_alive()
+
+    def send_packet_out(self, payload: bytes, metadata: dict[int, bytes]) -> None:
+        request = p4runtime_pb2.StreamMessageRequest()
+        request.packet.payload = payload
+        for metadata_id, value in metadata.items():
+            request.packet.metadata.add(metadata_id=metadata_id, value=value)
+        self._requests.put(request)
+
+    def close(self) -> None:
+        self._requests.put(None)
+        if self._stream is not None:
+            self._stream.cancel()
+        self.channel.close()
+        if self._reader is not None:
+            self._reader.join(timeout=2)
+
+    def __enter__(self) -> "SwitchConnection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- pipeline ------------------------------------------------------------
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int) -> None:
+        request = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        self._set_election_id(request.election_id)
+        request.config.p4info.CopyFrom(p4info)
+        request.config.p4_device_config = device_config
+        request.config.cookie.cookie = cookie
+        try:
+            self.stub.SetForwardingPipelineConfig(request)
+        except grpc.RpcError as exc:
+            raise P4RuntimeError(f"{self.address}: set pipeline: {exc.details()}") from exc
+
+    def get_pipeline_cookie(self) -> int | None:
+        """The cookie of the installed pipeline, or None if there is none."""
+        request = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY)
+        try:
+            response = self.stub.GetForwardingPipelineConfig(request)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                return None   # no pipeline installed yet
+            raise P4RuntimeError(f"{self.address}: get pipeline: {exc.details()}") from exc
+        if not response.config.HasField("cookie"):
+            return None
+        return response.config.cookie.cookie
+
+    # --- write / read --------------------------------------------------------
+    def _set_election_id(self, field) -> None:
+        field.high = self.election_id >> 64
+        field.low = self.election_id & ((1 << 64) - 1)
+
+    def write(self, updates: Sequence[Update], batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        """Send updates in batches; raise WriteError listing every failed one."""
+        errors: list[UpdateError] = []
+        for start in range(0, len(updates), batch_size):
+            batch = updates[start:start + batch_size]
+            request = p4runtime_pb2.WriteRequest(
+                device_id=self.device_id,
+                atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
+            self._set_election_id(request.election_id)
+            request.updates.extend(batch)
+            try:
+                self.stub.Write(request)
+            except grpc.RpcError as exc:
+                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
+                                  grpc.StatusCode.DEADLINE_EXCEEDED):
+                    raise P4RuntimeError(f"{self.address}: write: {exc.details()}") from exc
+                errors.extend(_update_errors(exc, batch, start))
+        if errors:
+            raise WriteError(errors)
+
+    def write_entities(self, update_type: int, messages: Iterable) -> None:
+        self.write([Update(type=update_type, entity=to_entity(m)) for m in messages])
+
+    def insert(self, *messages) -> None:
+        self.write_entities(INSERT, messages)
+
+    def modify(self, *messages) -> None:
+        self.write_entities(MODIFY, messages)
+
+    def delete(self, *messages) -> None:
+        self.write_entities(DELETE, messages)
+
+    def read(self, *messages) -> list[p4runtime_pb2.Entity]:
+        request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        request.entities.extend(to_entity(m) for m in messages)
+        try:
+            return [entity for response in self.stub.Read(request)
+                    for entity in response.entities]
+        except grpc.RpcError as exc:
+            raise P4RuntimeError(f"{self.address}: read: {exc.details()}") from exc

@@ -1,0 +1,71 @@
+"""Canonical P4Runtime byte strings.
+
+P4Runtime (spec 8.3) defines one canonical encoding of a bitstring: big-endian
+with no leading zero bytes (zero is a single 0x00). BMv2 returns values in that
+form on read, so writing them in any other form makes read-back comparisons
+fail forever.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Union
+
+Value = Union[int, str, bytes]
+
+_MAC_RE = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
+
+
+class EncodingError(ValueError):
+    """A value does not fit the field it is meant for."""
+
+
+def mac_to_int(mac: str) -> int:
+    if not _MAC_RE.match(mac):
+        raise EncodingError(f"not a MAC address: {mac!r}")
+    return int(mac.replace(":", "").replace("-", ""), 16)
+
+
+def int_to_mac(value: int) -> str:
+    raw = value.to_bytes(6, "big")
+    return ":".join(f"{b:02x}" for b in raw)
+
+
+def to_int(value: Value, bitwidth: int) -> int:
+    """Interpret an int, a MAC/IPv4/IPv6 string or raw bytes as an integer."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, bytes):
+        return int.from_bytes(value, "big")
+    if isinstance(value, str):
+        if _MAC_RE.match(value):
+            return mac_to_int(value)
+        try:
+            return int(ipaddress.ip_address(value))
+        except ValueError:
+            pass
+        try:
+            return int(value, 0)
+        except ValueError as exc:
+            raise EncodingError(f"cannot encode {value!r} as a {bitwidth}-bit value") from exc
+    raise EncodingError(f"cannot encode {type(value).__name__} {value!r}")
+
+
+def encode(value: Value, bitwidth: int) -> bytes:
+    """Canonical bytes for ``value`` in a field of ``bitwidth`` bits."""
+    number = to_int(value, bitwidth)
+    if number < 0 or number >= (1 << bitwidth):
+        raise EncodingError(f"{value!r} does not fit in {bitwidth} bits")
+    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
+
+
+def decode(raw: bytes) -> int:
+    return int.from_bytes(raw, "big")
+
+
+def canonical(raw: bytes) -> bytes:
+    """Strip leading zero bytes from a value read or built elsewhere."""
+    stripped = raw.lstrip(b"\x00")
+    return stripped or b"\x00"

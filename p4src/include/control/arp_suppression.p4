@@ -1,0 +1,50 @@
+// ARP suppression: a VM asking for an IP the controller knows in its VNI is
+// answered by the switch, out of the port and VLAN it asked on. Nothing is
+// flooded. Gratuitous ARP (sender IP == target IP) is left to flood.
+#ifndef P4VTEP_ARP_SUPPRESSION_P4
+#define P4VTEP_ARP_SUPPRESSION_P4
+
+control ArpSuppression(inout headers_t hdr,
+                       inout local_metadata_t meta,
+                       inout standard_metadata_t std)
+                      (bit<32> arp_table_size) {
+    direct_counter(CounterType.packets_and_bytes) arp_reply_counter;
+
+    action reply(mac_addr_t target_mac) {
+        ipv4_addr_t requester_ip = hdr.arp.spa;
+        hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+        hdr.ethernet.src_addr = target_mac;
+        hdr.arp.oper = ARP_OPER_REPLY;
+        hdr.arp.tha = hdr.arp.sha;
+        hdr.arp.sha = target_mac;
+        hdr.arp.spa = hdr.arp.tpa;
+        hdr.arp.tpa = requester_ip;
+        std.egress_spec = std.ingress_port;
+        meta.egress_vlan = meta.src_vlan;
+        meta.dst_vm = meta.src_vm;
+        meta.arp_replied = true;
+    }
+
+    table arp_suppression {
+        key = {
+            meta.vni    : exact @name("vni");
+            hdr.arp.tpa : exact @name("target_ip");
+        }
+        actions = {
+            reply;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        counters = arp_reply_counter;
+        size = arp_table_size;
+    }
+
+    apply {
+        if (hdr.arp.isValid() && hdr.arp.oper == ARP_OPER_REQUEST &&
+            !meta.from_fabric && hdr.arp.spa != hdr.arp.tpa) {
+            arp_suppression.apply();
+        }
+    }
+}
+
+#endif  // P4VTEP_ARP_SUPPRESSION_P4

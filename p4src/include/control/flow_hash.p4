@@ -1,0 +1,33 @@
+// One hash of the tenant flow, reused for the ECMP member choice and the VXLAN
+// UDP source port, so a flow keeps one path and one outer 5-tuple.
+#ifndef P4VTEP_FLOW_HASH_P4
+#define P4VTEP_FLOW_HASH_P4
+
+control FlowHash(in headers_t hdr, inout local_metadata_t meta) {
+    apply {
+        if (hdr.tcp.isValid()) {
+            meta.l4_src_port = hdr.tcp.src_port;
+            meta.l4_dst_port = hdr.tcp.dst_port;
+        } else if (hdr.udp.isValid()) {
+            meta.l4_src_port = hdr.udp.src_port;
+            meta.l4_dst_port = hdr.udp.dst_port;
+        }
+        if (hdr.ipv4.isValid()) {
+            hash(meta.flow_hash, HashAlgorithm.crc32, (bit<16>) 0,
+                 { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                   meta.l4_src_port, meta.l4_dst_port },
+                 (bit<32>) 65536);
+        } else if (hdr.ipv6.isValid()) {
+            hash(meta.flow_hash, HashAlgorithm.crc32, (bit<16>) 0,
+                 { hdr.ipv6.src_addr, hdr.ipv6.dst_addr, hdr.ipv6.next_hdr,
+                   hdr.ipv6.flow_label, meta.l4_src_port, meta.l4_dst_port },
+                 (bit<32>) 65536);
+        } else {
+            hash(meta.flow_hash, HashAlgorithm.crc32, (bit<16>) 0,
+                 { hdr.ethernet.src_addr, hdr.ethernet.dst_addr, hdr.ethernet.ether_type },
+                 (bit<32>) 65536);
+        }
+    }
+}
+
+#endif  // P4VTEP_FLOW_HASH_P4

@@ -1,0 +1,68 @@
+// Per-VNI L2: (VNI, destination MAC) -> a local VM's (port, VLAN) or a remote
+// VTEP. Broadcast, multicast and unknown unicast go to the VNI's flood group.
+#ifndef P4VTEP_L2_FORWARDING_P4
+#define P4VTEP_L2_FORWARDING_P4
+
+control L2Forwarding(in headers_t hdr,
+                     inout local_metadata_t meta,
+                     inout standard_metadata_t std)
+                    (bit<32> mac_table_size) {
+    action to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm) {
+        std.egress_spec = port;
+        meta.egress_vlan = vlan_id;
+        meta.dst_vm = vm;
+    }
+
+    action to_remote_vtep(ipv4_addr_t vtep_ip) {
+        meta.remote_vtep = vtep_ip;
+        meta.do_encap = true;
+    }
+
+    action punt_to_cpu() {
+        std.egress_spec = CPU_PORT;
+    }
+
+    action flood() { }
+
+    table mac_table {
+        key = {
+            meta.vni              : exact @name("vni");
+            hdr.ethernet.dst_addr : exact @name("dst_mac");
+        }
+        actions = {
+            to_local_vm;
+            to_remote_vtep;
+            punt_to_cpu;
+            @defaultonly flood;
+        }
+        const default_action = flood();
+        size = mac_table_size;
+    }
+
+    apply {
+        bool is_bum = hdr.ethernet.dst_addr[40:40] == 1;
+        if (!is_bum) {
+            is_bum = !mac_table.apply().hit;
+        }
+        if (is_bum) {
+            // Split horizon: BUM from the fabric only goes to local VFs.
+            mcast_group_t group = meta.flood_group;
+            if (meta.from_fabric) {
+                group = meta.local_flood_group;
+            }
+            if (group == 0) {
+                meta.drop_reason = DROP_NO_FLOOD_GROUP;
+            } else {
+                std.mcast_grp = group;
+            }
+        } else if (meta.do_encap && meta.from_fabric) {
+            meta.drop_reason = DROP_SPLIT_HORIZON;   // fabric back to fabric
+        } else if (!meta.do_encap && !meta.from_fabric &&
+                   std.egress_spec == std.ingress_port &&
+                   meta.egress_vlan == meta.src_vlan) {
+            meta.drop_reason = DROP_SPLIT_HORIZON;   // back to the sending VF
+        }
+    }
+}
+
+#endif  // P4VTEP_L2_FORWARDING_P4

@@ -1,0 +1,42 @@
+// Port roles: which ports face servers (access) and which face spines (fabric).
+#ifndef P4VTEP_PORT_CONFIG_P4
+#define P4VTEP_PORT_CONFIG_P4
+
+control PortConfig(inout local_metadata_t meta,
+                   in standard_metadata_t std)
+                  (bit<32> port_count) {
+    counter(port_count, CounterType.packets_and_bytes) port_rx_counter;
+
+    action set_access_port() {
+        meta.port_role = PORT_ROLE_ACCESS;
+    }
+
+    action set_fabric_port() {
+        meta.port_role = PORT_ROLE_FABRIC;
+    }
+
+    action unknown_port() {
+        meta.port_role = PORT_ROLE_NONE;
+        meta.drop_reason = DROP_UNKNOWN_PORT;
+    }
+
+    table port_role {
+        key = {
+            std.ingress_port : exact @name("port");
+        }
+        actions = {
+            set_access_port;
+            set_fabric_port;
+            @defaultonly unknown_port;
+        }
+        const default_action = unknown_port();
+        size = port_count;
+    }
+
+    apply {
+        port_rx_counter.count((bit<32>) std.ingress_port);
+        port_role.apply();
+    }
+}
+
+#endif  // P4VTEP_PORT_CONFIG_P4

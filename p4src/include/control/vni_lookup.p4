@@ -1,0 +1,46 @@
+// Per-VNI parameters: the dense index used by counters, the traffic class and
+// the two flood groups (head-end replication).
+#ifndef P4VTEP_VNI_LOOKUP_P4
+#define P4VTEP_VNI_LOOKUP_P4
+
+control VniLookup(inout local_metadata_t meta,
+                  inout standard_metadata_t std)
+                 (bit<32> vni_table_size) {
+    counter(vni_table_size, CounterType.packets_and_bytes) vni_tx_counter;
+
+    action set_vni_params(vni_index_t vni_index,
+                          bit<3> traffic_class,
+                          mcast_group_t flood_group,
+                          mcast_group_t local_flood_group) {
+        meta.vni_index = vni_index;
+        meta.traffic_class = traffic_class;
+        meta.flood_group = flood_group;
+        meta.local_flood_group = local_flood_group;
+        std.priority = traffic_class;
+    }
+
+    action unknown_vni() {
+        meta.drop_reason = DROP_UNKNOWN_VNI;
+    }
+
+    table vni_config {
+        key = {
+            meta.vni : exact @name("vni");
+        }
+        actions = {
+            set_vni_params;
+            @defaultonly unknown_vni;
+        }
+        const default_action = unknown_vni();
+        size = vni_table_size;
+    }
+
+    apply {
+        if (vni_config.apply().hit && !meta.from_fabric) {
+            // Sent by a local VM into the overlay.
+            vni_tx_counter.count((bit<32>) meta.vni_index);
+        }
+    }
+}
+
+#endif  // P4VTEP_VNI_LOOKUP_P4

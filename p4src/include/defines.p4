@@ -1,0 +1,84 @@
+// Constants and types shared by every p4vtep target.
+#ifndef P4VTEP_DEFINES_P4
+#define P4VTEP_DEFINES_P4
+
+typedef bit<9>   port_t;
+typedef bit<48>  mac_addr_t;
+typedef bit<32>  ipv4_addr_t;
+typedef bit<128> ipv6_addr_t;
+typedef bit<12>  vlan_id_t;
+typedef bit<24>  vni_t;
+typedef bit<16>  vni_index_t;   // dense per-switch index of a VNI (counters)
+typedef bit<16>  vm_index_t;    // dense per-switch index of a local VM (meters, counters)
+typedef bit<16>  mcast_group_t;
+typedef bit<8>   drop_reason_t;
+
+const bit<16> ETHERTYPE_IPV4 = 0x0800;
+const bit<16> ETHERTYPE_ARP  = 0x0806;
+const bit<16> ETHERTYPE_VLAN = 0x8100;
+const bit<16> ETHERTYPE_QINQ = 0x88a8;
+const bit<16> ETHERTYPE_IPV6 = 0x86dd;
+
+const bit<8> IP_PROTO_TCP = 6;
+const bit<8> IP_PROTO_UDP = 17;
+
+const bit<16> VXLAN_UDP_PORT = 4789;
+const bit<8>  VXLAN_FLAG_VNI_VALID = 0x08;  // the "I" flag of RFC 7348
+// RFC 7348: the outer UDP source port is a hash of the inner flow, kept in the
+// dynamic range 49152-65535, i.e. the top two bits set and 14 bits of hash.
+const bit<16> VXLAN_SRC_PORT_BASE = 0xC000;
+const bit<16> VXLAN_SRC_PORT_HASH_MASK = 0x3FFF;
+
+const bit<16> ARP_OPER_REQUEST = 1;
+const bit<16> ARP_OPER_REPLY   = 2;
+
+const bit<8> OUTER_TTL = 64;
+// DSCP given to the outer header of a packet its meter coloured YELLOW
+// (CS1, "lower effort"), so the underlay drops it first under congestion.
+const bit<6> DSCP_YELLOW = 8;
+
+// simple_switch_grpc must be started with --cpu-port 255.
+const port_t CPU_PORT = 255;
+
+// Port roles, set per port by the controller.
+const bit<2> PORT_ROLE_NONE   = 0;
+const bit<2> PORT_ROLE_ACCESS = 1;   // toward a server: VM frames tagged with the VF's VLAN
+const bit<2> PORT_ROLE_FABRIC = 2;   // uplink toward a spine: the IPv4 underlay
+
+// v1model meter colours as BMv2 reports them (GREEN is 0, also when the
+// meter is not configured).
+const bit<2> METER_YELLOW = 1;
+const bit<2> METER_RED    = 2;
+
+// Traffic classes (standard_metadata.priority; BMv2 needs --priority-queues).
+const bit<3> TC_BEST_EFFORT = 0;
+
+// Why a packet was dropped: the index of the drop counters. The controller
+// mirrors this list (control_plane/p4vtep/dataplane/drop_reasons.py); keep
+// both in step.
+const drop_reason_t DROP_NONE              = 0;
+const drop_reason_t DROP_UNKNOWN_PORT      = 1;   // port has no role
+const drop_reason_t DROP_UNTAGGED_ACCESS   = 2;   // access frame without a VF VLAN tag
+const drop_reason_t DROP_UNKNOWN_VLAN      = 3;   // no VM bound to (port, VLAN)
+const drop_reason_t DROP_SPOOFED_SOURCE    = 4;   // source MAC is not the VF's MAC
+const drop_reason_t DROP_UNKNOWN_VNI       = 5;
+const drop_reason_t DROP_NOT_FOR_VTEP      = 6;   // fabric packet not addressed to this VTEP
+const drop_reason_t DROP_BAD_VXLAN         = 7;   // truncated VXLAN, I flag clear, inner VLAN
+const drop_reason_t DROP_WRONG_UDP_PORT    = 8;   // addressed to the VTEP but not UDP 4789
+const drop_reason_t DROP_METER_RED_TX      = 9;   // VM transmit above its peak rate
+const drop_reason_t DROP_METER_RED_RX      = 10;  // VM receive above its peak rate
+const drop_reason_t DROP_NO_ROUTE          = 11;  // no underlay route to the remote VTEP
+const drop_reason_t DROP_SPLIT_HORIZON     = 12;  // would go back where it came from
+const drop_reason_t DROP_MALFORMED         = 13;  // parser error (truncated, bad IPv4 version)
+const drop_reason_t DROP_TTL_EXPIRED       = 14;  // outer TTL 0 on a fabric packet
+const drop_reason_t DROP_DOUBLE_TAGGED     = 15;  // two VLAN tags on an access port
+const drop_reason_t DROP_BAD_CHECKSUM      = 16;  // outer IPv4 header checksum wrong
+const drop_reason_t DROP_NO_FLOOD_GROUP    = 17;  // BUM in a VNI that floods nowhere
+const drop_reason_t DROP_NESTED_VXLAN      = 18;  // a VM's own VXLAN cannot be tunnelled again
+const drop_reason_t DROP_NO_LOCAL_VTEP     = 19;  // encap needed but the VTEP is not configured
+const drop_reason_t DROP_NOT_IPV4_FABRIC   = 20;  // non-IPv4 frame on a fabric port
+const bit<32> DROP_REASON_COUNT = 32;
+
+const bit<8> PUNT_REASON_L2_TRAP = 1;  // l2 entry asked for the frame to go to the controller
+
+#endif  // P4VTEP_DEFINES_P4

@@ -1,0 +1,152 @@
+// Packet headers and the per-packet metadata shared by every control.
+#ifndef P4VTEP_HEADERS_P4
+#define P4VTEP_HEADERS_P4
+
+#include "defines.p4"
+
+error { IPv4IncorrectVersion }
+
+@controller_header("packet_in")
+header packet_in_t {
+    port_t ingress_port;
+    bit<8> reason;
+    bit<7> _pad;
+}
+
+@controller_header("packet_out")
+header packet_out_t {
+    port_t egress_port;
+    bit<7> _pad;
+}
+
+header ethernet_t {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16>    ether_type;
+}
+
+header vlan_tag_t {
+    bit<3>    pcp;
+    bit<1>    dei;
+    vlan_id_t vid;
+    bit<16>   ether_type;
+}
+
+header arp_t {
+    bit<16>     htype;
+    bit<16>     ptype;
+    bit<8>      hlen;
+    bit<8>      plen;
+    bit<16>     oper;
+    mac_addr_t  sha;
+    ipv4_addr_t spa;
+    mac_addr_t  tha;
+    ipv4_addr_t tpa;
+}
+
+header ipv4_t {
+    bit<4>      version;
+    bit<4>      ihl;
+    bit<6>      dscp;
+    bit<2>      ecn;
+    bit<16>     total_len;
+    bit<16>     identification;
+    bit<3>      flags;
+    bit<13>     frag_offset;
+    bit<8>      ttl;
+    bit<8>      protocol;
+    bit<16>     hdr_checksum;
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+}
+
+header ipv6_t {
+    bit<4>      version;
+    bit<8>      traffic_class;
+    bit<20>     flow_label;
+    bit<16>     payload_len;
+    bit<8>      next_hdr;
+    bit<8>      hop_limit;
+    ipv6_addr_t src_addr;
+    ipv6_addr_t dst_addr;
+}
+
+header udp_t {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<16> length;
+    bit<16> checksum;
+}
+
+header tcp_t {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<32> seq_no;
+    bit<32> ack_no;
+    bit<4>  data_offset;
+    bit<4>  res;
+    bit<8>  flags;
+    bit<16> window;
+    bit<16> checksum;
+    bit<16> urgent_ptr;
+}
+
+header vxlan_t {
+    bit<8>  flags;
+    bit<24> reserved;
+    vni_t   vni;
+    bit<8>  reserved2;
+}
+
+// The "outer" slots hold the frame being switched. A packet from the fabric
+// arrives with the underlay in them and the tenant frame in inner_*; decap
+// moves inner_* up, encap moves the frame down into inner_*.
+struct headers_t {
+    packet_out_t packet_out;
+    packet_in_t  packet_in;
+    ethernet_t   ethernet;
+    vlan_tag_t   vlan;
+    vlan_tag_t   vlan2;          // only parsed to refuse double-tagged frames
+    arp_t        arp;
+    ipv4_t       ipv4;
+    ipv6_t       ipv6;
+    udp_t        udp;
+    tcp_t        tcp;
+    vxlan_t      vxlan;
+    ethernet_t   inner_ethernet;
+    arp_t        inner_arp;
+    ipv4_t       inner_ipv4;
+    ipv6_t       inner_ipv6;
+    udp_t        inner_udp;
+    tcp_t        inner_tcp;
+}
+
+struct local_metadata_t {
+    bit<2>        port_role;
+    bool          from_fabric;
+    vlan_id_t     src_vlan;        // VF VLAN the frame arrived on (access)
+    vm_index_t    src_vm;          // sending VM (access), 0 = none
+    vni_t         vni;
+    vni_index_t   vni_index;
+    bit<3>        traffic_class;
+    mcast_group_t flood_group;        // local VFs + one replica per remote VTEP
+    mcast_group_t local_flood_group;  // local VFs only (BUM that came from the fabric)
+    bool          is_packet_out;
+    bool          arp_replied;     // ARP suppression turned the request into a reply
+    mac_addr_t    vf_mac;          // MAC bound to the (port, VLAN) the frame came in on
+    // Forwarding decision
+    vm_index_t    dst_vm;          // receiving local VM, 0 = none
+    vlan_id_t     egress_vlan;     // VF VLAN to deliver on
+    bool          do_encap;
+    ipv4_addr_t   remote_vtep;
+    mac_addr_t    next_hop_mac;
+    // Hash of the tenant flow: ECMP member choice and VXLAN UDP source port
+    bit<16>       flow_hash;
+    bit<16>       l4_src_port;
+    bit<16>       l4_dst_port;
+    bit<2>        tx_color;
+    bit<2>        rx_color;
+    drop_reason_t drop_reason;
+}
+
+#endif  // P4VTEP_HEADERS_P4

@@ -1,0 +1,162 @@
+// Parser and deparser. Target independent apart from the v1model signatures
+// (standard_metadata_t), which the TNA port will replace.
+#ifndef P4VTEP_PARSER_P4
+#define P4VTEP_PARSER_P4
+
+#include "headers.p4"
+
+parser VtepParser(packet_in packet,
+                  out headers_t hdr,
+                  inout local_metadata_t meta,
+                  inout standard_metadata_t std) {
+    state start {
+        transition select(std.ingress_port) {
+            CPU_PORT: parse_packet_out;
+            default: parse_ethernet;
+        }
+    }
+
+    state parse_packet_out {
+        packet.extract(hdr.packet_out);
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_VLAN: parse_vlan;
+            ETHERTYPE_QINQ: parse_vlan;
+            ETHERTYPE_ARP: parse_arp;
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
+            default: accept;
+        }
+    }
+
+    state parse_vlan {
+        packet.extract(hdr.vlan);
+        transition select(hdr.vlan.ether_type) {
+            ETHERTYPE_VLAN: parse_vlan2;
+            ETHERTYPE_QINQ: parse_vlan2;
+            ETHERTYPE_ARP: parse_arp;
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
+            default: accept;
+        }
+    }
+
+    state parse_vlan2 {
+        packet.extract(hdr.vlan2);
+        transition accept;
+    }
+
+    state parse_arp {
+        packet.extract(hdr.arp);
+        transition accept;
+    }
+
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        verify(hdr.ipv4.version == 4, error.IPv4IncorrectVersion);
+        // With options (ihl > 5) or as a later fragment the L4 header is not
+        // where we would look: switch the frame on L2/L3 only.
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_UDP): parse_udp;
+            (5, 0, IP_PROTO_TCP): parse_tcp;
+            default: accept;
+        }
+    }
+
+    state parse_ipv6 {
+        packet.extract(hdr.ipv6);
+        transition select(hdr.ipv6.next_hdr) {
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_TCP: parse_tcp;
+            default: accept;
+        }
+    }
+
+    state parse_tcp {
+        packet.extract(hdr.tcp);
+        transition accept;
+    }
+
+    state parse_udp {
+        packet.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            VXLAN_UDP_PORT: parse_vxlan;
+            default: accept;
+        }
+    }
+
+    state parse_vxlan {
+        packet.extract(hdr.vxlan);
+        transition parse_inner_ethernet;
+    }
+
+    state parse_inner_ethernet {
+        packet.extract(hdr.inner_ethernet);
+        transition select(hdr.inner_ethernet.ether_type) {
+            ETHERTYPE_ARP: parse_inner_arp;
+            ETHERTYPE_IPV4: parse_inner_ipv4;
+            ETHERTYPE_IPV6: parse_inner_ipv6;
+            default: accept;
+        }
+    }
+
+    state parse_inner_arp {
+        packet.extract(hdr.inner_arp);
+        transition accept;
+    }
+
+    state parse_inner_ipv4 {
+        packet.extract(hdr.inner_ipv4);
+        transition select(hdr.inner_ipv4.ihl, hdr.inner_ipv4.frag_offset, hdr.inner_ipv4.protocol) {
+            (5, 0, IP_PROTO_UDP): parse_inner_udp;
+            (5, 0, IP_PROTO_TCP): parse_inner_tcp;
+            default: accept;
+        }
+    }
+
+    state parse_inner_ipv6 {
+        packet.extract(hdr.inner_ipv6);
+        transition select(hdr.inner_ipv6.next_hdr) {
+            IP_PROTO_UDP: parse_inner_udp;
+            IP_PROTO_TCP: parse_inner_tcp;
+            default: accept;
+        }
+    }
+
+    state parse_inner_udp {
+        packet.extract(hdr.inner_udp);
+        transition accept;
+    }
+
+    state parse_inner_tcp {
+        packet.extract(hdr.inner_tcp);
+        transition accept;
+    }
+}
+
+control VtepDeparser(packet_out packet, in headers_t hdr) {
+    apply {
+        packet.emit(hdr.packet_in);
+        packet.emit(hdr.ethernet);
+        packet.emit(hdr.vlan);
+        packet.emit(hdr.vlan2);
+        packet.emit(hdr.arp);
+        packet.emit(hdr.ipv4);
+        packet.emit(hdr.ipv6);
+        packet.emit(hdr.udp);
+        packet.emit(hdr.tcp);
+        packet.emit(hdr.vxlan);
+        packet.emit(hdr.inner_ethernet);
+        packet.emit(hdr.inner_arp);
+        packet.emit(hdr.inner_ipv4);
+        packet.emit(hdr.inner_ipv6);
+        packet.emit(hdr.inner_udp);
+        packet.emit(hdr.inner_tcp);
+    }
+}
+
+#endif  // P4VTEP_PARSER_P4
