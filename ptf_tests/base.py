@@ -7,7 +7,6 @@ own library. ``VtepFabricTest`` installs the reference fabric described in
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +25,11 @@ sys.path.insert(0, str(REPO / "control_plane"))
 
 from p4vtep.dataplane.artifacts import Pipeline  # noqa: E402
 from p4vtep.dataplane.drop_reasons import DropReason  # noqa: E402
-from p4vtep.dataplane.entries import (INGRESS_DROP_COUNTER, EGRESS_DROP_COUNTER,  # noqa: E402
+from p4vtep.dataplane.entries import (EGRESS_DROP_COUNTER, INGRESS_DROP_COUNTER,  # noqa: E402
                                       MeterRates, PipelineEntries, PortRole)
-from p4vtep.runtime import codec  # noqa: E402
 from p4vtep.runtime.client import SwitchConnection  # noqa: E402
+
+__all__ = ["DropReason", "MeterRates", "tu"]  # re-exported for the tests
 
 # --- the reference fabric ------------------------------------------------------
 # Ports as BMv2 numbers them; PTF sees the same numbers on device 0.
@@ -209,6 +209,7 @@ class P4VtepTest(BaseTest):
 class VtepFabricTest(P4VtepTest):
     """The reference fabric: two access ports with two tenants, two uplinks in
     one ECMP group toward the remote VTEPs, head-end flood groups."""
+    configure_local_vtep = True
 
     def setUp(self) -> None:
         super().setUp()
@@ -242,4 +243,5 @@ class VtepFabricTest(P4VtepTest):
                       for (v, vtep), rid in VTEP_REPLICA_ID.items() if v == vni]
             self.sw.insert(e.flood_group(FLOOD_GROUP[vni], local + remote),
                            e.flood_group(LOCAL_FLOOD_GROUP[vni], local))
-        self.sw.modify(e.local_vtep(LOCAL_VTEP_IP, ROUTER_MAC))
+        if self.configure_local_vtep:
+            self.sw.modify(e.local_vtep(LOCAL_VTEP_IP, ROUTER_MAC))
