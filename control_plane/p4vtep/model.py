@@ -1,0 +1,74 @@
+"""The fabric and the VMs on it: the controller's desired state, as plain data."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Uplink:
+    port: int
+    next_hop_mac: str
+
+
+@dataclass(frozen=True)
+class Tor:
+    name: str
+    address: str          # P4Runtime gRPC address
+    device_id: int
+    vtep_ip: str
+    router_mac: str
+    uplinks: tuple[Uplink, ...]
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    tor: str
+    port: int             # the ToR port the server's NIC is cabled to
+
+
+@dataclass(frozen=True)
+class Vni:
+    vni: int
+    name: str
+    traffic_class: int = 0
+    flood: bool = True    # head-end replication of BUM; False drops BUM
+
+
+@dataclass(frozen=True)
+class Rates:
+    """RFC 2698 trTCM: committed/peak rate in bytes/s, bursts in bytes."""
+    cir: int
+    cburst: int
+    pir: int
+    pburst: int
+
+
+@dataclass(frozen=True)
+class QosPolicy:
+    name: str
+    tx: Rates | None = None   # what the VM sends
+    rx: Rates | None = None   # what is delivered to the VM
+
+
+@dataclass(frozen=True)
+class Vm:
+    name: str
+    mac: str
+    ips: tuple[str, ...]
+    vni: int
+    server: str
+    vlan: int             # VF VLAN
+    qos: str | None = None
+    source: str = "inventory"   # which input declared it (inventory, libvirt, api)
+
+
+@dataclass
+class Fabric:
+    tors: dict[str, Tor] = field(default_factory=dict)
+    servers: dict[str, Server] = field(default_factory=dict)
+    vnis: dict[int, Vni] = field(default_factory=dict)
+    policies: dict[str, QosPolicy] = field(default_factory=dict)
+
+    def tor_of(self, vm: Vm) -> Tor:
+        return self.tors[self.servers[vm.server].tor]

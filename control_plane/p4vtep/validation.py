@@ -1,0 +1,154 @@
+"""Checks on the desired state before anything is written to a switch.
+
+A bad change is refused whole: ``validate`` returns every problem, each naming
+the VM (or fabric object) and the field, so an operator can fix them in one go.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from .model import Fabric, Vm
+
+MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+VNI_MIN, VNI_MAX = 1, (1 << 24) - 1
+VLAN_MIN, VLAN_MAX = 1, 4094
+
+
+@dataclass(frozen=True)
+class Problem:
+    subject: str     # "vm web-1", "tor tor1", ...
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.subject}: {self.field}: {self.message}"
+
+
+class ValidationError(ValueError):
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
+
+
+def normalise_mac(mac: str) -> str:
+    return mac.strip().lower().replace("-", ":")
+
+
+def check_fabric(fabric: Fabric) -> list[Problem]:
+    problems: list[Problem] = []
+    vteps: dict[str, str] = {}
+    for tor in fabric.tors.values():
+        subject = f"tor {tor.name}"
+        try:
+            ipaddress.IPv4Address(tor.vtep_ip)
+        except ValueError:
+            problems.append(Problem(subject, "vtep_ip", f"{tor.vtep_ip!r} is not an IPv4 address"))
+        if tor.vtep_ip in vteps:
+            problems.append(Problem(subject, "vtep_ip",
+                                    f"{tor.vtep_ip} is already the VTEP of {vteps[tor.vtep_ip]}"))
+        vteps[tor.vtep_ip] = tor.name
+        if not MAC_RE.match(tor.router_mac):
+            problems.append(Problem(subject, "router_mac", f"{tor.router_mac!r} is not a MAC"))
+        if not tor.uplinks:
+            problems.append(Problem(subject, "uplinks", "at least one uplink is needed"))
+        for uplink in tor.uplinks:
+            if not 0 <= uplink.port < 511:
+                problems.append(Problem(subject, "uplinks.port", f"port {uplink.port} out of range"))
+            if not MAC_RE.match(uplink.next_hop_mac):
+                problems.append(Problem(subject, "uplinks.next_hop_mac",
+                                        f"{uplink.next_hop_mac!r} is not a MAC"))
+    ports: dict[tuple[str, int], str] = {}
+    for server in fabric.servers.values():
+        subject = f"server {server.name}"
+        tor = fabric.tors.get(server.tor)
+        if tor is None:
+            problems.append(Problem(subject, "tor", f"unknown ToR {server.tor!r}"))
+            continue
+        if not 0 <= server.port < 511:
+            problems.append(Problem(subject, "port", f"port {server.port} out of range"))
+        if server.port in {u.port for u in tor.uplinks}:
+            problems.append(Problem(subject, "port", f"port {server.port} is an uplink of {tor.name}"))
+        if (server.tor, server.port) in ports:
+            problems.append(Problem(subject, "port", f"{server.tor} port {server.port} is already "
+                                                     f"server {ports[(server.tor, server.port)]}"))
+        ports[(server.tor, server.port)] = server.name
+    for vni in fabric.vnis.values():
+        if not VNI_MIN <= vni.vni <= VNI_MAX:
+            problems.append(Problem(f"vni {vni.name}", "vni",
+                                    f"{vni.vni} outside {VNI_MIN}-{VNI_MAX}"))
+        if not 0 <= vni.traffic_class <= 7:
+            problems.append(Problem(f"vni {vni.name}", "traffic_class",
+                                    f"{vni.traffic_class} outside 0-7"))
+    for policy in fabric.policies.values():
+        for direction in ("tx", "rx"):
+            rates = getattr(policy, direction)
+            if rates is None:
+                continue
+            if min(rates.cir, rates.cburst, rates.pir, rates.pburst) <= 0:
+                problems.append(Problem(f"qos {policy.name}", direction,
+                                        "rates and bursts must be positive"))
+            elif rates.pir < rates.cir:
+                problems.append(Problem(f"qos {policy.name}", direction,
+                                        "peak rate below committed rate"))
+    return problems
+
+
+def check_vm(fabric: Fabric, vm: Vm) -> list[Problem]:
+    subject = f"vm {vm.name}"
+    problems = []
+    if not MAC_RE.match(vm.mac):
+        problems.append(Problem(subject, "mac", f"{vm.mac!r} is not a MAC address"))
+    elif int(vm.mac.split(":")[0], 16) & 1:
+        problems.append(Problem(subject, "mac", f"{vm.mac} is a multicast MAC"))
+    for ip in vm.ips:
+        try:
+            ipaddress.IPv4Address(ip)
+        except ValueError:
+            problems.append(Problem(subject, "ips", f"{ip!r} is not an IPv4 address"))
+    if not VNI_MIN <= vm.vni <= VNI_MAX:
+        problems.append(Problem(subject, "vni", f"{vm.vni} outside {VNI_MIN}-{VNI_MAX}"))
+    elif vm.vni not in fabric.vnis:
+        problems.append(Problem(subject, "vni", f"VNI {vm.vni} is not defined in the fabric"))
+    if not VLAN_MIN <= vm.vlan <= VLAN_MAX:
+        problems.append(Problem(subject, "vlan", f"{vm.vlan} outside {VLAN_MIN}-{VLAN_MAX}"))
+    if vm.server not in fabric.servers:
+        problems.append(Problem(subject, "server", f"unknown server {vm.server!r}"))
+    if vm.qos is not None and vm.qos not in fabric.policies:
+        problems.append(Problem(subject, "qos", f"unknown QoS policy {vm.qos!r}"))
+    return problems
+
+
+def validate(fabric: Fabric, vms: Iterable[Vm]) -> None:
+    """Raise ValidationError listing every problem of this fabric + VM set."""
+    problems = check_fabric(fabric)
+    macs: dict[tuple[int, str], str] = {}
+    ips: dict[tuple[int, str], str] = {}
+    vlans: dict[tuple[str, int], str] = {}
+    names: set[str] = set()
+    for vm in vms:
+        subject = f"vm {vm.name}"
+        if vm.name in names:
+            problems.append(Problem(subject, "name", "declared twice"))
+        names.add(vm.name)
+        problems += check_vm(fabric, vm)
+        key = (vm.vni, vm.mac)
+        if key in macs:
+            problems.append(Problem(subject, "mac",
+                                    f"{vm.mac} is already used by vm {macs[key]} in VNI {vm.vni}"))
+        macs.setdefault(key, vm.name)
+        for ip in vm.ips:
+            if (vm.vni, ip) in ips:
+                problems.append(Problem(subject, "ips", f"{ip} is already used by vm "
+                                                        f"{ips[(vm.vni, ip)]} in VNI {vm.vni}"))
+            ips.setdefault((vm.vni, ip), vm.name)
+        if vm.server in fabric.servers:
+            port_key = (vm.server, vm.vlan)
+            if port_key in vlans:
+                problems.append(Problem(subject, "vlan", f"VLAN {vm.vlan} on server {vm.server} "
+                                                         f"is already vm {vlans[port_key]}"))
+            vlans.setdefault(port_key, vm.name)
+    if problems:
+        raise ValidationError(problems)

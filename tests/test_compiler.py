@@ -1,0 +1,83 @@
+from p4vtep.compiler import Allocations, compile_tor, flood_groups
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.reconciler import diff
+
+from fabric_fixture import two_tor_fabric, vms
+
+
+def compiled(tor="tor1", vm_list=None, alloc=None):
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    return compile_tor(two_tor_fabric(), vm_list or vms(), tor, alloc or Allocations(), entries)
+
+
+def tables(c):
+    p4info = bmv2_pipeline().p4info
+    names = {}
+    for entity in c.entities.values():
+        if entity.WhichOneof("entity") == "table_entry":
+            alias = p4info.alias_of(entity.table_entry.table_id)
+            names[alias] = names.get(alias, 0) + 1
+    return names
+
+
+def test_tor1_holds_its_vms_and_the_remote_ones_of_its_vnis():
+    c = compiled()
+    t = tables(c)
+    # tor1 hosts a1 (VNI A) and b1, b2 (VNI B); a2 is remote on tor2.
+    assert t["access_binding"] == 3
+    assert t["mac_table"] == 4          # 3 local + a2 remote
+    assert t["arp_suppression"] == 4
+    assert t["vni_config"] == 2
+    assert t["port_role"] == 4          # 2 server ports + 2 uplinks
+    assert t["underlay_route"] == 1     # tor2's VTEP
+    assert t["flood_replica"] == 3 + 1  # 3 local VFs + tor2's VTEP
+    assert len(c.meters) == 2           # a1's gold policy, both directions
+
+
+def test_flood_group_has_local_vfs_and_one_copy_per_remote_vtep():
+    alloc = Allocations()
+    c = compiled(alloc=alloc)
+    groups = {e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id:
+              e.packet_replication_engine_entry.multicast_group_entry
+              for e in c.entities.values()
+              if e.WhichOneof("entity") == "packet_replication_engine_entry"}
+    group_a, local_a = flood_groups(alloc.vni.peek(5000))
+    assert len(groups[group_a].replicas) == 2       # a1's VF + tor2
+    assert len(groups[local_a].replicas) == 1       # a1's VF only
+    group_b, local_b = flood_groups(alloc.vni.peek(6000))
+    assert len(groups[group_b].replicas) == 2       # b1, b2; no remote VTEP hosts VNI B
+    assert {r.egress_port for r in groups[group_b].replicas} == {2}
+
+
+def test_compiling_twice_gives_identical_entities():
+    alloc = Allocations()
+    first, second = compiled(alloc=alloc), compiled(alloc=alloc)
+    assert first.entities.keys() == second.entities.keys()
+    assert all(first.entities[k] == second.entities[k] for k in first.entities)
+
+
+def test_diff_against_itself_is_empty():
+    c = compiled()
+    assert len(diff(c, dict(c.entities), dict(c.meters), dict(c.defaults))) == 0
+
+
+def test_diff_inserts_modifies_and_deletes_in_dependency_order():
+    alloc = Allocations()
+    before = compiled(alloc=alloc)
+    moved = [vm if vm.name != "a2" else vm.__class__(**{**vm.__dict__, "server": "s11",
+                                                         "vlan": 21}) for vm in vms()]
+    after = compiled(vm_list=moved, alloc=alloc)
+    delta = diff(after, dict(before.entities), dict(before.meters), dict(before.defaults))
+    kinds = [u.type for u in delta.updates()]
+    assert delta.inserts and delta.deletes
+    # Deletes first, then inserts, then modifies.
+    assert kinds == sorted(kinds, key=lambda t: {3: 0, 1: 1, 2: 2}[t])
+
+
+def test_vm_indices_are_stable_when_others_come_and_go():
+    alloc = Allocations()
+    compiled(alloc=alloc)
+    index_b2 = alloc.vm_space("tor1").peek("b2")
+    compiled(vm_list=[vm for vm in vms() if vm.name != "b1"], alloc=alloc)
+    assert alloc.vm_space("tor1").peek("b2") == index_b2

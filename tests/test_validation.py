@@ -1,0 +1,58 @@
+from dataclasses import replace
+
+import pytest
+
+from fabric_fixture import two_tor_fabric, vms
+from p4vtep.validation import ValidationError, validate
+
+
+def problems(vm_list):
+    with pytest.raises(ValidationError) as info:
+        validate(two_tor_fabric(), vm_list)
+    return [str(p) for p in info.value.problems]
+
+
+def test_good_state_passes():
+    validate(two_tor_fabric(), vms())
+
+
+def test_duplicate_mac_in_a_vni_names_both_vms():
+    bad = vms() + [replace(vms()[0], name="a9", vlan=99, ips=("192.168.1.9",))]
+    assert problems(bad) == ["vm a9: mac: 00:00:0a:00:00:01 is already used by vm a1 in VNI 5000"]
+
+
+def test_same_mac_in_two_vnis_is_fine():
+    validate(two_tor_fabric(), vms() + [replace(vms()[0], name="b9", vni=6000, vlan=99,
+                                                ips=("192.168.1.9",))])
+
+
+def test_duplicate_ip_in_a_vni():
+    bad = vms() + [replace(vms()[1], name="a9", mac="00:00:0a:00:00:09", vlan=99)]
+    assert problems(bad) == ["vm a9: ips: 192.168.1.2 is already used by vm a2 in VNI 5000"]
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("vlan", 0, "vm a1: vlan: 0 outside 1-4094"),
+    ("vlan", 4095, "vm a1: vlan: 4095 outside 1-4094"),
+    ("vni", 0, "vm a1: vni: 0 outside 1-16777215"),
+    ("vni", 1 << 24, "vm a1: vni: 16777216 outside 1-16777215"),
+    ("vni", 7000, "vm a1: vni: VNI 7000 is not defined in the fabric"),
+    ("server", "nowhere", "vm a1: server: unknown server 'nowhere'"),
+    ("qos", "platinum", "vm a1: qos: unknown QoS policy 'platinum'"),
+    ("mac", "00:00:0a:00:00", "vm a1: mac: '00:00:0a:00:00' is not a MAC address"),
+    ("mac", "01:00:5e:00:00:01", "vm a1: mac: 01:00:5e:00:00:01 is a multicast MAC"),
+    ("ips", ("192.168.1.300",), "vm a1: ips: '192.168.1.300' is not an IPv4 address"),
+])
+def test_bad_field_is_named(field, value, message):
+    bad = [replace(vms()[0], **{field: value})] + vms()[1:]
+    assert problems(bad) == [message]
+
+
+def test_vlan_reused_on_one_server():
+    bad = vms() + [replace(vms()[3], name="b9", mac="00:00:0b:00:00:09", ips=())]
+    assert problems(bad) == ["vm b9: vlan: VLAN 40 on server s12 is already vm b2"]
+
+
+def test_every_problem_is_reported_at_once():
+    bad = [replace(vms()[0], vlan=0, vni=0)] + vms()[1:]
+    assert len(problems(bad)) == 2
