@@ -1,0 +1,161 @@
+"""Fabric and inventory files (YAML). Errors name the file, line and field."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from .model import Fabric, QosPolicy, Rates, Server, Tor, Uplink, Vm, Vni
+from .validation import normalise_mac
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class _Doc:
+    """A YAML document with the line of every node, addressed by path."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines: dict[tuple, int] = {}
+        try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}" if mark else str(path)
+            raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        self.data = self._convert(node, ()) if node is not None else {}
+
+    def _convert(self, node: yaml.Node, path: tuple) -> Any:
+        self.lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            result = {}
+            for key_node, value_node in node.value:
+                key = yaml.SafeLoader(yaml.serialize(key_node)).get_single_data() \
+                    if not isinstance(key_node, yaml.ScalarNode) else key_node.value
+                if key in result:
+                    self.lines[path + (key,)] = key_node.start_mark.line + 1
+                    raise self.error(path + (key,), "given twice")
+                result[key] = self._convert(value_node, path + (key,))
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self._convert(item, path + (i,)) for i, item in enumerate(node.value)]
+        return yaml.SafeLoader(yaml.serialize(node)).get_single_data() \
+            if node.tag != "tag:yaml.org,2002:str" else node.value
+
+    def error(self, path: tuple, message: str) -> ConfigError:
+        line = None
+        for cut in range(len(path), -1, -1):
+            line = self.lines.get(path[:cut])
+            if line is not None:
+                break
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+        return ConfigError(f"{self.path}:{line}: {field or '(top)'}: {message}")
+
+    def list(self, path: tuple, required: bool = True) -> list:
+        value = self.get(path, [] if not required else None)
+        if not isinstance(value, list):
+            raise self.error(path, "expected a list")
+        return value
+
+    def get(self, path: tuple, default: Any = None) -> Any:
+        value: Any = self.data
+        for part in path:
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            elif isinstance(value, list) and isinstance(part, int) and part < len(value):
+                value = value[part]
+            elif default is not None:
+                return default
+            else:
+                raise self.error(path, "missing")
+        return value
+
+    def typed(self, path: tuple, kind: Callable, default: Any = ...) -> Any:
+        try:
+            value = self.get(path, None if default is ... else default)
+        except ConfigError:
+            if default is ...:
+                raise
+            return default
+        if value is None and default is not ...:
+            return default
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise self.error(path, f"expected an integer, got {value!r}")
+        if kind is str and not isinstance(value, str):
+            value = str(value)
+        if kind is bool and not isinstance(value, bool):
+            raise self.error(path, f"expected true or false, got {value!r}")
+        return value
+
+
+def _read(path: str | Path) -> _Doc:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    return _Doc(path, text)
+
+
+def _rates(doc: _Doc, path: tuple) -> Rates | None:
+    if doc.get(path, {}) == {}:
+        return None
+    return Rates(*(doc.typed(path + (k,), int) for k in ("cir", "cburst", "pir", "pburst")))
+
+
+def load_fabric(path: str | Path) -> Fabric:
+    doc = _read(path)
+    fabric = Fabric()
+    for i, _ in enumerate(doc.list(("tors",))):
+        p = ("tors", i)
+        uplinks = tuple(Uplink(doc.typed(p + ("uplinks", j, "port"), int),
+                               normalise_mac(doc.typed(p + ("uplinks", j, "next_hop_mac"), str)))
+                        for j, _ in enumerate(doc.list(p + ("uplinks",))))
+        tor = Tor(doc.typed(p + ("name",), str), doc.typed(p + ("p4runtime",), str),
+                  doc.typed(p + ("device_id",), int), doc.typed(p + ("vtep_ip",), str),
+                  normalise_mac(doc.typed(p + ("router_mac",), str)), uplinks)
+        if tor.name in fabric.tors:
+            raise doc.error(p + ("name",), f"ToR {tor.name!r} defined twice")
+        fabric.tors[tor.name] = tor
+    for i, _ in enumerate(doc.list(("servers",))):
+        p = ("servers", i)
+        server = Server(doc.typed(p + ("name",), str), doc.typed(p + ("tor",), str),
+                        doc.typed(p + ("port",), int))
+        if server.name in fabric.servers:
+            raise doc.error(p + ("name",), f"server {server.name!r} defined twice")
+        fabric.servers[server.name] = server
+    for i, _ in enumerate(doc.list(("vnis",))):
+        p = ("vnis", i)
+        vni = Vni(doc.typed(p + ("vni",), int), doc.typed(p + ("name",), str),
+                  doc.typed(p + ("traffic_class",), int, 0), doc.typed(p + ("flood",), bool, True))
+        if vni.vni in fabric.vnis:
+            raise doc.error(p + ("vni",), f"VNI {vni.vni} defined twice")
+        fabric.vnis[vni.vni] = vni
+    for i, _ in enumerate(doc.list(("qos_policies",), required=False)):
+        p = ("qos_policies", i)
+        policy = QosPolicy(doc.typed(p + ("name",), str), _rates(doc, p + ("tx",)),
+                           _rates(doc, p + ("rx",)))
+        fabric.policies[policy.name] = policy
+    return fabric
+
+
+def load_inventory(path: str | Path) -> list[Vm]:
+    doc = _read(path)
+    vms = []
+    for i, _ in enumerate(doc.list(("vms",))):
+        p = ("vms", i)
+        ips = doc.get(p + ("ips",), [])
+        if not isinstance(ips, list):
+            ips = [ips]
+        vms.append(Vm(name=doc.typed(p + ("name",), str),
+                      mac=normalise_mac(doc.typed(p + ("mac",), str)),
+                      ips=tuple(str(ip) for ip in ips),
+                      vni=doc.typed(p + ("vni",), int),
+                      server=doc.typed(p + ("server",), str),
+                      vlan=doc.typed(p + ("vlan",), int),
+                      qos=doc.typed(p + ("qos",), str, None),
+                      source="inventory"))
+    return vms
