@@ -100,6 +100,8 @@ def vm_frame(src: Vm, dst_mac: str, dst_ip: str, *, vlan: int | None = None,
 
 def untag(frame: Packet) -> Packet:
     """The same frame without its 802.1Q tag."""
+    if Dot1Q not in frame:
+        return frame.copy()
     inner = frame[Dot1Q].payload.copy()
     return Ether(src=frame[Ether].src, dst=frame[Ether].dst, type=frame[Dot1Q].type) / inner
 
@@ -165,6 +167,9 @@ class P4VtepTest(BaseTest):
                              self.pipeline.cookie)
 
     def tearDown(self) -> None:
+        # BMv2 keeps multicast groups across SetForwardingPipelineConfig;
+        # remove ours so the next test starts clean.
+        self.sw.clear_multicast_groups()
         self.sw.close()
         BaseTest.tearDown(self)
 
@@ -187,7 +192,29 @@ class P4VtepTest(BaseTest):
         tu.verify_no_other_packets(self)
         self.assertEqual(self.drops(reason), before + 1, f"drop reason {reason.name}")
 
-    # --- receiving on one of several ports --------------------------------------
+    # --- receiving ----------------------------------------------------------------
+    def collect(self, port: int, timeout: float = 1.0) -> list[bytes]:
+        """Every packet that arrives on ``port`` until it has been quiet for ``timeout``."""
+        packets = []
+        while True:
+            result = tu.dp_poll(self, port_number=port, timeout=timeout)
+            if not isinstance(result, self.dataplane.PollSuccess):
+                return packets
+            packets.append(result.packet)
+
+    def count_delivered(self, port: int, expected: list) -> int:
+        """How many of ``expected`` (packets or masks) arrived on ``port``, each
+        matched at most once, in any order; anything else fails the test."""
+        remaining = [e if isinstance(e, Mask) else Mask(e) for e in expected]
+        delivered = 0
+        for raw in self.collect(port):
+            match = next((m for m in remaining if m.pkt_match(raw)), None)
+            if match is None:
+                self.fail(f"unexpected packet on port {port}: {Ether(raw)!r}")
+            remaining.remove(match)
+            delivered += 1
+        return delivered
+
     def receive_any(self, ports, timeout: float = 2.0) -> tuple[int, bytes]:
         result = tu.dp_poll(self, device_number=0, timeout=timeout)
         if not isinstance(result, self.dataplane.PollSuccess):

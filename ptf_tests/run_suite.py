@@ -15,25 +15,19 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "control_plane"))
 
+from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc  # noqa: E402
 from p4vtep.dataplane.artifacts import bmv2_pipeline  # noqa: E402
 
-PORTS = range(1, 9)          # switch ports 1..8, PTF device 0 ports 1..8
-CPU_PORT = 255
-GRPC_ADDR = "127.0.0.1:9559"
-
-
-def find_switch() -> str | None:
-    return os.environ.get("SIMPLE_SWITCH_GRPC") or shutil.which("simple_switch_grpc")
+PORT_COUNT = 8               # switch ports 1..8, PTF device 0 ports 1..8
+GRPC_PORT = 9559
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -41,49 +35,24 @@ def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 class Namespace:
-    """A network namespace with one veth pair per switch port."""
+    """A private network namespace, deleted (with its veths) on exit."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
     def __enter__(self) -> "Namespace":
         sh("ip", "netns", "add", self.name)
-        try:
-            self.exec("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-            self.exec("sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
-            self.exec("ip", "link", "set", "lo", "up")
-            for port in PORTS:
-                self.exec("ip", "link", "add", f"s{port}", "type", "veth", "peer", "name", f"t{port}")
-                for end in (f"s{port}", f"t{port}"):
-                    self.exec("ip", "link", "set", end, "mtu", "9500", "up")
-                    # No offloads: the switch must see the frames as sent.
-                    self.exec("ethtool", "-K", end, "tx", "off", "rx", "off", check=False)
-        except BaseException:
-            self.__exit__()
-            raise
+        for key in ("all", "default"):
+            sh("ip", "netns", "exec", self.name, "sysctl", "-qw",
+               f"net.ipv6.conf.{key}.disable_ipv6=1")
+        sh("ip", "-n", self.name, "link", "set", "lo", "up")
         return self
-
-    def exec(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return sh("ip", "netns", "exec", self.name, *args, check=check)
 
     def popen(self, args: list[str], **kwargs) -> subprocess.Popen:
         return subprocess.Popen(["ip", "netns", "exec", self.name, *args], **kwargs)
 
     def __exit__(self, *exc) -> None:
-        sh("ip", "netns", "delete", self.name, check=False)   # removes the veths too
-
-
-def wait_for_grpc(ns: Namespace, switch: subprocess.Popen, timeout: float = 20.0) -> None:
-    host, port = GRPC_ADDR.rsplit(":", 1)
-    probe = (f"import socket; socket.create_connection(('{host}', {port}), 0.5)")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if switch.poll() is not None:
-            raise RuntimeError(f"simple_switch_grpc exited with {switch.returncode}")
-        if ns.exec(sys.executable, "-c", probe, check=False).returncode == 0:
-            return
-        time.sleep(0.2)
-    raise RuntimeError("simple_switch_grpc did not open its gRPC port")
+        sh("ip", "netns", "delete", self.name, check=False)
 
 
 def summarise(output: str) -> tuple[int, int, int]:
@@ -112,8 +81,7 @@ def main() -> int:
                         help="run the switch with --log-console (slow; for debugging)")
     args = parser.parse_args()
 
-    switch_bin = find_switch()
-    if switch_bin is None:
+    if find_simple_switch_grpc() is None:
         print("SKIP ptf: simple_switch_grpc not found (set SIMPLE_SWITCH_GRPC or see "
               "docs/toolchain.md)")
         return 0
@@ -125,36 +93,27 @@ def main() -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     ptf_bin = str(Path(sys.executable).with_name("ptf"))
 
-    with Namespace(f"p4vtep-ptf-{os.getpid()}") as ns:
-        switch_cmd = [switch_bin, "--device-id", "1", "--no-p4", "--thrift-port", "9090"]
-        for port in PORTS:
-            switch_cmd += ["-i", f"{port}@s{port}"]
-        switch_cmd += ["--log-file", str(log_dir / "switch"), "--log-flush"] \
-            if args.switch_log else []
-        switch_cmd += ["--", "--grpc-server-addr", GRPC_ADDR, "--cpu-port", str(CPU_PORT),
-                       "--priority-queues", "8"]
-        with open(log_dir / "switch.out", "w") as switch_out:
-            switch = ns.popen(switch_cmd, stdout=switch_out, stderr=subprocess.STDOUT)
+    with Namespace(f"p4vtep-ptf-{os.getpid()}") as ns, \
+            VethSet("", PORT_COUNT, netns=ns.name) as veths:
+        switch = Bmv2Switch("switch", 1, GRPC_PORT, 9090, log_dir=log_dir, netns=ns.name,
+                            debug_log=args.switch_log,
+                            ports={i + 1: sw for i, (sw, _) in enumerate(veths.pairs)})
+        switch.start()
         try:
-            wait_for_grpc(ns, switch)
-            params = (f"grpc_addr='{GRPC_ADDR}';device_id=1;"
+            params = (f"grpc_addr='{switch.grpc_address}';device_id=1;"
                       f"p4info='{pipeline.p4info_path}';bmv2_json='{pipeline.device_config_path}'")
             ptf_cmd = [ptf_bin, "--test-dir", str(HERE), "--test-params", params,
                        "--log-file", str(log_dir / "ptf.log"),
-                       "--pcap", str(log_dir / "ptf.pcap"), "--socket-recv-size", "10240000"]
-            for port in PORTS:
-                ptf_cmd += ["--interface", f"0-{port}@t{port}"]
+                       "--socket-recv-size", "10240000"]
+            for i, (_, host) in enumerate(veths.pairs):
+                ptf_cmd += ["--interface", f"0-{i + 1}@{host}"]
             ptf_cmd += args.tests
             result = ns.popen(ptf_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, cwd=str(log_dir))
             output, _ = result.communicate()
             print(output, end="")
         finally:
-            switch.terminate()
-            try:
-                switch.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                switch.kill()
+            switch.stop()
     passed, failed, skipped = summarise(output)
     suffix = f", {skipped} skipped" if skipped else ""
     print(f"ptf: {passed} passed, {failed} failed{suffix}")

@@ -16,12 +16,7 @@ class PolicingTest(VtepFabricTest):
         frames = [make_frame(i) for i in range(BURST)]
         for frame in frames:
             tu.send_packet(self, port, frame)
-        delivered = 0
-        for frame in frames:
-            result = tu.dp_poll(self, port_number=expect_port, timeout=0.5,
-                                exp_pkt=expect(frame))
-            if isinstance(result, self.dataplane.PollSuccess):
-                delivered += 1
+        delivered = self.count_delivered(expect_port, [expect(f) for f in frames])
         tu.verify_no_other_packets(self)
         return delivered
 

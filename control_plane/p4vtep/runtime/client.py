@@ -210,6 +210,18 @@ class SwitchConnection:
             return None
         return response.config.cookie.cookie
 
+    def clear_multicast_groups(self) -> int:
+        """Delete every multicast group. BMv2 keeps them across
+        SetForwardingPipelineConfig, and a group written again after a push
+        would then replicate twice."""
+        query = p4runtime_pb2.Entity()
+        query.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 0
+        groups = [e for e in self.read(query)
+                  if e.packet_replication_engine_entry.HasField("multicast_group_entry")]
+        if groups:
+            self.write([Update(type=DELETE, entity=g) for g in groups])
+        return len(groups)
+
     # --- write / read --------------------------------------------------------
     def _set_election_id(self, field) -> None:
         field.high = self.election_id >> 64

@@ -1,0 +1,146 @@
+"""Running BMv2 simple_switch_grpc: finding it, starting it with the options
+the pipeline needs, waiting for its gRPC port, stopping and restarting it.
+Used by the PTF runner, the integration tests and the Mininet topology."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CPU_PORT = 255
+PRIORITY_QUEUES = 8
+
+
+def find_simple_switch_grpc() -> str | None:
+    """$SIMPLE_SWITCH_GRPC, else simple_switch_grpc on PATH."""
+    return os.environ.get("SIMPLE_SWITCH_GRPC") or shutil.which("simple_switch_grpc")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Bmv2Switch:
+    """One simple_switch_grpc process. ``ports`` maps switch port -> interface."""
+    name: str
+    device_id: int
+    grpc_port: int
+    thrift_port: int
+    ports: dict[int, str] = field(default_factory=dict)
+    log_dir: Path = Path("logs")
+    netns: str | None = None
+    grpc_host: str = "127.0.0.1"
+    debug_log: bool = False
+    binary: str | None = None
+    process: subprocess.Popen | None = None
+
+    @property
+    def grpc_address(self) -> str:
+        return f"{self.grpc_host}:{self.grpc_port}"
+
+    def command(self) -> list[str]:
+        binary = self.binary or find_simple_switch_grpc()
+        if binary is None:
+            raise FileNotFoundError("simple_switch_grpc not found (see docs/toolchain.md)")
+        cmd = [binary, "--device-id", str(self.device_id), "--no-p4",
+               "--thrift-port", str(self.thrift_port)]
+        for port, iface in sorted(self.ports.items()):
+            cmd += ["-i", f"{port}@{iface}"]
+        if self.debug_log:
+            cmd += ["--log-file", str(self.log_dir / f"{self.name}"), "--log-flush"]
+        cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(CPU_PORT),
+                "--priority-queues", str(PRIORITY_QUEUES)]
+        if self.netns:
+            cmd = ["ip", "netns", "exec", self.netns] + cmd
+        return cmd
+
+    def start(self, timeout: float = 20.0) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        out = open(self.log_dir / f"{self.name}.out", "ab")
+        self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+        out.close()
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"{self.name}: simple_switch_grpc exited with "
+                                   f"{self.process.returncode} (see {self.log_dir}/{self.name}.out)")
+            if self._port_open():
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"{self.name}: gRPC port {self.grpc_address} did not open")
+
+    def _port_open(self) -> bool:
+        if self.netns:
+            probe = f"import socket; socket.create_connection(('{self.grpc_host}', {self.grpc_port}), 0.5)"
+            return subprocess.run(["ip", "netns", "exec", self.netns, "python3", "-c", probe],
+                                  capture_output=True).returncode == 0
+        try:
+            socket.create_connection((self.grpc_host, self.grpc_port), 0.5).close()
+            return True
+        except OSError:
+            return False
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process is None:
+            return
+        if kill:
+            self.process.kill()
+        else:
+            self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def restart(self, timeout: float = 20.0) -> None:
+        self.stop(kill=True)
+        # The kernel may hold the port for a moment after the kill.
+        deadline = time.monotonic() + timeout
+        while self._port_open() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.start(timeout)
+
+
+class VethSet:
+    """veth pairs made for a test and removed after it: (switch end, host end)."""
+
+    def __init__(self, prefix: str, count: int, netns: str | None = None) -> None:
+        self.prefix = prefix
+        self.count = count
+        self.netns = netns
+        self.pairs = [(f"{prefix}s{i}", f"{prefix}h{i}") for i in range(1, count + 1)]
+
+    def _ip(self, *args: str, check: bool = True) -> None:
+        base = ["ip"] + (["-n", self.netns] if self.netns else [])
+        subprocess.run(base + list(args), check=check, capture_output=True)
+
+    def __enter__(self) -> "VethSet":
+        try:
+            for sw, host in self.pairs:
+                self._ip("link", "add", sw, "type", "veth", "peer", "name", host)
+                for end in (sw, host):
+                    sysctl = ["sysctl", "-qw", f"net.ipv6.conf.{end}.disable_ipv6=1"]
+                    if self.netns:
+                        sysctl = ["ip", "netns", "exec", self.netns] + sysctl
+                    subprocess.run(sysctl, capture_output=True)
+                    self._ip("link", "set", end, "mtu", "9500", "up")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sw, _ in self.pairs:
+            self._ip("link", "delete", sw, check=False)

@@ -1,0 +1,152 @@
+"""The controller: desired state in, every ToR reconciled to it.
+
+Changes (from the inventory file, libvirt or the API) are validated against
+the whole resulting state and refused whole if anything is wrong; accepted
+ones are stored, then every supervisor is told to reconcile.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+
+from . import events
+from .compiler import Allocations, CompiledTor, compile_tor
+from .dataplane.artifacts import Pipeline
+from .dataplane.entries import PipelineEntries
+from .model import Fabric, Vm
+from .store import Store
+from .supervisor import SwitchSupervisor
+from .validation import Problem, ValidationError, check_fabric, validate
+
+log = logging.getLogger(__name__)
+
+
+class NotFound(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class Controller:
+    def __init__(self, fabric: Fabric, pipeline: Pipeline, store: Store | None = None,
+                 election_id: int = 1, resync_seconds: float = 30.0) -> None:
+        problems = check_fabric(fabric)
+        if problems:
+            raise ValidationError(problems)
+        self.fabric = fabric
+        self.pipeline = pipeline
+        self.entries = PipelineEntries(pipeline.p4info)
+        self.store = store or Store()
+        self.bus = events.EventBus()
+        self._lock = threading.RLock()
+        self.vms: dict[str, Vm] = self.store.load_vms()
+        self.alloc: Allocations = self.store.load_allocations()
+        # During a migration a ToR may be pinned to an older VM set (make-before-break).
+        self._pinned: dict[str, dict[str, Vm]] = {}
+        self.version = 1
+        self.supervisors = {
+            name: SwitchSupervisor(tor, pipeline, election_id, self.compile_for, self.bus,
+                                   resync_seconds=resync_seconds)
+            for name, tor in fabric.tors.items()}
+
+    # --- lifecycle -------------------------------------------------------------
+    def start(self) -> None:
+        for sup in self.supervisors.values():
+            sup.start()
+
+    def stop(self) -> None:
+        for sup in self.supervisors.values():
+            sup.stop()
+
+    def wait_converged(self, timeout: float = 60.0) -> bool:
+        version = self.version
+        return all(sup.wait_applied(version, timeout) for sup in self.supervisors.values())
+
+    # --- compilation (called by supervisors) ------------------------------------
+    def compile_for(self, tor: str) -> tuple[int, CompiledTor]:
+        with self._lock:
+            vms = self._pinned.get(tor, self.vms)
+            return self.version, compile_tor(self.fabric, vms.values(), tor, self.alloc,
+                                             self.entries)
+
+    # --- changes ------------------------------------------------------------------
+    def _commit(self, new_vms: dict[str, Vm], change: events.DesiredStateChanged) -> int:
+        """Validate the whole new state; store it and wake the supervisors."""
+        with self._lock:
+            validate(self.fabric, new_vms.values())
+            # Indices are allocated at compile time; compile once now so the
+            # stored allocations match what the switches will get.
+            for tor in self.fabric.tors:
+                compile_tor(self.fabric, self._pinned.get(tor, new_vms).values(), tor,
+                            self.alloc, self.entries)
+            self.store.save(new_vms.values(), self.alloc)
+            self.vms = new_vms
+            self.version += 1
+            version = self.version
+        self.bus.publish(change)
+        for sup in self.supervisors.values():
+            sup.notify()
+        return version
+
+    def attach(self, vm: Vm) -> int:
+        with self._lock:
+            if vm.name in self.vms and self.vms[vm.name] == vm:
+                return self.version
+            new = dict(self.vms)
+            new[vm.name] = vm
+            return self._commit(new, events.DesiredStateChanged(vm=vm.name, change="attached"))
+
+    def detach(self, name: str) -> int:
+        with self._lock:
+            if name not in self.vms:
+                raise NotFound(f"no VM named {name!r}")
+            new = {k: v for k, v in self.vms.items() if k != name}
+            return self._commit(new, events.DesiredStateChanged(vm=name, change="detached"))
+
+    def replace_source(self, source: str, vms: list[Vm]) -> int:
+        """Make the VMs from one source (e.g. the inventory file) exactly ``vms``."""
+        with self._lock:
+            new = {k: v for k, v in self.vms.items() if v.source != source}
+            for vm in vms:
+                if vm.name in new:
+                    raise ValidationError([Problem(f"vm {vm.name}", "name",
+                                                   f"already declared by {new[vm.name].source}")])
+                new[vm.name] = replace(vm, source=source)
+            if new == self.vms:
+                return self.version
+            return self._commit(new, events.DesiredStateChanged(vm="*", change=f"{source} reloaded"))
+
+    def migrate(self, name: str, server: str, vlan: int | None = None,
+                timeout: float = 30.0) -> int:
+        """Make-before-break: every ToR but the old one gets the new location
+        first; only when they hold it does the old ToR let go."""
+        with self._lock:
+            if name not in self.vms:
+                raise NotFound(f"no VM named {name!r}")
+            old = self.vms[name]
+            moved = replace(old, server=server, vlan=old.vlan if vlan is None else vlan)
+            if moved.server not in self.fabric.servers:
+                raise ValidationError([Problem(f"vm {name}", "server",
+                                               f"unknown server {server!r}")])
+            old_tor = self.fabric.servers[old.server].tor
+            new_tor = self.fabric.servers[moved.server].tor
+            new = dict(self.vms)
+            new[name] = moved
+            if old_tor != new_tor:
+                self._pinned[old_tor] = dict(self.vms)
+            try:
+                version = self._commit(new, events.DesiredStateChanged(vm=name, change="migrated"))
+            except Exception:
+                self._pinned.pop(old_tor, None)
+                raise
+        if old_tor != new_tor:
+            others = [s for n, s in self.supervisors.items() if n != old_tor]
+            ok = all(s.wait_applied(version, timeout) for s in others)
+            if not ok:
+                log.warning("migration of %s: not every ToR confirmed within %ss", name, timeout)
+            with self._lock:
+                self._pinned.pop(old_tor, None)
+                self.version += 1
+                version = self.version
+            self.supervisors[old_tor].notify()
+        return version

@@ -1,0 +1,78 @@
+"""Typed events the controller publishes (WatchEvents, logs, metrics)."""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Event:
+    switch: str = ""
+    at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class SwitchConnected(Event):
+    primary: bool = False
+
+
+@dataclass(frozen=True)
+class SwitchDisconnected(Event):
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class PrimaryChanged(Event):
+    primary: bool = False
+
+
+@dataclass(frozen=True)
+class PipelinePushed(Event):
+    cookie: int = 0
+
+
+@dataclass(frozen=True)
+class Reconciled(Event):
+    inserts: int = 0
+    modifies: int = 0
+    deletes: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class WriteFailed(Event):
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DesiredStateChanged(Event):
+    vm: str = ""
+    change: str = ""     # attached, detached, migrated, updated
+
+
+class EventBus:
+    def __init__(self) -> None:
+        self._subscribers: list[queue.Queue] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self) -> queue.Queue:
+        q: queue.Queue = queue.Queue(maxsize=10000)
+        with self._lock:
+            self._subscribers.append(q)
+        return q
+
+    def unsubscribe(self, q: queue.Queue) -> None:
+        with self._lock:
+            if q in self._subscribers:
+                self._subscribers.remove(q)
+
+    def publish(self, event: Event) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for q in subscribers:
+            try:
+                q.put_nowait(event)
+            except queue.Full:
+                pass   # a stalled watcher must not stall the controller

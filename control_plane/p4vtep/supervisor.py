@@ -1,0 +1,162 @@
+"""One supervisor per switch: keeps a P4Runtime session up (reconnect with
+backoff), takes part in primary election, pushes the pipeline only when the
+switch's cookie differs, and reconciles the switch to the desired state
+whenever that changes, after a (re)connect, and periodically to repair drift.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from . import events
+from .compiler import CompiledTor
+from .dataplane.artifacts import Pipeline
+from .model import Tor
+from .reconciler import SwitchReader, reconcile
+from .runtime.client import P4RuntimeError, SwitchConnection, WriteError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SwitchStatus:
+    name: str
+    address: str
+    connected: bool = False
+    primary: bool = False
+    cookie: int | None = None
+    entries: int = 0
+    last_error: str = ""
+    reconciles: int = 0
+    writes: int = 0
+    version: int = 0          # desired-state version last applied
+
+
+class SwitchSupervisor:
+    def __init__(self, tor: Tor, pipeline: Pipeline, election_id: int,
+                 compile_desired: Callable[[str], tuple[int, CompiledTor]],
+                 bus: events.EventBus, resync_seconds: float = 30.0,
+                 max_backoff: float = 5.0) -> None:
+        self.tor = tor
+        self.pipeline = pipeline
+        self.election_id = election_id
+        self.compile_desired = compile_desired
+        self.bus = bus
+        self.resync_seconds = resync_seconds
+        self.max_backoff = max_backoff
+        self.status = SwitchStatus(tor.name, tor.address)
+        self.reader = SwitchReader(pipeline.p4info)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._applied = threading.Condition()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"sup-{tor.name}")
+        self.conn: SwitchConnection | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=10)
+        if self.conn is not None:
+            self.conn.close()
+
+    def notify(self) -> None:
+        """The desired state changed: reconcile soon."""
+        self._wake.set()
+
+    def wait_applied(self, version: int, timeout: float) -> bool:
+        """Block until desired-state ``version`` (or later) is on the switch."""
+        with self._applied:
+            return self._applied.wait_for(lambda: self.status.version >= version, timeout)
+
+    # --- the loop ------------------------------------------------------------
+    def _run(self) -> None:
+        backoff = 0.2
+        while not self._stop.is_set():
+            try:
+                self._session()
+                backoff = 0.2
+            except Exception as exc:  # noqa: BLE001 -- any failure means: reconnect
+                self._set_error(str(exc))
+                log.warning("%s: %s", self.tor.name, exc)
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
+            if self.status.connected:
+                self.status.connected = False
+                self.status.primary = False
+                self.bus.publish(events.SwitchDisconnected(self.tor.name,
+                                                           reason=self.status.last_error))
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, self.max_backoff)
+
+    def _session(self) -> None:
+        conn = SwitchConnection(self.tor.address, self.tor.device_id, self.election_id)
+        self.conn = conn
+        primary = conn.connect(timeout=5.0)
+        self.status.connected = True
+        self.status.primary = primary
+        self.bus.publish(events.SwitchConnected(self.tor.name, primary=primary))
+        if primary:
+            self._become_primary(conn)
+        last_sync = time.monotonic()
+        while not self._stop.is_set():
+            woke = self._wake.wait(timeout=0.5)
+            if not conn.stream_alive:
+                raise P4RuntimeError(f"stream to {self.tor.address} closed")
+            if conn.is_primary != primary:
+                primary = conn.is_primary
+                self.status.primary = primary
+                self.bus.publish(events.PrimaryChanged(self.tor.name, primary=primary))
+                if primary:
+                    self._become_primary(conn)
+                    last_sync = time.monotonic()
+                continue
+            due = time.monotonic() - last_sync >= self.resync_seconds
+            if primary and (woke or due):
+                self._wake.clear()
+                self._reconcile(conn)
+                last_sync = time.monotonic()
+
+    def _become_primary(self, conn: SwitchConnection) -> None:
+        cookie = conn.get_pipeline_cookie()
+        if cookie != self.pipeline.cookie:
+            # A new or restarted switch, or another program: push ours.
+            if cookie is not None:
+                conn.clear_multicast_groups()
+            conn.set_pipeline(self.pipeline.p4info.message, self.pipeline.device_config,
+                              self.pipeline.cookie)
+            self.bus.publish(events.PipelinePushed(self.tor.name, cookie=self.pipeline.cookie))
+        self.status.cookie = self.pipeline.cookie
+        self._reconcile(conn)
+
+    def _reconcile(self, conn: SwitchConnection) -> None:
+        version, desired = self.compile_desired(self.tor.name)
+        started = time.monotonic()
+        try:
+            delta = reconcile(conn, desired, self.reader)
+        except WriteError as exc:
+            self._set_error(str(exc))
+            self.bus.publish(events.WriteFailed(self.tor.name,
+                                                errors=tuple(str(e) for e in exc.errors)))
+            # The rest was written; the next pass retries what failed.
+            self._wake.set()
+            time.sleep(0.2)
+            return
+        self.status.reconciles += 1
+        self.status.writes += len(delta)
+        self.status.entries = len(desired.entities)
+        self.status.last_error = ""
+        self.bus.publish(events.Reconciled(self.tor.name, len(delta.inserts), len(delta.modifies),
+                                           len(delta.deletes), time.monotonic() - started))
+        with self._applied:
+            self.status.version = max(self.status.version, version)
+            self._applied.notify_all()
+
+    def _set_error(self, message: str) -> None:
+        self.status.last_error = message
