@@ -136,6 +136,12 @@ class VethSet:
                         sysctl = ["ip", "netns", "exec", self.netns] + sysctl
                     subprocess.run(sysctl, capture_output=True)
                     self._ip("link", "set", end, "mtu", "9500", "up")
+                    # Frames must reach sockets as sent: no VLAN or checksum offload.
+                    ethtool = ["ethtool", "-K", end, "rxvlan", "off", "txvlan", "off",
+                               "tx", "off", "rx", "off"]
+                    if self.netns:
+                        ethtool = ["ip", "netns", "exec", self.netns] + ethtool
+                    subprocess.run(ethtool, capture_output=True)
         except BaseException:
             self.__exit__()
             raise

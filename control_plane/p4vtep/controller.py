@@ -148,5 +148,6 @@ class Controller:
                 self._pinned.pop(old_tor, None)
                 self.version += 1
                 version = self.version
-            self.supervisors[old_tor].notify()
+            for sup in self.supervisors.values():   # the old ToR lets go; others confirm
+                sup.notify()
         return version

@@ -1,0 +1,159 @@
+"""The controller against two real BMv2 ToRs: attach, read back, forward,
+restart the controller (zero writes), restart a switch (state restored),
+migrate a VM (traffic follows)."""
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.packet import Raw
+
+from p4vtep.controller import Controller
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.model import Vm
+from p4vtep.runtime import entities
+from p4vtep.runtime.client import SwitchConnection
+from p4vtep.store import Store
+from switch_fabric import needs_switch, two_tor_fabric, wait_until
+
+pytestmark = needs_switch()
+
+A1 = Vm("a1", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10)
+A2 = Vm("a2", "00:00:0a:00:00:02", ("192.168.1.2",), 5000, "s21", 20)
+B1 = Vm("b1", "00:00:0b:00:00:01", ("192.168.1.1",), 6000, "s12", 30)
+ETH_P_ALL = 0x0003
+PACKET_OUTGOING = 4
+SOL_PACKET, PACKET_AUXDATA = 263, 8
+TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_TPID_VALID = 0x10, 0x40
+
+
+@pytest.fixture(scope="module")
+def sf(tmp_path_factory):
+    with two_tor_fabric(tmp_path_factory.mktemp("bmv2")) as fabric:
+        yield fabric
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    return tmp_path / "state.db"
+
+
+def start_controller(sf, store_path, vms=(), election_id=1) -> Controller:
+    controller = Controller(sf.fabric, bmv2_pipeline(), Store(store_path),
+                            election_id=election_id, resync_seconds=3600)
+    controller.start()
+    for vm in vms:
+        controller.attach(vm)
+    assert controller.wait_converged(30), {n: s.status for n, s in controller.supervisors.items()}
+    return controller
+
+
+def frame(src: Vm, dst: Vm, tag: int = 0) -> Ether:
+    return (Ether(src=src.mac, dst=dst.mac) / Dot1Q(vlan=src.vlan)
+            / IP(src=src.ips[0], dst=dst.ips[0]) / UDP(sport=1000 + tag, dport=80)
+            / Raw(b"p4vtep" * 10))
+
+
+def send_and_receive(send_iface: str, pkt, recv_iface: str, timeout: float = 2.0) -> list[Ether]:
+    """Send one frame on ``send_iface``; return what arrives on ``recv_iface``."""
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as rx, \
+            socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx:
+        rx.bind((recv_iface, 0))
+        # The kernel strips a received VLAN tag into ancillary data; put it back.
+        rx.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+        tx.bind((send_iface, 0))
+        tx.send(bytes(pkt))
+        got = []
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            rx.settimeout(left)
+            try:
+                data, ancillary, _, addr = rx.recvmsg(65535, socket.CMSG_SPACE(64))
+            except socket.timeout:
+                break
+            if addr[2] == PACKET_OUTGOING:
+                continue
+            for level, kind, aux in ancillary:
+                if level == SOL_PACKET and kind == PACKET_AUXDATA:
+                    status, _, _, _, _, tci, tpid = struct.unpack("IIIHHHH", aux[:20])
+                    if status & TP_STATUS_VLAN_VALID:
+                        tpid = tpid if status & TP_STATUS_VLAN_TPID_VALID else 0x8100
+                        data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+            got.append(Ether(data))
+        return got
+
+
+def delivered(sf, src: Vm, dst: Vm, dst_server: str | None = None, dst_vlan: int | None = None,
+              tag: int = 0) -> bool:
+    sent = frame(src, dst, tag)
+    got = send_and_receive(sf.host_ifaces[src.server], sent, sf.host_ifaces[dst_server or dst.server])
+    want = bytes(Ether(src=src.mac, dst=dst.mac) / Dot1Q(vlan=dst_vlan or dst.vlan)
+                 / sent[Dot1Q].payload)
+    return any(bytes(p) == want for p in got)
+
+
+def read_table(sf, tor: str, table: str) -> list:
+    pipeline = bmv2_pipeline()
+    with SwitchConnection(sf.switches[tor].grpc_address, sf.fabric.tors[tor].device_id,
+                          election_id=0) as conn:
+        query = entities.table_entry(pipeline.p4info, table)
+        return [e.table_entry for e in conn.read(query)]
+
+
+def test_attach_reads_back_and_forwards(sf, store_path):
+    controller = start_controller(sf, store_path, [A1, A2, B1])
+    try:
+        pipeline = bmv2_pipeline()
+        e = controller.entries
+        bindings = read_table(sf, "tor1", "access_binding")
+        assert sorted(b.SerializeToString() for b in bindings) == sorted(
+            e.access_binding(p, v, vni, i, mac).SerializeToString() for p, v, vni, i, mac in [
+                (1, 10, 5000, controller.alloc.vm_space("tor1").peek("a1"), A1.mac),
+                (2, 30, 6000, controller.alloc.vm_space("tor1").peek("b1"), B1.mac)])
+        macs = read_table(sf, "tor2", "mac_table")
+        assert e.mac_to_remote_vtep(5000, A1.mac, "10.0.0.1").SerializeToString() in \
+            [m.SerializeToString() for m in macs]
+        assert pipeline.p4info.alias_of(macs[0].table_id) == "mac_table"
+        assert delivered(sf, A1, A2)
+        assert delivered(sf, A2, A1)
+    finally:
+        controller.stop()
+
+
+def test_controller_restart_writes_nothing(sf, store_path):
+    first = start_controller(sf, store_path, [A1, A2, B1])
+    first.stop()
+    second = start_controller(sf, store_path)
+    try:
+        assert {n: s.status.writes for n, s in second.supervisors.items()} == {"tor1": 0, "tor2": 0}
+        assert set(second.vms) == {"a1", "a2", "b1"}
+        assert delivered(sf, A1, A2)
+    finally:
+        second.stop()
+
+
+def test_switch_restart_is_restored(sf, store_path):
+    controller = start_controller(sf, store_path, [A1, A2])
+    try:
+        sf.switches["tor2"].restart()
+        tor2 = controller.supervisors["tor2"]
+        assert wait_until(lambda: tor2.status.reconciles >= 1 and tor2.status.connected
+                          and tor2.status.writes > 0 and delivered(sf, A1, A2), timeout=30)
+    finally:
+        controller.stop()
+
+
+def test_migration_moves_traffic(sf, store_path):
+    controller = start_controller(sf, store_path, [A1, A2])
+    try:
+        assert delivered(sf, A1, A2)
+        controller.migrate("a2", "s12", vlan=21)
+        assert controller.wait_converged(30)
+        assert delivered(sf, A1, A2, dst_server="s12", dst_vlan=21)
+        assert not delivered(sf, A1, A2, tag=1)   # nothing left at the old place
+    finally:
+        controller.stop()
