@@ -9,7 +9,7 @@ P4_MAIN := p4src/v1model/p4vtep.p4
 P4_BUILD := p4src/v1model/build
 DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump
 
-.PHONY: all deps deps-system deps-python p4 p4-check ptf unit test demo clean
+.PHONY: all deps deps-system deps-python p4 p4-check proto ptf unit test demo clean
 
 all: test
 
@@ -41,6 +41,11 @@ p4:
 	$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(P4_BUILD) \
 	  --p4runtime-files $(P4_BUILD)/p4vtep.p4info.txtpb $(P4_MAIN)
 	rm -f $(P4_BUILD)/p4vtep.p4i
+
+# The service API's generated code (committed; tests/test_api_generated.py checks it).
+proto: deps-python
+	cd control_plane && ../$(VPY) -m grpc_tools.protoc -I. --python_out=. \
+	  --grpc_python_out=. --pyi_out=. p4vtep/api/overlay.proto
 
 # Fails when the committed outputs differ from what p4c makes of the sources.
 p4-check: deps-python

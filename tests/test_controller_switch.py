@@ -157,3 +157,53 @@ def test_migration_moves_traffic(sf, store_path):
         assert not delivered(sf, A1, A2, tag=1)   # nothing left at the old place
     finally:
         controller.stop()
+
+
+def test_api_attach_counters_and_cli(sf, store_path, capsys):
+    from p4vtep.api import overlay_pb2 as pb
+    from p4vtep.api import overlay_pb2_grpc as pb_grpc
+    from p4vtep.api.server import serve
+    from p4vtep.bmv2 import free_port
+    from p4vtep.cli import main as cli_main
+    import grpc
+
+    controller = start_controller(sf, store_path)
+    address = f"127.0.0.1:{free_port()}"
+    server = serve(controller, address)
+    try:
+        client = pb_grpc.OverlayStub(grpc.insecure_channel(address))
+        for vm in (A1, A2):
+            reply = client.AttachVM(pb.AttachVMRequest(wait=True, vm=pb.VM(
+                name=vm.name, mac=vm.mac, ips=list(vm.ips), vni=vm.vni, server=vm.server,
+                vlan=vm.vlan)))
+            assert reply.applied
+        def read():
+            reply = client.GetCounters(pb.GetCountersRequest(vms=["a1", "a2"], vnis=[5000]))
+            vms = {c.name: c for c in reply.vms}
+            vnis = {(c.vni, c.tor): c for c in reply.vnis}
+            return vms, vnis
+
+        # The switches are shared by this module's tests: compare before/after.
+        vms0, vnis0 = read()
+        sent = 3
+        for i in range(sent):
+            assert delivered(sf, A1, A2, tag=i)
+        vms1, vnis1 = read()
+        assert vms1["a1"].tor == "tor1" and vms1["a2"].tor == "tor2"
+        assert vms1["a1"].tx.packets - vms0["a1"].tx.packets == sent
+        assert vms1["a2"].rx.packets - vms0["a2"].rx.packets == sent
+        # BMv2 byte counters count the packet as it entered the switch: here
+        # the VXLAN packet (frame - VF tag + 50 bytes of outer headers).
+        assert vms1["a2"].rx.bytes - vms0["a2"].rx.bytes == sent * (len(frame(A1, A2)) - 4 + 50)
+        assert vnis1[(5000, "tor1")].tx.packets - vnis0[(5000, "tor1")].tx.packets == sent
+        assert vnis1[(5000, "tor2")].rx.packets - vnis0[(5000, "tor2")].rx.packets == sent
+        switches = client.ListSwitches(pb.ListSwitchesRequest()).switches
+        assert all(s.connected and s.primary and s.pipeline_cookie for s in switches)
+        capsys.readouterr()
+        assert cli_main(["--api", address, "counters", "--vm", "a2"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[2].split()[:2] == ["a2", "tor2"]
+        assert out[2].split()[4] == str(vms1["a2"].rx.packets)
+    finally:
+        server.stop(0)
+        controller.stop()

@@ -1,7 +1,6 @@
 """The controller's view of the pipeline agrees with the committed P4Info and
 with the P4 sources."""
 import re
-from pathlib import Path
 
 import pytest
 

@@ -116,6 +116,25 @@ class Controller:
                 return self.version
             return self._commit(new, events.DesiredStateChanged(vm="*", change=f"{source} reloaded"))
 
+    def get(self, name: str) -> Vm:
+        with self._lock:
+            if name not in self.vms:
+                raise NotFound(f"no VM named {name!r}")
+            return self.vms[name]
+
+    def tor_of(self, vm: Vm) -> str:
+        return self.fabric.servers[vm.server].tor if vm.server in self.fabric.servers else ""
+
+    def set_qos(self, name: str, qos: str | None) -> int:
+        with self._lock:
+            vm = self.get(name)
+            new = dict(self.vms)
+            new[name] = replace(vm, qos=qos or None)
+            return self._commit(new, events.DesiredStateChanged(vm=name, change="qos"))
+
+    def wait_version(self, version: int, timeout: float) -> bool:
+        return all(sup.wait_applied(version, timeout) for sup in self.supervisors.values())
+
     def migrate(self, name: str, server: str, vlan: int | None = None,
                 timeout: float = 30.0) -> int:
         """Make-before-break: every ToR but the old one gets the new location
@@ -151,3 +170,58 @@ class Controller:
             for sup in self.supervisors.values():   # the old ToR lets go; others confirm
                 sup.notify()
         return version
+
+
+class CounterReader:
+    """Reads per-VM, per-VNI and drop counters from the switches, through the
+    supervisors' sessions."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.c = controller
+
+    def _conn(self, tor: str):
+        conn = self.c.supervisors[tor].conn
+        if conn is None:
+            raise ConnectionError(f"{tor} is not connected")
+        return conn
+
+    def _read(self, tor: str, counter: str, index: int | None = None) -> dict[int, tuple[int, int]]:
+        entry = self.c.entries.counter(counter, index)
+        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count,
+                                              e.counter_entry.data.byte_count)
+                for e in self._conn(tor).read(entry)}
+
+    def vm(self, name: str) -> tuple[str, tuple[int, int], tuple[int, int]]:
+        """(ToR, tx, rx) of one VM."""
+        from .dataplane.entries import VM_RX_COUNTER, VM_TX_COUNTER
+        with self.c._lock:
+            vm = self.c.vms.get(name)
+            if vm is None:
+                raise NotFound(f"no VM named {name!r}")
+            tor = self.c.fabric.servers[vm.server].tor
+            index = self.c.alloc.vm_space(tor).peek(name)
+        if index is None:
+            return tor, (0, 0), (0, 0)
+        tx = self._read(tor, VM_TX_COUNTER, index).get(index, (0, 0))
+        rx = self._read(tor, VM_RX_COUNTER, index).get(index, (0, 0))
+        return tor, tx, rx
+
+    def vni(self, vni: int) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
+        """[(ToR, tx, rx)] for every ToR that hosts the VNI."""
+        from .dataplane.entries import VNI_RX_COUNTER, VNI_TX_COUNTER
+        with self.c._lock:
+            index = self.c.alloc.vni.peek(vni)
+            tors = sorted({self.c.fabric.servers[v.server].tor for v in self.c.vms.values()
+                           if v.vni == vni})
+        if index is None:
+            return []
+        return [(tor, self._read(tor, VNI_TX_COUNTER, index).get(index, (0, 0)),
+                 self._read(tor, VNI_RX_COUNTER, index).get(index, (0, 0))) for tor in tors]
+
+    def drops(self, tor: str) -> dict[str, int]:
+        from .dataplane.drop_reasons import DropReason
+        from .dataplane.entries import EGRESS_DROP_COUNTER, INGRESS_DROP_COUNTER
+        ingress = self._read(tor, INGRESS_DROP_COUNTER)
+        egress = self._read(tor, EGRESS_DROP_COUNTER)
+        return {reason.name.lower(): ingress.get(reason, (0, 0))[0] + egress.get(reason, (0, 0))[0]
+                for reason in DropReason}

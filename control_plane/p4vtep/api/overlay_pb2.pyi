@@ -1,0 +1,209 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class VM(_message.Message):
+    __slots__ = ("name", "mac", "ips", "vni", "server", "vlan", "qos", "source", "tor")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MAC_FIELD_NUMBER: _ClassVar[int]
+    IPS_FIELD_NUMBER: _ClassVar[int]
+    VNI_FIELD_NUMBER: _ClassVar[int]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    VLAN_FIELD_NUMBER: _ClassVar[int]
+    QOS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TOR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    mac: str
+    ips: _containers.RepeatedScalarFieldContainer[str]
+    vni: int
+    server: str
+    vlan: int
+    qos: str
+    source: str
+    tor: str
+    def __init__(self, name: _Optional[str] = ..., mac: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., vni: _Optional[int] = ..., server: _Optional[str] = ..., vlan: _Optional[int] = ..., qos: _Optional[str] = ..., source: _Optional[str] = ..., tor: _Optional[str] = ...) -> None: ...
+
+class AttachVMRequest(_message.Message):
+    __slots__ = ("vm", "wait")
+    VM_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
+    vm: VM
+    wait: bool
+    def __init__(self, vm: _Optional[_Union[VM, _Mapping]] = ..., wait: _Optional[bool] = ...) -> None: ...
+
+class VMResponse(_message.Message):
+    __slots__ = ("vm", "version", "applied")
+    VM_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    vm: VM
+    version: int
+    applied: bool
+    def __init__(self, vm: _Optional[_Union[VM, _Mapping]] = ..., version: _Optional[int] = ..., applied: _Optional[bool] = ...) -> None: ...
+
+class DetachVMRequest(_message.Message):
+    __slots__ = ("name", "wait")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    wait: bool
+    def __init__(self, name: _Optional[str] = ..., wait: _Optional[bool] = ...) -> None: ...
+
+class DetachVMResponse(_message.Message):
+    __slots__ = ("version", "applied")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    applied: bool
+    def __init__(self, version: _Optional[int] = ..., applied: _Optional[bool] = ...) -> None: ...
+
+class MigrateVMRequest(_message.Message):
+    __slots__ = ("name", "server", "vlan")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    VLAN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    server: str
+    vlan: int
+    def __init__(self, name: _Optional[str] = ..., server: _Optional[str] = ..., vlan: _Optional[int] = ...) -> None: ...
+
+class GetVMRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class ListVMsRequest(_message.Message):
+    __slots__ = ("vni", "server")
+    VNI_FIELD_NUMBER: _ClassVar[int]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
+    vni: int
+    server: str
+    def __init__(self, vni: _Optional[int] = ..., server: _Optional[str] = ...) -> None: ...
+
+class ListVMsResponse(_message.Message):
+    __slots__ = ("vms",)
+    VMS_FIELD_NUMBER: _ClassVar[int]
+    vms: _containers.RepeatedCompositeFieldContainer[VM]
+    def __init__(self, vms: _Optional[_Iterable[_Union[VM, _Mapping]]] = ...) -> None: ...
+
+class SetQoSRequest(_message.Message):
+    __slots__ = ("name", "qos")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    QOS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    qos: str
+    def __init__(self, name: _Optional[str] = ..., qos: _Optional[str] = ...) -> None: ...
+
+class ListSwitchesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Switch(_message.Message):
+    __slots__ = ("name", "address", "connected", "primary", "pipeline_cookie", "entries", "last_error", "reconciles", "writes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_COOKIE_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    RECONCILES_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    address: str
+    connected: bool
+    primary: bool
+    pipeline_cookie: int
+    entries: int
+    last_error: str
+    reconciles: int
+    writes: int
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., connected: _Optional[bool] = ..., primary: _Optional[bool] = ..., pipeline_cookie: _Optional[int] = ..., entries: _Optional[int] = ..., last_error: _Optional[str] = ..., reconciles: _Optional[int] = ..., writes: _Optional[int] = ...) -> None: ...
+
+class ListSwitchesResponse(_message.Message):
+    __slots__ = ("switches",)
+    SWITCHES_FIELD_NUMBER: _ClassVar[int]
+    switches: _containers.RepeatedCompositeFieldContainer[Switch]
+    def __init__(self, switches: _Optional[_Iterable[_Union[Switch, _Mapping]]] = ...) -> None: ...
+
+class Traffic(_message.Message):
+    __slots__ = ("packets", "bytes")
+    PACKETS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    packets: int
+    bytes: int
+    def __init__(self, packets: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class VMCounters(_message.Message):
+    __slots__ = ("name", "tor", "tx", "rx")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOR_FIELD_NUMBER: _ClassVar[int]
+    TX_FIELD_NUMBER: _ClassVar[int]
+    RX_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    tor: str
+    tx: Traffic
+    rx: Traffic
+    def __init__(self, name: _Optional[str] = ..., tor: _Optional[str] = ..., tx: _Optional[_Union[Traffic, _Mapping]] = ..., rx: _Optional[_Union[Traffic, _Mapping]] = ...) -> None: ...
+
+class VNICounters(_message.Message):
+    __slots__ = ("vni", "tor", "tx", "rx")
+    VNI_FIELD_NUMBER: _ClassVar[int]
+    TOR_FIELD_NUMBER: _ClassVar[int]
+    TX_FIELD_NUMBER: _ClassVar[int]
+    RX_FIELD_NUMBER: _ClassVar[int]
+    vni: int
+    tor: str
+    tx: Traffic
+    rx: Traffic
+    def __init__(self, vni: _Optional[int] = ..., tor: _Optional[str] = ..., tx: _Optional[_Union[Traffic, _Mapping]] = ..., rx: _Optional[_Union[Traffic, _Mapping]] = ...) -> None: ...
+
+class DropCounter(_message.Message):
+    __slots__ = ("tor", "reason", "packets")
+    TOR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    PACKETS_FIELD_NUMBER: _ClassVar[int]
+    tor: str
+    reason: str
+    packets: int
+    def __init__(self, tor: _Optional[str] = ..., reason: _Optional[str] = ..., packets: _Optional[int] = ...) -> None: ...
+
+class GetCountersRequest(_message.Message):
+    __slots__ = ("vms", "vnis")
+    VMS_FIELD_NUMBER: _ClassVar[int]
+    VNIS_FIELD_NUMBER: _ClassVar[int]
+    vms: _containers.RepeatedScalarFieldContainer[str]
+    vnis: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, vms: _Optional[_Iterable[str]] = ..., vnis: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class GetCountersResponse(_message.Message):
+    __slots__ = ("vms", "vnis", "drops")
+    VMS_FIELD_NUMBER: _ClassVar[int]
+    VNIS_FIELD_NUMBER: _ClassVar[int]
+    DROPS_FIELD_NUMBER: _ClassVar[int]
+    vms: _containers.RepeatedCompositeFieldContainer[VMCounters]
+    vnis: _containers.RepeatedCompositeFieldContainer[VNICounters]
+    drops: _containers.RepeatedCompositeFieldContainer[DropCounter]
+    def __init__(self, vms: _Optional[_Iterable[_Union[VMCounters, _Mapping]]] = ..., vnis: _Optional[_Iterable[_Union[VNICounters, _Mapping]]] = ..., drops: _Optional[_Iterable[_Union[DropCounter, _Mapping]]] = ...) -> None: ...
+
+class WatchEventsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Event(_message.Message):
+    __slots__ = ("at", "switch", "kind", "detail")
+    AT_FIELD_NUMBER: _ClassVar[int]
+    SWITCH_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    at: float
+    switch: str
+    kind: str
+    detail: str
+    def __init__(self, at: _Optional[float] = ..., switch: _Optional[str] = ..., kind: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...

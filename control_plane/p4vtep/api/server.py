@@ -1,0 +1,169 @@
+"""The p4vtep.v1.Overlay gRPC service over a Controller."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+from concurrent import futures
+from typing import Callable
+
+import grpc
+
+from .. import events
+from ..allocation import SpaceFull
+from ..controller import Controller, CounterReader, NotFound
+from ..model import Vm
+from ..runtime.client import P4RuntimeError
+from ..validation import ValidationError, normalise_mac
+from . import overlay_pb2 as pb
+from . import overlay_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+MAX_REQUEST_BYTES = 1 << 20      # an AttachVM is a few hundred bytes
+WAIT_SECONDS = 30.0
+
+
+def vm_to_pb(controller: Controller, vm: Vm) -> pb.VM:
+    return pb.VM(name=vm.name, mac=vm.mac, ips=list(vm.ips), vni=vm.vni, server=vm.server,
+                 vlan=vm.vlan, qos=vm.qos or "", source=vm.source, tor=controller.tor_of(vm))
+
+
+def _errors(method: Callable) -> Callable:
+    """Map controller errors to gRPC status codes with a message to act on."""
+    def wrapper(self, request, context):
+        try:
+            return method(self, request, context)
+        except ValidationError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except NotFound as exc:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        except SpaceFull as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        except (ConnectionError, P4RuntimeError) as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+class OverlayService(pb_grpc.OverlayServicer):
+    def __init__(self, controller: Controller) -> None:
+        self.c = controller
+        self.counters = CounterReader(controller)
+
+    def _applied(self, wait: bool, version: int) -> bool:
+        return self.c.wait_version(version, WAIT_SECONDS) if wait else False
+
+    @_errors
+    def AttachVM(self, request, context):
+        v = request.vm
+        if not v.name:
+            raise ValidationError([_problem("vm", "name", "a name is required")])
+        vm = Vm(name=v.name, mac=normalise_mac(v.mac), ips=tuple(v.ips), vni=v.vni,
+                server=v.server, vlan=v.vlan, qos=v.qos or None, source="api")
+        version = self.c.attach(vm)
+        return pb.VMResponse(vm=vm_to_pb(self.c, vm), version=version,
+                             applied=self._applied(request.wait, version))
+
+    @_errors
+    def DetachVM(self, request, context):
+        version = self.c.detach(request.name)
+        return pb.DetachVMResponse(version=version, applied=self._applied(request.wait, version))
+
+    @_errors
+    def MigrateVM(self, request, context):
+        version = self.c.migrate(request.name, request.server, request.vlan or None,
+                                 timeout=WAIT_SECONDS)
+        applied = self.c.wait_version(version, WAIT_SECONDS)
+        return pb.VMResponse(vm=vm_to_pb(self.c, self.c.get(request.name)), version=version,
+                             applied=applied)
+
+    @_errors
+    def GetVM(self, request, context):
+        return vm_to_pb(self.c, self.c.get(request.name))
+
+    @_errors
+    def ListVMs(self, request, context):
+        vms = sorted(self.c.vms.values(), key=lambda v: v.name)
+        return pb.ListVMsResponse(vms=[
+            vm_to_pb(self.c, vm) for vm in vms
+            if (not request.vni or vm.vni == request.vni)
+            and (not request.server or vm.server == request.server)])
+
+    @_errors
+    def SetQoS(self, request, context):
+        version = self.c.set_qos(request.name, request.qos or None)
+        return pb.VMResponse(vm=vm_to_pb(self.c, self.c.get(request.name)), version=version)
+
+    @_errors
+    def ListSwitches(self, request, context):
+        switches = []
+        for name, sup in sorted(self.c.supervisors.items()):
+            s = sup.status
+            switches.append(pb.Switch(name=name, address=s.address, connected=s.connected,
+                                      primary=s.primary, pipeline_cookie=s.cookie or 0,
+                                      entries=s.entries, last_error=s.last_error,
+                                      reconciles=s.reconciles, writes=s.writes))
+        return pb.ListSwitchesResponse(switches=switches)
+
+    @_errors
+    def GetCounters(self, request, context):
+        response = pb.GetCountersResponse()
+        names = list(request.vms) or sorted(self.c.vms)
+        for name in names:
+            tor, tx, rx = self.counters.vm(name)
+            response.vms.add(name=name, tor=tor, tx=pb.Traffic(packets=tx[0], bytes=tx[1]),
+                             rx=pb.Traffic(packets=rx[0], bytes=rx[1]))
+        vnis = list(request.vnis) or sorted({vm.vni for vm in self.c.vms.values()})
+        for vni in vnis:
+            for tor, tx, rx in self.counters.vni(vni):
+                response.vnis.add(vni=vni, tor=tor, tx=pb.Traffic(packets=tx[0], bytes=tx[1]),
+                                  rx=pb.Traffic(packets=rx[0], bytes=rx[1]))
+        for tor in sorted(self.c.supervisors):
+            for reason, packets in self.counters.drops(tor).items():
+                if packets:
+                    response.drops.add(tor=tor, reason=reason, packets=packets)
+        return response
+
+    def WatchEvents(self, request, context):
+        subscription = self.c.bus.subscribe()
+        try:
+            while context.is_active():
+                try:
+                    event = subscription.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                fields = {k: v for k, v in dataclasses.asdict(event).items()
+                          if k not in ("switch", "at")}
+                yield pb.Event(at=event.at, switch=event.switch, kind=type(event).__name__,
+                               detail=" ".join(f"{k}={v}" for k, v in fields.items()))
+        finally:
+            self.c.bus.unsubscribe(subscription)
+
+
+def _problem(subject: str, field: str, message: str):
+    from ..validation import Problem
+    return Problem(subject, field, message)
+
+
+def serve(controller: Controller, address: str, max_workers: int = 8,
+          credentials: grpc.ServerCredentials | None = None) -> grpc.Server:
+    """Start the service on ``address``; bounded threads and request size."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
+                         options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+                                  ("grpc.max_concurrent_streams", 64)],
+                         maximum_concurrent_rpcs=256)
+    pb_grpc.add_OverlayServicer_to_server(OverlayService(controller), server)
+    if credentials is None:
+        port = server.add_insecure_port(address)
+    else:
+        port = server.add_secure_port(address, credentials)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}")
+    server.start()
+    log.info("Overlay API on %s", address)
+    return server
+
+
+__all__ = ["OverlayService", "serve", "events"]

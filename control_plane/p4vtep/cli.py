@@ -1,0 +1,237 @@
+"""The p4vtep command: run the controller, or talk to a running one."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Sequence
+
+import grpc
+
+DEFAULT_API = os.environ.get("P4VTEP_API", "127.0.0.1:50051")
+
+
+def table(rows: list[Sequence], headers: Sequence[str]) -> str:
+    """Rows as aligned columns."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# --- controller run ------------------------------------------------------------------
+def run_controller(args: argparse.Namespace) -> int:
+    from .api.server import serve
+    from .config import load_fabric
+    from .controller import Controller
+    from .dataplane.artifacts import bmv2_pipeline
+    from .inventory_watch import InventoryWatcher
+    from .store import Store
+
+    logging.basicConfig(level=logging.INFO if not args.verbose else logging.DEBUG,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    fabric = load_fabric(args.fabric)
+    controller = Controller(fabric, bmv2_pipeline(), Store(args.state),
+                            election_id=args.election_id, resync_seconds=args.resync)
+    watcher = None
+    if args.inventory:
+        watcher = InventoryWatcher(controller, args.inventory)
+        watcher.load_now()
+    controller.start()
+    if watcher:
+        watcher.start()
+    server = serve(controller, args.listen)
+    if args.metrics_port:
+        from .metrics import start_metrics
+        start_metrics(controller, args.metrics_port)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    print(f"p4vtep controller: {len(fabric.tors)} ToRs, {len(controller.vms)} VMs, "
+          f"API on {args.listen}", flush=True)
+    stop.wait()
+    server.stop(grace=1)
+    if watcher:
+        watcher.stop()
+    controller.stop()
+    return 0
+
+
+# --- API client commands -------------------------------------------------------------
+def stub(args):
+    from .api import overlay_pb2_grpc
+    return overlay_pb2_grpc.OverlayStub(grpc.insecure_channel(args.api))
+
+
+def vm_rows(vms) -> list[list]:
+    return [[v.name, v.mac, ",".join(v.ips), v.vni, v.server, v.tor, v.vlan, v.qos or "-",
+             v.source] for v in vms]
+
+
+VM_HEADERS = ["NAME", "MAC", "IPS", "VNI", "SERVER", "TOR", "VLAN", "QOS", "SOURCE"]
+
+
+def vm_attach(args) -> int:
+    from .api import overlay_pb2 as pb
+    reply = stub(args).AttachVM(pb.AttachVMRequest(
+        vm=pb.VM(name=args.name, mac=args.mac, ips=args.ip or [], vni=args.vni,
+                 server=args.server, vlan=args.vlan, qos=args.qos or ""), wait=not args.no_wait))
+    print(table(vm_rows([reply.vm]), VM_HEADERS))
+    print(f"version {reply.version}" + (", applied on every ToR" if reply.applied else ""))
+    return 0
+
+
+def vm_bulk(args) -> int:
+    """Attach every VM of an inventory file, showing progress."""
+    from .api import overlay_pb2 as pb
+    from .config import load_inventory
+    vms = load_inventory(args.file)
+    client = stub(args)
+    last = 0
+    for done, vm in enumerate(vms, start=1):
+        reply = client.AttachVM(pb.AttachVMRequest(vm=pb.VM(
+            name=vm.name, mac=vm.mac, ips=list(vm.ips), vni=vm.vni, server=vm.server,
+            vlan=vm.vlan, qos=vm.qos or "")))
+        last = reply.version
+        print(f"\rattached {done}/{len(vms)}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    print(f"version {last}")
+    return 0
+
+
+def vm_detach(args) -> int:
+    from .api import overlay_pb2 as pb
+    reply = stub(args).DetachVM(pb.DetachVMRequest(name=args.name, wait=not args.no_wait))
+    print(f"detached {args.name} (version {reply.version})")
+    return 0
+
+
+def vm_migrate(args) -> int:
+    from .api import overlay_pb2 as pb
+    reply = stub(args).MigrateVM(pb.MigrateVMRequest(name=args.name, server=args.server,
+                                                     vlan=args.vlan or 0))
+    print(table(vm_rows([reply.vm]), VM_HEADERS))
+    return 0
+
+
+def vm_list(args) -> int:
+    from .api import overlay_pb2 as pb
+    reply = stub(args).ListVMs(pb.ListVMsRequest(vni=args.vni or 0, server=args.server or ""))
+    print(table(vm_rows(reply.vms), VM_HEADERS))
+    return 0
+
+
+def vm_show(args) -> int:
+    from .api import overlay_pb2 as pb
+    vm = stub(args).GetVM(pb.GetVMRequest(name=args.name))
+    for key, value in zip(VM_HEADERS, vm_rows([vm])[0]):
+        print(f"{key.lower():8} {value}")
+    return 0
+
+
+def status(args) -> int:
+    from .api import overlay_pb2 as pb
+    reply = stub(args).ListSwitches(pb.ListSwitchesRequest())
+    rows = [[s.name, s.address, "yes" if s.connected else "no", "yes" if s.primary else "no",
+             f"{s.pipeline_cookie:016x}" if s.pipeline_cookie else "-", s.entries, s.reconciles,
+             s.writes, s.last_error or "-"] for s in reply.switches]
+    print(table(rows, ["SWITCH", "ADDRESS", "CONNECTED", "PRIMARY", "COOKIE", "ENTRIES",
+                       "RECONCILES", "WRITES", "LAST ERROR"]))
+    return 0
+
+
+def counters(args) -> int:
+    from .api import overlay_pb2 as pb
+    reply = stub(args).GetCounters(pb.GetCountersRequest(vms=args.vm or [], vnis=args.vni or []))
+    print(table([[c.name, c.tor, c.tx.packets, c.tx.bytes, c.rx.packets, c.rx.bytes]
+                 for c in reply.vms], ["VM", "TOR", "TX PKTS", "TX BYTES", "RX PKTS", "RX BYTES"]))
+    print()
+    print(table([[c.vni, c.tor, c.tx.packets, c.tx.bytes, c.rx.packets, c.rx.bytes]
+                 for c in reply.vnis], ["VNI", "TOR", "TX PKTS", "TX BYTES", "RX PKTS", "RX BYTES"]))
+    if reply.drops:
+        print()
+        print(table([[d.tor, d.reason, d.packets] for d in reply.drops],
+                    ["TOR", "DROP REASON", "PACKETS"]))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="p4vtep", description="VXLAN overlay offload to P4 ToRs")
+    p.add_argument("--api", default=DEFAULT_API, help="controller API address (P4VTEP_API)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ctl = sub.add_parser("controller", help="run the controller").add_subparsers(
+        dest="action", required=True)
+    run = ctl.add_parser("run", help="run the controller in the foreground")
+    run.add_argument("--fabric", required=True, help="fabric YAML")
+    run.add_argument("--inventory", help="inventory YAML (watched for edits)")
+    run.add_argument("--state", default="p4vtep-state.db", help="SQLite file of desired state")
+    run.add_argument("--listen", default=DEFAULT_API, help="API listen address")
+    run.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (0: off)")
+    run.add_argument("--election-id", type=int, default=1,
+                     help="P4Runtime election id; the highest live one is primary")
+    run.add_argument("--resync", type=float, default=30.0, help="seconds between drift repairs")
+    run.add_argument("-v", "--verbose", action="store_true")
+    run.set_defaults(func=run_controller)
+
+    vm = sub.add_parser("vm", help="VM bindings").add_subparsers(dest="action", required=True)
+    attach = vm.add_parser("attach", help="attach (or replace) a VM")
+    attach.add_argument("name")
+    attach.add_argument("--mac", required=True)
+    attach.add_argument("--ip", action="append", help="repeat for several")
+    attach.add_argument("--vni", type=int, required=True)
+    attach.add_argument("--server", required=True)
+    attach.add_argument("--vlan", type=int, required=True, help="the VF's VLAN")
+    attach.add_argument("--qos")
+    attach.add_argument("--no-wait", action="store_true", help="do not wait for the switches")
+    attach.set_defaults(func=vm_attach)
+    bulk = vm.add_parser("attach-file", help="attach every VM of an inventory file")
+    bulk.add_argument("file")
+    bulk.set_defaults(func=vm_bulk)
+    detach = vm.add_parser("detach")
+    detach.add_argument("name")
+    detach.add_argument("--no-wait", action="store_true")
+    detach.set_defaults(func=vm_detach)
+    migrate = vm.add_parser("migrate", help="move a VM (make-before-break)")
+    migrate.add_argument("name")
+    migrate.add_argument("--server", required=True)
+    migrate.add_argument("--vlan", type=int)
+    migrate.set_defaults(func=vm_migrate)
+    listing = vm.add_parser("list")
+    listing.add_argument("--vni", type=int)
+    listing.add_argument("--server")
+    listing.set_defaults(func=vm_list)
+    show = vm.add_parser("show")
+    show.add_argument("name")
+    show.set_defaults(func=vm_show)
+
+    sub.add_parser("status", help="switch sessions").set_defaults(func=status)
+    cnt = sub.add_parser("counters", help="per-VM, per-VNI and drop counters")
+    cnt.add_argument("--vm", action="append")
+    cnt.add_argument("--vni", type=int, action="append")
+    cnt.set_defaults(func=counters)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except grpc.RpcError as exc:
+        print(f"p4vtep: {exc.code().name}: {exc.details()}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # config errors and the like: one clear line
+        from .config import ConfigError
+        from .validation import ValidationError
+        if isinstance(exc, (ConfigError, ValidationError, FileNotFoundError)):
+            print(f"p4vtep: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Picks up edits to the inventory file while the controller runs."""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+from .config import ConfigError, load_inventory
+from .controller import Controller
+from .events import DesiredStateChanged
+from .validation import ValidationError
+
+log = logging.getLogger(__name__)
+
+
+class InventoryWatcher:
+    """Reloads the file when its mtime/size change. A bad file is refused whole:
+    the error is logged and published, and the VMs it declared stay as they were."""
+
+    def __init__(self, controller: Controller, path: str | Path, interval: float = 1.0) -> None:
+        self.controller = controller
+        self.path = Path(path)
+        self.interval = interval
+        self.last_error = ""
+        self._seen: tuple[float, int] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="inventory")
+
+    def load_now(self) -> None:
+        """Load once; raise on a bad file (used at start-up)."""
+        stat = self.path.stat()
+        self.controller.replace_source("inventory", load_inventory(self.path))
+        self._seen = (stat.st_mtime, stat.st_size)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                stat = os.stat(self.path)
+            except OSError:
+                continue
+            if (stat.st_mtime, stat.st_size) == self._seen:
+                continue
+            self._seen = (stat.st_mtime, stat.st_size)
+            try:
+                self.controller.replace_source("inventory", load_inventory(self.path))
+                self.last_error = ""
+            except (ConfigError, ValidationError) as exc:
+                self.last_error = str(exc)
+                log.error("inventory not applied: %s", exc)
+                self.controller.bus.publish(DesiredStateChanged(vm="*", change=f"refused: {exc}"))

@@ -1,0 +1,116 @@
+"""The Overlay service: calls, status codes and messages (no switch needed:
+supervisors are not started, so nothing is written anywhere)."""
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from fabric_fixture import two_tor_fabric
+from p4vtep.api import overlay_pb2 as pb
+from p4vtep.api import overlay_pb2_grpc as pb_grpc
+from p4vtep.api.server import serve
+from p4vtep.bmv2 import free_port
+from p4vtep.cli import main as cli_main
+from p4vtep.controller import Controller
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.store import Store
+
+
+@pytest.fixture
+def api(tmp_path):
+    controller = Controller(two_tor_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"))
+    address = f"127.0.0.1:{free_port()}"
+    server = serve(controller, address)
+    channel = grpc.insecure_channel(address)
+    yield controller, pb_grpc.OverlayStub(channel), address
+    channel.close()
+    server.stop(0)
+
+
+def vm(**kw) -> pb.VM:
+    base = dict(name="a1", mac="00:00:0A:00:00:01", ips=["192.168.1.1"], vni=5000,
+                server="s11", vlan=10)
+    base.update(kw)
+    return pb.VM(**base)
+
+
+def test_attach_get_list_detach(api):
+    controller, client, _ = api
+    reply = client.AttachVM(pb.AttachVMRequest(vm=vm()))
+    assert reply.vm.mac == "00:00:0a:00:00:01" and reply.vm.tor == "tor1"
+    assert reply.version == controller.version
+    client.AttachVM(pb.AttachVMRequest(vm=vm(name="b1", vni=6000, vlan=30, server="s12")))
+    assert [v.name for v in client.ListVMs(pb.ListVMsRequest()).vms] == ["a1", "b1"]
+    assert [v.name for v in client.ListVMs(pb.ListVMsRequest(vni=6000)).vms] == ["b1"]
+    assert client.GetVM(pb.GetVMRequest(name="b1")).vlan == 30
+    client.DetachVM(pb.DetachVMRequest(name="a1"))
+    assert set(controller.vms) == {"b1"}
+    assert set(controller.store.load_vms()) == {"b1"}
+
+
+def test_invalid_attach_is_refused_whole(api):
+    controller, client, _ = api
+    client.AttachVM(pb.AttachVMRequest(vm=vm()))
+    before = dict(controller.vms)
+    with pytest.raises(grpc.RpcError) as info:
+        client.AttachVM(pb.AttachVMRequest(vm=vm(name="a9", vlan=99, ips=["192.168.1.9"])))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == \
+        "vm a9: mac: 00:00:0a:00:00:01 is already used by vm a1 in VNI 5000"
+    assert controller.vms == before
+    for bad, message in ((vm(name="x", vlan=5000), "vm x: vlan: 5000 outside 1-4094"),
+                         (vm(name="x", vni=0), "vm x: vni: 0 outside 1-16777215"),
+                         (vm(name="x", mac="zz"), "vm x: mac: 'zz' is not a MAC address")):
+        with pytest.raises(grpc.RpcError) as info:
+            client.AttachVM(pb.AttachVMRequest(vm=bad))
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert message in info.value.details()
+    assert controller.vms == before
+
+
+def test_unknown_vm_is_not_found(api):
+    _, client, _ = api
+    for call, request in ((client.GetVM, pb.GetVMRequest(name="ghost")),
+                          (client.DetachVM, pb.DetachVMRequest(name="ghost")),
+                          (client.MigrateVM, pb.MigrateVMRequest(name="ghost", server="s21"))):
+        with pytest.raises(grpc.RpcError) as info:
+            call(request)
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        assert info.value.details() == "no VM named 'ghost'"
+
+
+def test_oversize_request_is_refused(api):
+    _, client, _ = api
+    with pytest.raises(grpc.RpcError) as info:
+        client.AttachVM(pb.AttachVMRequest(vm=vm(ips=["192.168.1.1"] * 200_000)))
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_set_qos(api):
+    controller, client, _ = api
+    client.AttachVM(pb.AttachVMRequest(vm=vm()))
+    assert client.SetQoS(pb.SetQoSRequest(name="a1", qos="gold")).vm.qos == "gold"
+    with pytest.raises(grpc.RpcError) as info:
+        client.SetQoS(pb.SetQoSRequest(name="a1", qos="platinum"))
+    assert info.value.details() == "vm a1: qos: unknown QoS policy 'platinum'"
+    assert controller.vms["a1"].qos == "gold"
+
+
+def test_cli_prints_aligned_tables(api, capsys):
+    _, _, address = api
+    assert cli_main(["--api", address, "vm", "attach", "a1", "--mac", "00:00:0a:00:00:01",
+                     "--ip", "192.168.1.1", "--vni", "5000", "--server", "s11", "--vlan", "10",
+                     "--no-wait"]) == 0
+    capsys.readouterr()
+    assert cli_main(["--api", address, "vm", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["NAME", "MAC", "IPS", "VNI", "SERVER", "TOR", "VLAN", "QOS",
+                                "SOURCE"]
+    assert lines[2].split() == ["a1", "00:00:0a:00:00:01", "192.168.1.1", "5000", "s11", "tor1",
+                                "10", "-", "api"]
+    assert lines[0].index("MAC") == lines[2].index("00:00")
+    assert cli_main(["--api", address, "vm", "detach", "nope"]) == 1
+    assert "NOT_FOUND: no VM named 'nope'" in capsys.readouterr().err
+    assert cli_main(["--api", address, "status"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out[2:]] == ["tor1", "tor2"]

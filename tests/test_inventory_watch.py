@@ -1,0 +1,50 @@
+"""Edits to the inventory file are picked up; a bad edit changes nothing."""
+import time
+from pathlib import Path
+
+from fabric_fixture import two_tor_fabric
+from p4vtep.controller import Controller
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.inventory_watch import InventoryWatcher
+from p4vtep.model import Vm
+from p4vtep.store import Store
+
+GOOD = """vms:
+  - {name: a1, mac: "00:00:0a:00:00:01", ips: [192.168.1.1], vni: 5000, server: s11, vlan: 10}
+"""
+MORE = GOOD + """  - {name: a2, mac: "00:00:0a:00:00:02", ips: [192.168.1.2], vni: 5000, server: s21, vlan: 20}
+"""
+DUPLICATE = GOOD + """  - {name: a3, mac: "00:00:0a:00:00:01", ips: [192.168.1.3], vni: 5000, server: s21, vlan: 30}
+"""
+
+
+def wait_for(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not predicate():
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_edits_apply_and_bad_edits_change_nothing(tmp_path: Path):
+    path = tmp_path / "inventory.yaml"
+    path.write_text(GOOD)
+    controller = Controller(two_tor_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"))
+    controller.attach(Vm("api-vm", "00:00:0b:00:00:09", (), 6000, "s22", 99, source="api"))
+    watcher = InventoryWatcher(controller, path, interval=0.05)
+    watcher.load_now()
+    watcher.start()
+    try:
+        assert set(controller.vms) == {"a1", "api-vm"}
+        path.write_text(MORE)
+        assert wait_for(lambda: "a2" in controller.vms)
+        path.write_text(DUPLICATE)
+        assert wait_for(lambda: watcher.last_error != "")
+        assert "vm a3: mac: 00:00:0a:00:00:01 is already used by vm a1" in watcher.last_error
+        assert set(controller.vms) == {"a1", "a2", "api-vm"}
+        path.write_text("vms: [")
+        assert wait_for(lambda: "not valid YAML" in watcher.last_error)
+        path.write_text(GOOD)
+        assert wait_for(lambda: set(controller.vms) == {"a1", "api-vm"})
+        assert controller.vms["api-vm"].source == "api"   # other sources untouched
+    finally:
+        watcher.stop()
