@@ -7,7 +7,7 @@ VPY := $(VENV)/bin/python
 P4C ?= p4c
 P4_MAIN := p4src/v1model/p4vtep.p4
 P4_BUILD := p4src/v1model/build
-DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump
+DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump pkg-config libvirt-dev
 
 .PHONY: all deps deps-system deps-python p4 p4-check proto ptf unit test demo clean
 

@@ -207,3 +207,52 @@ def test_api_attach_counters_and_cli(sf, store_path, capsys):
     finally:
         server.stop(0)
         controller.stop()
+
+
+def test_drift_is_repaired(sf, store_path):
+    controller = Controller(sf.fabric, bmv2_pipeline(), Store(store_path), resync_seconds=0.5)
+    controller.start()
+    try:
+        controller.attach(A1)
+        controller.attach(A2)
+        assert controller.wait_converged(30)
+        e = controller.entries
+        binding = e.access_binding(1, A1.vlan, A1.vni, controller.alloc.vm_space("tor1").peek("a1"),
+                                   A1.mac)
+        controller.supervisors["tor1"].conn.delete(binding)     # behind the reconciler's back
+        assert wait_until(lambda: binding.SerializeToString() in
+                          [b.SerializeToString() for b in read_table(sf, "tor1", "access_binding")],
+                          timeout=10)
+        assert delivered(sf, A1, A2)
+    finally:
+        controller.stop()
+
+
+def test_backup_takes_over_and_finishes_pending_changes(sf, store_path, tmp_path):
+    primary = start_controller(sf, store_path, [A1, A2], election_id=10)
+    backup = Controller(sf.fabric, bmv2_pipeline(), Store(tmp_path / "backup.db"),
+                        election_id=5, resync_seconds=3600)
+    backup.start()
+    try:
+        for vm in (A1, A2):
+            backup.attach(vm)
+        assert wait_until(lambda: all(s.status.connected for s in backup.supervisors.values()))
+        assert not any(s.status.primary for s in backup.supervisors.values())
+        # A change only the backup knows of: pending until it is primary.
+        backup.attach(B1)
+        time.sleep(1)
+        assert all(s.status.writes == 0 for s in backup.supervisors.values())
+        assert not any(b.match[1].exact.value == b"\x1e"
+                       for b in read_table(sf, "tor1", "access_binding"))
+        started = time.monotonic()
+        primary.stop()
+        assert backup.wait_converged(30)
+        failover = time.monotonic() - started
+        assert all(s.status.primary for s in backup.supervisors.values())
+        assert any(b.match[1].exact.value == b"\x1e"       # b1's VLAN 30
+                   for b in read_table(sf, "tor1", "access_binding"))
+        assert delivered(sf, A1, A2)
+        print(f"failover to backup and pending change applied in {failover:.2f} s")
+    finally:
+        primary.stop()
+        backup.stop()

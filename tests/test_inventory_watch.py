@@ -5,7 +5,7 @@ from pathlib import Path
 from fabric_fixture import two_tor_fabric
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.inventory_watch import InventoryWatcher
+from p4vtep.sources.inventory_file import InventoryWatcher
 from p4vtep.model import Vm
 from p4vtep.store import Store
 

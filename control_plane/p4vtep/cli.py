@@ -29,7 +29,7 @@ def run_controller(args: argparse.Namespace) -> int:
     from .config import load_fabric
     from .controller import Controller
     from .dataplane.artifacts import bmv2_pipeline
-    from .inventory_watch import InventoryWatcher
+    from .sources.inventory_file import InventoryWatcher
     from .store import Store
 
     logging.basicConfig(level=logging.INFO if not args.verbose else logging.DEBUG,
@@ -44,6 +44,12 @@ def run_controller(args: argparse.Namespace) -> int:
     controller.start()
     if watcher:
         watcher.start()
+    libvirt_uris = {s.name: s.libvirt for s in fabric.servers.values() if s.libvirt}
+    libvirt_source = None
+    if libvirt_uris:
+        from .sources.libvirt_domains import LibvirtSource
+        libvirt_source = LibvirtSource(controller, libvirt_uris)
+        libvirt_source.start()
     server = serve(controller, args.listen)
     if args.metrics_port:
         from .metrics import start_metrics
@@ -57,6 +63,8 @@ def run_controller(args: argparse.Namespace) -> int:
     server.stop(grace=1)
     if watcher:
         watcher.stop()
+    if libvirt_source:
+        libvirt_source.stop()
     controller.stop()
     return 0
 

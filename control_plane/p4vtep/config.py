@@ -123,7 +123,7 @@ def load_fabric(path: str | Path) -> Fabric:
     for i, _ in enumerate(doc.list(("servers",))):
         p = ("servers", i)
         server = Server(doc.typed(p + ("name",), str), doc.typed(p + ("tor",), str),
-                        doc.typed(p + ("port",), int))
+                        doc.typed(p + ("port",), int), doc.typed(p + ("libvirt",), str, None))
         if server.name in fabric.servers:
             raise doc.error(p + ("name",), f"server {server.name!r} defined twice")
         fabric.servers[server.name] = server

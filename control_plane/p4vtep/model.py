@@ -25,6 +25,7 @@ class Server:
     name: str
     tor: str
     port: int             # the ToR port the server's NIC is cabled to
+    libvirt: str | None = None   # hypervisor URI, if its VMs come from libvirt
 
 
 @dataclass(frozen=True)

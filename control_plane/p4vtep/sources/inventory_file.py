@@ -6,10 +6,10 @@ import os
 import threading
 from pathlib import Path
 
-from .config import ConfigError, load_inventory
-from .controller import Controller
-from .events import DesiredStateChanged
-from .validation import ValidationError
+from ..config import ConfigError, load_inventory
+from ..controller import Controller
+from ..events import DesiredStateChanged
+from ..validation import ValidationError
 
 log = logging.getLogger(__name__)
 

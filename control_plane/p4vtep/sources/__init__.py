@@ -1,0 +1,1 @@
+"""Where VM bindings come from: the inventory file, libvirt, the API."""

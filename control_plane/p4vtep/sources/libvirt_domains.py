@@ -1,0 +1,163 @@
+"""VM bindings from libvirt: one connection per server URI.
+
+A running domain with an SR-IOV interface (``<interface type='hostdev'>``,
+giving MAC and VF VLAN) and a p4vtep metadata element (VNI, IPs, QoS) is a
+VM binding on that server. Lifecycle events re-read the server; a VM that
+starts on another server while still known elsewhere is migrated
+make-before-break.
+
+    <metadata>
+      <p4vtep:vm xmlns:p4vtep="https://p4vtep.dev/xmlns/vm/1">
+        <p4vtep:vni>5000</p4vtep:vni>
+        <p4vtep:ip>192.168.1.10</p4vtep:ip>    <!-- repeat for several -->
+        <p4vtep:qos>gold</p4vtep:qos>          <!-- optional -->
+      </p4vtep:vm>
+    </metadata>
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import xml.etree.ElementTree as ET
+
+from ..controller import Controller
+from ..events import DesiredStateChanged
+from ..model import Vm
+from ..validation import ValidationError, normalise_mac
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "https://p4vtep.dev/xmlns/vm/1"
+SOURCE = "libvirt"
+_event_loop_started = False
+_event_loop_lock = threading.Lock()
+
+
+class MetadataError(ValueError):
+    pass
+
+
+def parse_domain(xml: str, server: str) -> Vm | None:
+    """The binding a domain describes, None if it has no p4vtep metadata.
+    Raises MetadataError naming the domain and the field if it is malformed."""
+    root = ET.fromstring(xml)
+    name = root.findtext("name", "")
+    meta = root.find(f"metadata/{{{NAMESPACE}}}vm")
+    if meta is None:
+        return None
+
+    def fail(field: str, message: str) -> MetadataError:
+        return MetadataError(f"domain {name} on {server}: {field}: {message}")
+
+    vni_text = (meta.findtext(f"{{{NAMESPACE}}}vni") or "").strip()
+    if not vni_text.isdigit():
+        raise fail("vni", f"expected a number, got {vni_text!r}")
+    ips = tuple((e.text or "").strip() for e in meta.findall(f"{{{NAMESPACE}}}ip"))
+    qos = (meta.findtext(f"{{{NAMESPACE}}}qos") or "").strip() or None
+    interfaces = root.findall("devices/interface[@type='hostdev']")
+    if len(interfaces) != 1:
+        raise fail("interface", f"expected one hostdev (SR-IOV VF) interface, found {len(interfaces)}")
+    iface = interfaces[0]
+    mac = iface.find("mac")
+    tag = iface.find("vlan/tag")
+    if mac is None or not mac.get("address"):
+        raise fail("interface.mac", "missing")
+    if tag is None or not (tag.get("id") or "").isdigit():
+        raise fail("interface.vlan", "the VF needs a VLAN tag id")
+    return Vm(name=name, mac=normalise_mac(mac.get("address")), ips=ips, vni=int(vni_text),
+              server=server, vlan=int(tag.get("id")), qos=qos, source=SOURCE)
+
+
+def _ensure_event_loop(libvirt) -> None:
+    global _event_loop_started
+    with _event_loop_lock:
+        if _event_loop_started:
+            return
+        libvirt.virEventRegisterDefaultImpl()
+
+        def run() -> None:
+            while True:
+                libvirt.virEventRunDefaultImpl()
+
+        threading.Thread(target=run, daemon=True, name="libvirt-events").start()
+        _event_loop_started = True
+
+
+class LibvirtSource:
+    def __init__(self, controller: Controller, uris: dict[str, str]) -> None:
+        import libvirt   # libvirt-python; imported here so the rest runs without it
+        self.libvirt = libvirt
+        self.controller = controller
+        self.uris = uris
+        self.connections: dict[str, object] = {}
+        self.errors: list[str] = []
+        self._first_seen: dict[tuple[str, str], float] = {}
+        self._lock = threading.Lock()
+        self._dirty = threading.Event()
+        self._stop = threading.Event()
+        self._worker = threading.Thread(target=self._run, daemon=True, name="libvirt-source")
+
+    def start(self) -> None:
+        _ensure_event_loop(self.libvirt)
+        for server, uri in self.uris.items():
+            conn = self.libvirt.open(uri)
+            conn.domainEventRegisterAny(None, self.libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+                                        self._on_event, server)
+            self.connections[server] = conn
+        self.resync()
+        self._worker.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._dirty.set()
+        self._worker.join(timeout=5)
+        for conn in self.connections.values():
+            conn.close()
+
+    def _on_event(self, conn, domain, event, detail, server) -> None:
+        self._dirty.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._dirty.wait()
+            self._dirty.clear()
+            if not self._stop.is_set():
+                self.resync()
+
+    def resync(self) -> None:
+        """Read every server's running domains and apply the result."""
+        with self._lock:
+            found: dict[str, list[Vm]] = {}
+            errors = []
+            for server, conn in self.connections.items():
+                for domain in conn.listAllDomains(self.libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
+                    try:
+                        vm = parse_domain(domain.XMLDesc(0), server)
+                    except (MetadataError, ET.ParseError) as exc:
+                        errors.append(str(exc))
+                        continue
+                    if vm is not None:
+                        found.setdefault(vm.name, []).append(vm)
+                        self._first_seen.setdefault((server, vm.name), time.monotonic())
+            active = {(vm.server, name) for name, vms in found.items() for vm in vms}
+            for key in list(self._first_seen):
+                if key not in active:
+                    del self._first_seen[key]
+            # A VM running on two servers is mid-migration: the newer one wins.
+            chosen = {name: max(vms, key=lambda v: self._first_seen[(v.server, name)])
+                      for name, vms in found.items()}
+            self.errors = errors
+            for message in errors:
+                log.error("libvirt: %s", message)
+            try:
+                for name, vm in chosen.items():
+                    current = self.controller.vms.get(name)
+                    if current is not None and current.source == SOURCE and \
+                            current.server != vm.server:
+                        self.controller.migrate(name, vm.server, vm.vlan)
+                self.controller.replace_source(SOURCE, list(chosen.values()))
+            except ValidationError as exc:
+                self.errors.append(str(exc))
+                log.error("libvirt bindings refused: %s", exc)
+                self.controller.bus.publish(DesiredStateChanged(vm="*", change=f"refused: {exc}"))
