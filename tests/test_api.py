@@ -114,3 +114,29 @@ def test_cli_prints_aligned_tables(api, capsys):
     assert cli_main(["--api", address, "status"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in out[2:]] == ["tor1", "tor2"]
+
+
+def test_watch_events_streams_changes(api):
+    _, client, _ = api
+    stream = client.WatchEvents(pb.WatchEventsRequest())
+    import threading
+    threading.Timer(0.3, lambda: client.AttachVM(pb.AttachVMRequest(vm=vm()))).start()
+    event = next(iter(stream))
+    assert event.kind == "DesiredStateChanged"
+    assert "vm=a1" in event.detail and "change=attached" in event.detail
+    stream.cancel()
+
+
+def test_metrics_endpoint(api):
+    import urllib.request
+    from p4vtep.bmv2 import free_port
+    from p4vtep.metrics import start_metrics
+    controller, client, _ = api
+    port = free_port()
+    start_metrics(controller, port)
+    client.AttachVM(pb.AttachVMRequest(vm=vm()))
+    import time
+    time.sleep(0.3)
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    assert "p4vtep_vms 1.0" in body
+    assert "# TYPE p4vtep_entries_written_total counter" in body
