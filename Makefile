@@ -7,9 +7,10 @@ VPY := $(VENV)/bin/python
 P4C ?= p4c
 P4_MAIN := p4src/v1model/p4vtep.p4
 P4_BUILD := p4src/v1model/build
-DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump pkg-config libvirt-dev
+DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping iperf3 mininet \
+	pkg-config libvirt-dev
 
-.PHONY: all deps deps-system deps-python p4 p4-check proto ptf unit test demo clean
+.PHONY: all deps deps-system deps-python p4 p4-check proto ptf unit test demo demo-cli clean
 
 all: test
 
@@ -32,6 +33,10 @@ $(VENV)/.installed: requirements.txt control_plane/pyproject.toml
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -r requirements.txt
 	$(VPY) -m pip install -q --no-deps -e control_plane
+	@# Mininet comes from Debian (with mnexec); let the virtualenv import it.
+	if [ -d /usr/lib/python3/dist-packages/mininet ]; then \
+	  ln -sfn /usr/lib/python3/dist-packages/mininet \
+	    "$$($(VPY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/mininet"; fi
 	touch $@
 
 # Compile the pipeline; the outputs are committed next to the sources.
@@ -61,11 +66,13 @@ test: deps
 	$(VPY) -m pytest -q tests
 	$(VPY) ptf_tests/run_suite.py
 
-# Until the Mininet fabric lands, the demo compiles the pipeline if it can
-# and runs the conformance suite against BMv2.
+# The main job: the Mininet leaf-spine fabric, the controller, and the checks.
 demo: deps
 	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory p4; fi
-	$(VPY) ptf_tests/run_suite.py
+	$(VPY) topologies/demo.py
+
+demo-cli: deps
+	$(VPY) topologies/demo.py --cli
 
 clean:
 	rm -rf $(VENV) .pytest_cache

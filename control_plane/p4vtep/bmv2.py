@@ -39,6 +39,7 @@ class Bmv2Switch:
     grpc_host: str = "127.0.0.1"
     debug_log: bool = False
     binary: str | None = None
+    extra_args: list[str] = field(default_factory=list)
     process: subprocess.Popen | None = None
 
     @property
@@ -55,6 +56,7 @@ class Bmv2Switch:
             cmd += ["-i", f"{port}@{iface}"]
         if self.debug_log:
             cmd += ["--log-file", str(self.log_dir / f"{self.name}"), "--log-flush"]
+        cmd += self.extra_args
         cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(CPU_PORT),
                 "--priority-queues", str(PRIORITY_QUEUES)]
         if self.netns:

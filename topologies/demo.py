@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""The p4vtep demo: a leaf-spine fabric in Mininet, the controller, and the
+checks a network engineer would run. Exits 0 only if every check holds.
+
+    sudo .venv/bin/python topologies/demo.py          # run the checks
+    sudo .venv/bin/python topologies/demo.py --cli    # then leave the Mininet CLI open
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(HERE), str(REPO / "control_plane")]
+
+import grpc  # noqa: E402
+
+from p4vtep.api import overlay_pb2 as pb  # noqa: E402
+from p4vtep.api import overlay_pb2_grpc as pb_grpc  # noqa: E402
+from p4vtep.bmv2 import find_simple_switch_grpc  # noqa: E402
+from p4vtep.dataplane.artifacts import bmv2_pipeline  # noqa: E402
+from p4vtep.dataplane.entries import PORT_TX_COUNTER, PipelineEntries  # noqa: E402
+from p4vtep.runtime import entities  # noqa: E402
+from p4vtep.runtime.client import SwitchConnection  # noqa: E402
+
+API = "127.0.0.1:50061"
+MIGRATING_VM, MIGRATION_TARGET, MIGRATION_VLAN = "a3", "s12", 15
+POLICED_VM, POLICED_PEER = "a2", "a4"       # a2 has the 5 Mbit/s "bronze" policy
+UNPOLICED_VM, UNPOLICED_PEER = "a1", "a3"
+POLICED_RATE_MBPS = 5.0
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def missing_requirements() -> list[str]:
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root")
+    if find_simple_switch_grpc() is None:
+        missing.append("simple_switch_grpc")
+    for tool in ("mnexec", "iperf3", "ethtool", "ping"):
+        if shutil.which(tool) is None:
+            missing.append(tool)
+    try:
+        import mininet  # noqa: F401
+    except ImportError:
+        missing.append("mininet (Python)")
+    return missing
+
+
+class Demo:
+    """Starts the fabric and the controller; each method is one check."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.layout = None
+        self.controller = None
+        self.state_dir = Path(tempfile.mkdtemp(prefix="p4vtep-demo-"))
+        self.pipeline = bmv2_pipeline()
+        self.entries = PipelineEntries(self.pipeline.p4info)
+
+    # --- lifecycle ----------------------------------------------------------------
+    def __enter__(self) -> "Demo":
+        import leaf_spine
+        self.leaf_spine = leaf_spine
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.layout = leaf_spine.build(log_dir=str(self.log_dir), run_dir=self.state_dir)
+            self.layout.net.start()
+            leaf_spine.configure(self.layout)
+            with open(self.log_dir / "controller.log", "w") as out:
+                self.controller = subprocess.Popen(
+                    [sys.executable, "-m", "p4vtep.cli", "controller", "run",
+                     "--fabric", str(leaf_spine.FABRIC_FILE),
+                     "--inventory", str(leaf_spine.INVENTORY_FILE),
+                     "--state", str(self.state_dir / "state.db"), "--listen", API],
+                    stdout=out, stderr=subprocess.STDOUT,
+                    env={**os.environ, "PYTHONPATH": str(REPO / "control_plane")})
+            self.api = pb_grpc.OverlayStub(grpc.insecure_channel(API))
+            self.wait_converged()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.controller is not None:
+            self.controller.terminate()
+            try:
+                self.controller.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.controller.kill()
+        if self.layout is not None:
+            self.leaf_spine.stop_nics(self.layout)
+            self.layout.net.stop()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def wait_converged(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                switches = self.api.ListSwitches(pb.ListSwitchesRequest(), timeout=2).switches
+                if switches and all(s.connected and s.primary and s.reconciles and not s.last_error
+                                    for s in switches):
+                    return
+            except grpc.RpcError:
+                pass
+            if self.controller.poll() is not None:
+                raise RuntimeError(f"controller exited; see {self.log_dir}/controller.log")
+            time.sleep(0.3)
+        raise TimeoutError("the controller did not converge")
+
+    # --- helpers --------------------------------------------------------------------
+    def host(self, name: str):
+        return self.layout.vm(name)
+
+    def switch_read(self, tor: str, *queries):
+        spec = self.layout.fabric.tors[tor]
+        with SwitchConnection(spec.address, spec.device_id, election_id=0) as conn:
+            return conn.read(*queries)
+
+    def port_tx(self, tor: str, port: int) -> int:
+        [entity] = self.switch_read(tor, self.entries.counter(PORT_TX_COUNTER, port))
+        return entity.counter_entry.data.packet_count
+
+    def arp_replies(self) -> int:
+        total = 0
+        for tor in self.layout.fabric.tors:
+            query = entities.direct_counter_entry(
+                entities.table_entry(self.pipeline.p4info, "arp_suppression"))
+            total += sum(e.direct_counter_entry.data.packet_count
+                         for e in self.switch_read(tor, query))
+        return total
+
+    def reached(self, src: str, dst: str) -> bool:
+        """src pings dst's IP and the answer comes from dst's MAC."""
+        vm, target = self.layout.vms[src], self.layout.vms[dst]
+        host = self.host(src)
+        host.cmd(f"ip neigh flush to {target.ips[0]}")
+        out = host.cmd(f"ping -c 1 -W 1 {target.ips[0]}")
+        if " 0% packet loss" not in out:
+            return False
+        neigh = host.cmd(f"ip neigh show to {target.ips[0]}")
+        return target.mac in neigh and vm.ips[0] != target.ips[0]
+
+    def iperf_mbps(self, client: str, server: str, seconds: int = 3, parallel: int = 1) -> float:
+        srv = self.host(server)
+        srv.cmd("iperf3 -s -1 -D --logfile /dev/null")
+        time.sleep(0.5)
+        out = self.host(client).cmd(f"iperf3 -c {self.layout.vms[server].ips[0]} -t {seconds} "
+                                    f"-P {parallel} -J")
+        try:
+            result = json.loads(out[out.index("{"):])
+            return result["end"]["sum_received"]["bits_per_second"] / 1e6
+        except (ValueError, KeyError):
+            return 0.0
+
+    # --- checks ---------------------------------------------------------------------------
+    def check_ping_matrix(self) -> Check:
+        names = sorted(self.layout.vms)
+        wrong = []
+        cross_ok = same_ok = same = cross = 0
+        for src in names:
+            for dst in names:
+                if src == dst:
+                    continue
+                same_tenant = self.layout.vms[src].vni == self.layout.vms[dst].vni
+                got = self.reached(src, dst)
+                same += same_tenant
+                cross += not same_tenant
+                same_ok += same_tenant and got
+                cross_ok += (not same_tenant) and got
+                if got != same_tenant:
+                    wrong.append(f"{src}->{dst}")
+        return Check("ping matrix", not wrong,
+                     f"same tenant {same_ok}/{same} reached, other tenant {cross_ok}/{cross}"
+                     + (f"; wrong: {', '.join(wrong)}" if wrong else ""))
+
+    def check_arp_suppression(self, before: int) -> Check:
+        replies = self.arp_replies() - before
+        return Check("ARP suppression", replies > 0, f"{replies} ARP requests answered by the ToRs")
+
+    def check_ecmp(self) -> Check:
+        before = {p: self.port_tx("tor1", p) for p in (3, 4)}
+        mbps = self.iperf_mbps(UNPOLICED_VM, UNPOLICED_PEER, seconds=2, parallel=8)
+        used = {p: self.port_tx("tor1", p) - before[p] for p in (3, 4)}
+        total = sum(used.values())
+        ok = total > 0 and min(used.values()) > 0.1 * total
+        return Check("ECMP", ok, f"tor1 uplinks: port 3 {used[3]} pkts, port 4 {used[4]} pkts "
+                                 f"(8 TCP flows, {mbps:.1f} Mbit/s)")
+
+    def check_migration(self) -> Check:
+        src = self.host("a1")
+        target_ip = self.layout.vms[MIGRATING_VM].ips[0]
+        ping = src.popen(["ping", "-i", "0.02", "-w", "8", target_ip],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(2)
+        started = time.monotonic()
+        reply = self.api.MigrateVM(pb.MigrateVMRequest(name=MIGRATING_VM, server=MIGRATION_TARGET,
+                                                       vlan=MIGRATION_VLAN), timeout=60)
+        self.leaf_spine.move_vm(self.layout, MIGRATING_VM, MIGRATION_TARGET, MIGRATION_VLAN)
+        took = time.monotonic() - started
+        out, _ = ping.communicate(timeout=30)
+        match = re.search(r"(\d+) packets transmitted, (\d+) received", out)
+        sent, received = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+        lost = sent - received
+        after = self.reached("a4", MIGRATING_VM) and self.reached("a1", MIGRATING_VM)
+        ok = reply.applied and received > 0 and after and lost < sent // 2
+        return Check("live migration", ok,
+                     f"{MIGRATING_VM} s21/tor2 -> {MIGRATION_TARGET}/tor1 in {took:.2f} s; ping "
+                     f"every 20 ms: {lost} of {sent} lost; reachable after: {after}")
+
+    def check_qos(self) -> Check:
+        policed = self.iperf_mbps(POLICED_VM, POLICED_PEER)
+        free = self.iperf_mbps(UNPOLICED_VM, UNPOLICED_PEER)
+        ok = 0 < policed <= POLICED_RATE_MBPS * 1.25 and free >= 2 * policed
+        return Check("QoS", ok, f"{POLICED_VM} policed at {POLICED_RATE_MBPS:.0f} Mbit/s: "
+                                f"{policed:.2f} Mbit/s; {UNPOLICED_VM} unpoliced: {free:.2f} Mbit/s")
+
+    def run_checks(self) -> list[Check]:
+        arp_before = self.arp_replies()
+        checks = [self.check_ping_matrix()]
+        checks.append(self.check_arp_suppression(arp_before))
+        checks.append(self.check_ecmp())
+        checks.append(self.check_qos())
+        checks.append(self.check_migration())
+        return checks
+
+
+def summary(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = [f"{'CHECK'.ljust(width)}  RESULT  DETAIL", f"{'-' * width}  ------  ------"]
+    lines += [f"{c.name.ljust(width)}  {'PASS' if c.ok else 'FAIL':6}  {c.detail}" for c in checks]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="p4vtep Mininet demo")
+    parser.add_argument("--cli", action="store_true", help="open the Mininet CLI after the checks")
+    parser.add_argument("--log-dir", default=str(REPO / "logs" / "demo"))
+    args = parser.parse_args()
+    missing = missing_requirements()
+    if missing:
+        print(f"demo not run: missing {', '.join(missing)} (see README.md)")
+        return 1
+    started = time.monotonic()
+    with Demo(Path(args.log_dir)) as demo:
+        print(f"fabric up and converged in {time.monotonic() - started:.1f} s", flush=True)
+        checks = demo.run_checks()
+        print(summary(checks))
+        print(f"demo finished in {time.monotonic() - started:.1f} s")
+        if args.cli:
+            from mininet.cli import CLI
+            CLI(demo.layout.net)
+    return 0 if all(c.ok for c in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

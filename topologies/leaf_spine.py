@@ -1,0 +1,167 @@
+"""The demo fabric in Mininet, built from the same fabric and inventory files
+the controller reads.
+
+    spines  sp1           sp2            Linux routers: a /32 per VTEP
+             |  \\        / |
+    ToRs    tor1 (BMv2)  tor2 (BMv2)     ports 1-2 servers, 3-4 uplinks
+            /  \\         /  \\
+    servers s11 s12      s21 s22         SR-IOV NIC model: VLAN bridge,
+            |   |        |   |           one access port (VF) per VM
+    VMs     a1  a2 ...                   network namespaces
+
+A server does no overlay work: its "NIC" (sriov_nic.py) tags each VM's
+frames with the VF's VLAN toward the ToR and hands each VM only the frames of
+its VLAN, untagged, exactly what an SR-IOV VF with a port VLAN does.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mininet.net import Mininet
+from mininet.node import Host
+
+from bmv2_switch import Bmv2Switch
+from p4vtep.config import load_fabric, load_inventory
+from p4vtep.model import Fabric, Vm
+
+HERE = Path(__file__).resolve().parent
+FABRIC_FILE = HERE / "fabric.yaml"
+INVENTORY_FILE = HERE / "inventory.yaml"
+SPINES = ("sp1", "sp2")
+SUBNET_PREFIX = 24
+UNDERLAY_MTU = 9000
+
+
+@dataclass
+class LeafSpine:
+    net: Mininet
+    fabric: Fabric
+    vms: dict[str, Vm]
+    vm_port: dict[str, str] = field(default_factory=dict)   # VM -> its server-side port
+    run_dir: Path = Path("/tmp")
+    nics: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def vm(self, name: str) -> Host:
+        return self.net.get(name)
+
+
+def spine_mac(spine: int, tor: int) -> str:
+    return f"00:5e:00:{spine:02x}:00:{tor:02x}"
+
+
+def build(log_dir: str = "logs/mininet", run_dir: Path = Path("/tmp"), fabric_file: Path = FABRIC_FILE,
+          inventory_file: Path = INVENTORY_FILE) -> LeafSpine:
+    fabric = load_fabric(fabric_file)
+    vms = {vm.name: vm for vm in load_inventory(inventory_file)}
+    net = Mininet(controller=None, autoSetMacs=False, autoStaticArp=False, cleanup=False)
+    tors = {}
+    for tor in fabric.tors.values():
+        grpc_port = int(tor.address.rsplit(":", 1)[1])
+        tors[tor.name] = net.addSwitch(tor.name, cls=Bmv2Switch, grpc_port=grpc_port,
+                                       device_id=tor.device_id, log_dir=log_dir)
+    spines = [net.addHost(name, ip=None) for name in SPINES]
+    for t, tor in enumerate(fabric.tors.values(), start=1):
+        for s, (spine, uplink) in enumerate(zip(spines, tor.uplinks), start=1):
+            net.addLink(tors[tor.name], spine, port1=uplink.port, addr2=spine_mac(s, t))
+    servers = {}
+    for server in fabric.servers.values():
+        servers[server.name] = net.addHost(server.name, ip=None)
+        net.addLink(tors[server.tor], servers[server.name], port1=server.port)
+    layout = LeafSpine(net, fabric, vms, run_dir=run_dir)
+    for vm in vms.values():
+        host = net.addHost(vm.name, ip=None, mac=vm.mac)
+        link = net.addLink(host, servers[vm.server], addr1=vm.mac)
+        layout.vm_port[vm.name] = link.intf2.name
+    return layout
+
+
+def configure(layout: LeafSpine) -> None:
+    """Everything Mininet does not do: server NICs, spine routes, VM addresses."""
+    fabric = layout.fabric
+    for host in layout.net.hosts:
+        for intf in host.intfList():
+            host.cmd(f"ethtool -K {intf.name} tx off rx off tso off gso off gro off "
+                     "rxvlan off txvlan off >/dev/null 2>&1")
+        host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+    # Spines: forward the underlay; a /32 and a static neighbour per VTEP.
+    for spine_name in SPINES:
+        spine = layout.net.get(spine_name)
+        spine.cmd("sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0")
+        for t, tor in enumerate(fabric.tors.values()):
+            intf = spine.intfList()[t]
+            spine.cmd(f"ip link set {intf.name} mtu {UNDERLAY_MTU} up")
+            spine.cmd(f"sysctl -qw net.ipv4.conf.{intf.name}.rp_filter=0")
+            spine.cmd(f"ip route replace {tor.vtep_ip}/32 dev {intf.name}")
+            spine.cmd(f"ip neigh replace {tor.vtep_ip} lladdr {tor.router_mac} "
+                      f"dev {intf.name} nud permanent")
+    # Servers: the SR-IOV NIC model.
+    for server in fabric.servers.values():
+        host = layout.net.get(server.name)
+        uplink = host.intfList()[0].name
+        host.cmd(f"ip link set {uplink} mtu {UNDERLAY_MTU} up")
+        write_vfs(layout, server.name)
+        layout.nics[server.name] = host.popen(
+            [sys.executable, str(HERE / "sriov_nic.py"), "--uplink", uplink,
+             "--vfs", str(vf_file(layout, server.name))],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for vm in layout.vms.values():
+        host = layout.vm(vm.name)
+        intf = host.intfList()[0].name
+        host.cmd(f"ip addr flush dev {intf}")
+        host.cmd(f"ip addr add {vm.ips[0]}/{SUBNET_PREFIX} dev {intf}")
+        host.cmd(f"ip link set {intf} up")
+
+
+def vf_file(layout: LeafSpine, server: str) -> Path:
+    return layout.run_dir / f"{server}-vfs.json"
+
+
+def write_vfs(layout: LeafSpine, server: str) -> None:
+    """The VFs of one server (port -> VLAN), as its NIC process reads them."""
+    vfs = {layout.vm_port[vm.name]: vm.vlan for vm in layout.vms.values() if vm.server == server}
+    for vm in layout.vms.values():
+        if vm.server == server:
+            layout.net.get(server).cmd(f"ip link set {layout.vm_port[vm.name]} up")
+    tmp = vf_file(layout, server).with_suffix(".tmp")
+    tmp.write_text(json.dumps(vfs))
+    tmp.replace(vf_file(layout, server))
+
+
+def stop_nics(layout: LeafSpine) -> None:
+    for nic in layout.nics.values():
+        nic.terminate()
+        try:
+            nic.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            nic.kill()
+
+
+def move_vm(layout: LeafSpine, name: str, server: str, vlan: int) -> None:
+    """Live-move a VM's vNIC to another server's VF: what a migration does to
+    the network. The VM keeps its MAC and IP."""
+    old = layout.vms[name]
+    vm_host = layout.vm(name)
+    old_intf = vm_host.intfList()[-1].name
+    link = layout.net.addLink(vm_host, layout.net.get(server), addr1=old.mac)
+    new_intf = link.intf1.name
+    moved = Vm(**{**old.__dict__, "server": server, "vlan": vlan})
+    layout.vms[name] = moved
+    layout.vm_port[name] = link.intf2.name
+    for intf in (link.intf1, link.intf2):
+        intf.node.cmd(f"ethtool -K {intf.name} tx off rx off tso off gso off gro off "
+                      "rxvlan off txvlan off >/dev/null 2>&1")
+    write_vfs(layout, server)
+    write_vfs(layout, old.server)
+    # The switch-over: the old vNIC goes down, the new one takes the address.
+    vm_host.cmd(f"ip link set {old_intf} down; ip addr flush dev {old_intf}; "
+                f"ip addr add {old.ips[0]}/{SUBNET_PREFIX} dev {new_intf}; "
+                f"ip link set {new_intf} up")
+
+
+def subnet_of(vm: Vm) -> ipaddress.IPv4Network:
+    return ipaddress.ip_network(f"{vm.ips[0]}/{SUBNET_PREFIX}", strict=False)
