@@ -1,0 +1,45 @@
+"""End to end: the Mininet demo fabric with the controller, the same checks
+as `make demo`, asserted one by one."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
+sys.path.insert(0, str(TOPOLOGIES))
+
+import demo  # noqa: E402
+
+missing = demo.missing_requirements()
+pytestmark = pytest.mark.skipif(bool(missing),
+                                reason=f"missing {', '.join(missing)}: demo fabric tests skipped")
+
+
+@pytest.fixture(scope="module")
+def fabric(tmp_path_factory):
+    with demo.Demo(tmp_path_factory.mktemp("demo")) as d:
+        yield d
+
+
+def assert_check(check: demo.Check) -> None:
+    assert check.ok, f"{check.name}: {check.detail}"
+
+
+def test_tenants_reach_each_other_and_never_the_other_tenant(fabric):
+    before = fabric.arp_replies()
+    assert_check(fabric.check_ping_matrix())
+    assert_check(fabric.check_arp_suppression(before))
+
+
+def test_both_uplinks_carry_traffic(fabric):
+    assert_check(fabric.check_ecmp())
+
+
+def test_policed_vm_is_held_to_its_rate(fabric):
+    assert_check(fabric.check_qos())
+
+
+def test_live_migration_keeps_the_vm_reachable(fabric):
+    assert_check(fabric.check_migration())
