@@ -71,8 +71,9 @@ def compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Allocat
     e = entries
     vms = sorted(vms, key=lambda v: v.name)
     local = [vm for vm in vms if fabric.servers[vm.server].tor == tor_name]
+    local_names = {vm.name for vm in local}
     local_vnis = {vm.vni for vm in local}
-    remote = [vm for vm in vms if vm.vni in local_vnis and vm not in local]
+    remote = [vm for vm in vms if vm.vni in local_vnis and vm.name not in local_names]
 
     # Ports, VTEP identity.
     for server in sorted(fabric.servers.values(), key=lambda s: s.port):

@@ -214,6 +214,8 @@ class SwitchConnection:
         """Delete every multicast group. BMv2 keeps them across
         SetForwardingPipelineConfig, and a group written again after a push
         would then replicate twice."""
+        if self.get_pipeline_cookie() is None:
+            return 0   # no pipeline, no groups
         query = p4runtime_pb2.Entity()
         query.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 0
         groups = [e for e in self.read(query)

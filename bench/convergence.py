@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Benchmark 1 and 2: convergence against the raw P4Runtime limit, and a
+controller restart against a switch that already holds everything.
+
+Controller (A): N VM bindings in the store, two empty ToRs; time from
+controller start until every entry is installed on both ToRs and a read-back
+diff is empty. Raw writer (B): the same entities, pre-encoded, written in
+batches of 1000 to the same switches in parallel, then the same read-back.
+Rounds alternate A B A B; the ratio is raw time / controller time.
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from common import alternate, ratios, require_switch, summary, switches, write_result
+import workload
+
+from p4vtep.compiler import Allocations, compile_tor
+from p4vtep.controller import Controller
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.reconciler import Diff, SwitchReader, diff
+from p4vtep.runtime.client import SwitchConnection
+from p4vtep.runtime.protos import p4runtime_pb2
+from p4vtep.store import Store
+
+BATCH = 1000
+VNIS = 100
+
+
+def reset(fabric) -> None:
+    """Empty pipeline on every ToR (same cookie, so nobody re-pushes)."""
+    pipeline = bmv2_pipeline()
+    for tor in fabric.tors.values():
+        with SwitchConnection(tor.address, tor.device_id, election_id=1) as conn:
+            assert conn.connect()
+            conn.clear_multicast_groups()
+            conn.set_pipeline(pipeline.p4info.message, pipeline.device_config, pipeline.cookie)
+
+
+def verify(fabric, compiled) -> None:
+    reader = SwitchReader(bmv2_pipeline().p4info)
+    for name, tor in fabric.tors.items():
+        with SwitchConnection(tor.address, tor.device_id, election_id=0) as conn:
+            actual, meters, defaults = reader.read(conn)
+        left = diff(compiled[name], actual, meters, defaults)
+        assert len(left) == 0, f"{name}: {len(left)} entries differ after convergence"
+
+
+def prepare(fabric, vms, store_path: Path):
+    store = Store(store_path)
+    alloc = Allocations()
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    compiled = {name: compile_tor(fabric, vms, name, alloc, entries) for name in fabric.tors}
+    store.save(vms, alloc)
+    store.close()
+    entity_count = sum(len(c.entities) + len(c.meters) + len(c.defaults) for c in compiled.values())
+    return compiled, entity_count
+
+
+def run_controller(fabric, store_path: Path, compiled) -> float:
+    reset(fabric)
+    started = time.perf_counter()
+    controller = Controller(fabric, bmv2_pipeline(), Store(store_path), resync_seconds=3600)
+    controller.start()
+    assert controller.wait_converged(600)
+    verify(fabric, compiled)
+    elapsed = time.perf_counter() - started
+    controller.stop()
+    return elapsed
+
+
+def encode_raw(fabric, compiled) -> dict[str, list[p4runtime_pb2.WriteRequest]]:
+    requests = {}
+    for name, tor in fabric.tors.items():
+        c = compiled[name]
+        delta = Diff(inserts=list(c.entities.values()),
+                     modifies=list(c.meters.values()) + list(c.defaults.values()))
+        updates = delta.updates()
+        batches = []
+        for start in range(0, len(updates), BATCH):
+            req = p4runtime_pb2.WriteRequest(device_id=tor.device_id,
+                                             atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
+            req.election_id.low = 1
+            req.updates.extend(updates[start:start + BATCH])
+            batches.append(req)
+        requests[name] = batches
+    return requests
+
+
+def run_raw(fabric, compiled, requests) -> float:
+    reset(fabric)
+    conns = {}
+    for name, tor in fabric.tors.items():
+        conns[name] = SwitchConnection(tor.address, tor.device_id, election_id=1)
+        assert conns[name].connect()
+    started = time.perf_counter()
+
+    def write(name: str) -> None:
+        for req in requests[name]:
+            conns[name].stub.Write(req)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in fabric.tors]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    verify(fabric, compiled)
+    elapsed = time.perf_counter() - started
+    for conn in conns.values():
+        conn.close()
+    return elapsed
+
+
+def run_restart(fabric, store_path: Path) -> tuple[float, int]:
+    """Switches already hold the state: time to a verified zero-write start."""
+    started = time.perf_counter()
+    controller = Controller(fabric, bmv2_pipeline(), Store(store_path), resync_seconds=3600)
+    controller.start()
+    assert controller.wait_converged(600)
+    elapsed = time.perf_counter() - started
+    writes = sum(s.status.writes for s in controller.supervisors.values())
+    controller.stop()
+    return elapsed, writes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    require_switch()
+    results = {"sizes": {}}
+    with tempfile.TemporaryDirectory() as tmp, switches(2, Path(tmp) / "logs") as sws:
+        fabric = workload.fabric([sw.grpc_address for sw in sws], VNIS)
+        for n in args.sizes:
+            vms = workload.vms(n, len(fabric.tors), VNIS)
+            store_path = Path(tmp) / f"state-{n}.db"
+            compiled, entity_count = prepare(fabric, vms, store_path)
+            requests = encode_raw(fabric, compiled)
+            ctl, raw = alternate(lambda: run_controller(fabric, store_path, compiled),
+                                 lambda: run_raw(fabric, compiled, requests), args.rounds)
+            # The last controller round left everything installed: restart now.
+            run_controller(fabric, store_path, compiled)
+            restart_times, restart_writes = zip(*[run_restart(fabric, store_path)
+                                                  for _ in range(args.rounds)])
+            results["sizes"][str(n)] = {
+                "vms": n, "entities": entity_count,
+                "controller_seconds": summary(ctl), "raw_seconds": summary(raw),
+                "controller_entities_per_s": summary([entity_count / t for t in ctl]),
+                "raw_entities_per_s": summary([entity_count / t for t in raw]),
+                "controller_over_raw_throughput": ratios(raw, ctl),
+                "restart_seconds": summary(list(restart_times)),
+                "restart_writes": list(restart_writes),
+                "rounds": {"controller": ctl, "raw": raw},
+            }
+            r = results["sizes"][str(n)]
+            print(f"N={n}: {entity_count} entities; controller {r['controller_seconds']['median']:.2f} s, "
+                  f"raw {r['raw_seconds']['median']:.2f} s, ratio "
+                  f"{r['controller_over_raw_throughput']['median']:.2f}; restart "
+                  f"{r['restart_seconds']['median']:.2f} s with writes {list(restart_writes)}",
+                  flush=True)
+    write_result("convergence", results)
+
+
+if __name__ == "__main__":
+    main()
