@@ -256,3 +256,24 @@ def test_backup_takes_over_and_finishes_pending_changes(sf, store_path, tmp_path
     finally:
         primary.stop()
         backup.stop()
+
+
+def test_reconciled_events_carry_the_counts(sf, store_path):
+    from p4vtep.events import Reconciled
+    controller = Controller(sf.fabric, bmv2_pipeline(), Store(store_path), resync_seconds=3600)
+    seen = controller.bus.subscribe()
+    controller.start()
+    try:
+        assert controller.wait_converged(30)
+        # A VM no other test uses, so the switch must get new entries for it.
+        controller.attach(Vm("c9", "00:00:0c:00:00:09", ("192.168.9.9",), 5000, "s11", 99))
+        assert controller.wait_converged(30)
+        reconciled = []
+        while not seen.empty():
+            event = seen.get()
+            if isinstance(event, Reconciled):
+                reconciled.append(event)
+        assert any(e.switch == "tor1" and e.inserts > 0 and e.seconds >= 0 for e in reconciled)
+        assert all(e.at > 1e9 for e in reconciled)      # a wall-clock time, not a count
+    finally:
+        controller.stop()

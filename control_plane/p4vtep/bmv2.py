@@ -13,6 +13,11 @@ from pathlib import Path
 
 CPU_PORT = 255
 PRIORITY_QUEUES = 8
+# BMv2's replication engine defaults (4096 groups, 4096 L1 nodes) are far
+# below a ToR's needs: two flood groups per VNI, one L1 node per (group, copy).
+MAX_MC_GROUPS = 32768
+MAX_MC_L1_ENTRIES = 65536
+MAX_MC_L2_ENTRIES = 65536
 
 
 def find_simple_switch_grpc() -> str | None:
@@ -58,7 +63,10 @@ class Bmv2Switch:
             cmd += ["--log-file", str(self.log_dir / f"{self.name}"), "--log-flush"]
         cmd += self.extra_args
         cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(CPU_PORT),
-                "--priority-queues", str(PRIORITY_QUEUES)]
+                "--priority-queues", str(PRIORITY_QUEUES),
+                "--max-mc-groups", str(MAX_MC_GROUPS),
+                "--max-l1-entries", str(MAX_MC_L1_ENTRIES),
+                "--max-l2-entries", str(MAX_MC_L2_ENTRIES)]
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns] + cmd
         return cmd

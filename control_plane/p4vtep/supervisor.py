@@ -15,7 +15,7 @@ from . import events
 from .compiler import CompiledTor
 from .dataplane.artifacts import Pipeline
 from .model import Tor
-from .reconciler import SwitchReader, reconcile
+from .reconciler import SwitchReader, diff, reconcile
 from .runtime.client import P4RuntimeError, SwitchConnection, WriteError
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,9 @@ class SwitchSupervisor:
         self._applied = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"sup-{tor.name}")
         self.conn: SwitchConnection | None = None
+        # What the switch holds as of the last successful pass; lets a change
+        # be applied without reading the whole switch back (None: read it).
+        self._on_switch: CompiledTor | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -120,8 +123,11 @@ class SwitchSupervisor:
             due = time.monotonic() - last_sync >= self.resync_seconds
             if primary and (woke or due):
                 self._wake.clear()
-                self._reconcile(conn)
-                last_sync = time.monotonic()
+                # A change is applied against what we last wrote; the periodic
+                # pass reads the switch back and repairs drift.
+                self._reconcile(conn, full=due)
+                if due:
+                    last_sync = time.monotonic()
 
     def _become_primary(self, conn: SwitchConnection) -> None:
         cookie = conn.get_pipeline_cookie()
@@ -133,27 +139,40 @@ class SwitchSupervisor:
                               self.pipeline.cookie)
             self.bus.publish(events.PipelinePushed(self.tor.name, cookie=self.pipeline.cookie))
         self.status.cookie = self.pipeline.cookie
-        self._reconcile(conn)
+        self._reconcile(conn, full=True)
 
-    def _reconcile(self, conn: SwitchConnection) -> None:
+    def _reconcile(self, conn: SwitchConnection, full: bool) -> None:
         version, desired = self.compile_desired(self.tor.name)
         started = time.monotonic()
         try:
-            delta = reconcile(conn, desired, self.reader)
+            if full or self._on_switch is None:
+                delta = reconcile(conn, desired, self.reader)
+            else:
+                known = self._on_switch
+                delta = diff(desired, known.entities, known.meters, known.defaults)
+                if delta:
+                    conn.write(delta.updates())
         except WriteError as exc:
+            self._on_switch = None
             self._set_error(str(exc))
             self.bus.publish(events.WriteFailed(self.tor.name,
                                                 errors=tuple(str(e) for e in exc.errors)))
-            # The rest was written; the next pass retries what failed.
+            # The rest was written; the next pass reads back and retries.
             self._wake.set()
             time.sleep(0.2)
             return
+        except Exception:
+            self._on_switch = None
+            raise
+        self._on_switch = desired
         self.status.reconciles += 1
         self.status.writes += len(delta)
         self.status.entries = len(desired.entities)
         self.status.last_error = ""
-        self.bus.publish(events.Reconciled(self.tor.name, len(delta.inserts), len(delta.modifies),
-                                           len(delta.deletes), time.monotonic() - started))
+        self.bus.publish(events.Reconciled(self.tor.name, inserts=len(delta.inserts),
+                                           modifies=len(delta.modifies),
+                                           deletes=len(delta.deletes),
+                                           seconds=time.monotonic() - started))
         with self._applied:
             self.status.version = max(self.status.version, version)
             self._applied.notify_all()

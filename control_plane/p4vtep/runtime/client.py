@@ -81,7 +81,10 @@ class SwitchConnection:
         self.device_id = device_id
         self.election_id = election_id
         options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                   ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
+                   ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                   # A batch's per-update errors come back in trailing metadata;
+                   # 1000 of them are far over gRPC's default 16 KiB.
+                   ("grpc.max_metadata_size", MAX_MESSAGE_BYTES)]
         if credentials is None:
             self.channel = grpc.insecure_channel(address, options=options)
         else:
