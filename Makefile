@@ -10,7 +10,8 @@ P4_BUILD := p4src/v1model/build
 DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping iperf3 mininet \
 	pkg-config libvirt-dev
 
-.PHONY: all deps deps-system deps-python p4 p4-check proto ptf unit test demo demo-cli clean
+.PHONY: all deps deps-system deps-python p4 p4-check proto ptf unit test demo demo-cli clean \
+	bench bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
 
 all: test
 
@@ -73,6 +74,23 @@ demo: deps
 
 demo-cli: deps
 	$(VPY) topologies/demo.py --cli
+
+# Benchmarks: each writes bench/results/NAME.json; bench-report renders
+# docs/benchmarks.md with plots. They report figures; they never fail on speed.
+bench: bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
+
+bench-convergence: deps
+	$(VPY) bench/convergence.py
+bench-memory: deps
+	$(VPY) bench/memory.py
+bench-move: deps
+	$(VPY) bench/vm_move.py
+bench-dataplane: deps
+	$(VPY) bench/dataplane.py
+bench-server: deps
+	$(VPY) bench/server_cost.py
+bench-report: deps-python
+	$(VPY) bench/report.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -100,7 +100,7 @@ def install_p4vtep(conn: SwitchConnection, pipeline: Pipeline) -> None:
 def install_baseline(conn: SwitchConnection, pipeline: Pipeline) -> None:
     for ingress, egress in ((ACCESS_1, ACCESS_2), (UPLINK, ACCESS_1)):
         conn.insert(entities.table_entry(pipeline.p4info, "port_forward",
-                                         {"standard_metadata.ingress_port": ingress},
+                                         {"port": ingress},
                                          "forward", {"port": egress}))
 
 

@@ -32,7 +32,7 @@ control L2Ingress(inout headers_t hdr, inout metadata_t meta, inout standard_met
     }
 
     table port_forward {
-        key = { std.ingress_port : exact; }
+        key = { std.ingress_port : exact @name("port"); }
         actions = { forward; drop; }
         const default_action = drop();
         size = 512;
