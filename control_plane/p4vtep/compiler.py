@@ -50,6 +50,32 @@ def rates(r) -> MeterRates:
     return MeterRates(r.cir, r.cburst, r.pir, r.pburst)
 
 
+class CompileCache:
+    """Entities already built for a VM in a given context, per ToR.
+
+    A VM's entities depend only on the VM (a frozen value), its index and
+    port, or its remote VTEP; when none of these changed, a recompile reuses
+    them instead of encoding again. Entries not used by the last compile of
+    a ToR are dropped."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, dict[tuple, list]] = {}
+        self._used: dict[str, dict[tuple, list]] = {}
+
+    def begin(self, tor: str) -> None:
+        self._used[tor] = {}
+
+    def end(self, tor: str) -> None:
+        self._kept[tor] = self._used.pop(tor)
+
+    def get(self, tor: str, key: tuple, build) -> list:
+        items = self._kept.get(tor, {}).get(key)
+        if items is None:
+            items = build()
+        self._used[tor][key] = items
+        return items
+
+
 @dataclass
 class CompiledTor:
     """Entities keyed by identity, plus the default entry and meter configs,
@@ -63,9 +89,28 @@ class CompiledTor:
         entity = to_entity(message)
         self.entities[entity_key(entity)] = entity
 
+    def add_keyed(self, items: list[tuple[tuple, p4runtime_pb2.Entity]]) -> None:
+        for key, entity in items:
+            self.entities[key] = entity
+
+
+def _keyed(*messages) -> list[tuple[tuple, p4runtime_pb2.Entity]]:
+    entities = [to_entity(m) for m in messages]
+    return [(entity_key(x), x) for x in entities]
+
 
 def compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Allocations,
-                entries: PipelineEntries) -> CompiledTor:
+                entries: PipelineEntries, cache: CompileCache | None = None) -> CompiledTor:
+    cache = cache or CompileCache()
+    cache.begin(tor_name)
+    try:
+        return _compile_tor(fabric, vms, tor_name, alloc, entries, cache)
+    finally:
+        cache.end(tor_name)
+
+
+def _compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Allocations,
+                 entries: PipelineEntries, cache: CompileCache) -> CompiledTor:
     tor = fabric.tors[tor_name]
     out = CompiledTor()
     e = entries
@@ -129,11 +174,11 @@ def compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Allocat
         port = fabric.servers[vm.server].port
         index = vm_space.get(vm.name)
         out.vm_index[vm.name] = index
-        out.add(e.access_binding(port, vm.vlan, vm.vni, index, vm.mac))
-        out.add(e.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index))
-        out.add(e.replica_to_vm(index, vm.vlan, index))
-        for ip in vm.ips:
-            out.add(e.arp_suppression(vm.vni, ip, vm.mac))
+        out.add_keyed(cache.get(tor_name, ("local", vm, index, port), lambda: _keyed(
+            e.access_binding(port, vm.vlan, vm.vni, index, vm.mac),
+            e.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index),
+            e.replica_to_vm(index, vm.vlan, index),
+            *(e.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips))))
         policy = fabric.policies.get(vm.qos) if vm.qos else None
         for direction in ("tx", "rx"):
             r = getattr(policy, direction) if policy else None
@@ -141,8 +186,8 @@ def compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Allocat
                 meter = to_entity(e.vm_meter(direction, index, rates(r)))
                 out.meters[entity_key(meter)] = meter
     for vm in remote:
-        other = fabric.tors[fabric.servers[vm.server].tor]
-        out.add(e.mac_to_remote_vtep(vm.vni, vm.mac, other.vtep_ip))
-        for ip in vm.ips:
-            out.add(e.arp_suppression(vm.vni, ip, vm.mac))
+        vtep_ip = fabric.tors[fabric.servers[vm.server].tor].vtep_ip
+        out.add_keyed(cache.get(tor_name, ("remote", vm, vtep_ip), lambda: _keyed(
+            e.mac_to_remote_vtep(vm.vni, vm.mac, vtep_ip),
+            *(e.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips))))
     return out

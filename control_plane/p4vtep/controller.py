@@ -11,7 +11,7 @@ import threading
 from dataclasses import replace
 
 from . import events
-from .compiler import Allocations, CompiledTor, compile_tor
+from .compiler import Allocations, CompileCache, CompiledTor, compile_tor
 from .dataplane.artifacts import Pipeline
 from .dataplane.entries import PipelineEntries
 from .model import Fabric, Vm
@@ -44,6 +44,7 @@ class Controller:
         # During a migration a ToR may be pinned to an older VM set (make-before-break).
         self._pinned: dict[str, dict[str, Vm]] = {}
         self.version = 1
+        self.cache = CompileCache()
         self.supervisors = {
             name: SwitchSupervisor(tor, pipeline, election_id, self.compile_for, self.bus,
                                    resync_seconds=resync_seconds)
@@ -67,7 +68,7 @@ class Controller:
         with self._lock:
             vms = self._pinned.get(tor, self.vms)
             return self.version, compile_tor(self.fabric, vms.values(), tor, self.alloc,
-                                             self.entries)
+                                             self.entries, self.cache)
 
     # --- changes ------------------------------------------------------------------
     def _commit(self, new_vms: dict[str, Vm], change: events.DesiredStateChanged) -> int:
@@ -78,7 +79,7 @@ class Controller:
             # stored allocations match what the switches will get.
             for tor in self.fabric.tors:
                 compile_tor(self.fabric, self._pinned.get(tor, new_vms).values(), tor,
-                            self.alloc, self.entries)
+                            self.alloc, self.entries, self.cache)
             self.store.save(new_vms.values(), self.alloc)
             self.vms = new_vms
             self.version += 1
