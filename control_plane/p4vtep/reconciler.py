@@ -81,7 +81,8 @@ def diff(desired: CompiledTor, actual: dict[tuple, p4runtime_pb2.Entity],
         have = actual.get(key)
         if have is None:
             result.inserts.append(entity)
-        elif _content(have) != _content(entity):
+        elif have is not entity and _content(have) != _content(entity):
+            # (Compiled entities are reused while unchanged: same object, same content.)
             result.modifies.append(entity)
     for key, entity in actual.items():
         if key not in desired.entities:
@@ -89,7 +90,7 @@ def diff(desired: CompiledTor, actual: dict[tuple, p4runtime_pb2.Entity],
     # Meters: configured ones must match; ones we no longer want are reset.
     for key, entity in desired.meters.items():
         have = actual_meters.get(key)
-        if have is None or _content(have) != _content(entity):
+        if have is None or (have is not entity and _content(have) != _content(entity)):
             result.modifies.append(entity)
     for key, entity in actual_meters.items():
         if key not in desired.meters and entity.meter_entry.HasField("config"):

@@ -30,6 +30,9 @@ class Store:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(SCHEMA)
+        # What the database holds, so a save writes only what changed.
+        self._vm_rows: dict[str, str] | None = None
+        self._alloc_rows: dict[tuple[str, str], int] = {}
 
     def load_vms(self) -> dict[str, Vm]:
         with self._lock:
@@ -55,23 +58,38 @@ class Store:
         return alloc
 
     def save(self, vms: Iterable[Vm], alloc: Allocations) -> None:
-        """Replace the stored state in one transaction."""
-        rows = [("vni", str(k), i) for k, i in alloc.vni.items()]
-        rows += [("tor", str(k), i) for k, i in alloc.tor.items()]
+        """Make the stored state equal to ``vms`` and ``alloc``, in one
+        transaction, writing only the rows that changed."""
+        vm_rows = {vm.name: json.dumps(asdict(vm)) for vm in vms}
+        alloc_rows = {("vni", str(k)): i for k, i in alloc.vni.items()}
+        alloc_rows.update({("tor", str(k)): i for k, i in alloc.tor.items()})
         for tor, space in alloc.vm.items():
-            rows += [(f"vm@{tor}", str(k), i) for k, i in space.items()]
+            alloc_rows.update({(f"vm@{tor}", str(k)): i for k, i in space.items()})
         with self._lock:
+            if self._vm_rows is None:
+                self._vm_rows = dict(self._db.execute("SELECT name, body FROM vms"))
+                self._alloc_rows = {(s, k): i for s, k, i in
+                                    self._db.execute("SELECT space, key, idx FROM allocations")}
+            gone_vms = self._vm_rows.keys() - vm_rows.keys()
+            put_vms = [(n, b) for n, b in vm_rows.items() if self._vm_rows.get(n) != b]
+            gone_alloc = self._alloc_rows.keys() - alloc_rows.keys()
+            put_alloc = [(s, k, i) for (s, k), i in alloc_rows.items()
+                         if self._alloc_rows.get((s, k)) != i]
             self._db.execute("BEGIN")
             try:
-                self._db.execute("DELETE FROM vms")
-                self._db.executemany("INSERT INTO vms VALUES (?, ?)",
-                                     [(vm.name, json.dumps(asdict(vm))) for vm in vms])
-                self._db.execute("DELETE FROM allocations")
-                self._db.executemany("INSERT INTO allocations VALUES (?, ?, ?)", rows)
+                self._db.executemany("DELETE FROM vms WHERE name = ?", [(n,) for n in gone_vms])
+                self._db.executemany("INSERT OR REPLACE INTO vms VALUES (?, ?)", put_vms)
+                self._db.executemany("DELETE FROM allocations WHERE space = ? AND key = ?",
+                                     list(gone_alloc))
+                self._db.executemany("INSERT OR REPLACE INTO allocations VALUES (?, ?, ?)",
+                                     put_alloc)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
+                self._vm_rows = None      # unknown: re-read next time
                 raise
+            self._vm_rows = vm_rows
+            self._alloc_rows = alloc_rows
 
     def close(self) -> None:
         self._db.close()
