@@ -18,6 +18,13 @@ DUPLICATE = GOOD + """  - {name: a3, mac: "00:00:0a:00:00:01", ips: [192.168.1.3
 """
 
 
+def write(path: Path, text: str) -> None:
+    """Replace the file in one step, as editors and config tools do."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
 def wait_for(predicate, timeout=5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not predicate():
@@ -35,15 +42,15 @@ def test_edits_apply_and_bad_edits_change_nothing(tmp_path: Path):
     watcher.start()
     try:
         assert set(controller.vms) == {"a1", "api-vm"}
-        path.write_text(MORE)
+        write(path, MORE)
         assert wait_for(lambda: "a2" in controller.vms)
-        path.write_text(DUPLICATE)
-        assert wait_for(lambda: watcher.last_error != "")
+        write(path, DUPLICATE)
+        assert wait_for(lambda: "vm a3" in watcher.last_error)
         assert "vm a3: mac: 00:00:0a:00:00:01 is already used by vm a1" in watcher.last_error
         assert set(controller.vms) == {"a1", "a2", "api-vm"}
-        path.write_text("vms: [")
+        write(path, "vms: [")
         assert wait_for(lambda: "not valid YAML" in watcher.last_error)
-        path.write_text(GOOD)
+        write(path, GOOD)
         assert wait_for(lambda: set(controller.vms) == {"a1", "api-vm"})
         assert controller.vms["api-vm"].source == "api"   # other sources untouched
     finally:

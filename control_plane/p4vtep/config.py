@@ -52,7 +52,8 @@ class _Doc:
             if line is not None:
                 break
         field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
-        return ConfigError(f"{self.path}:{line}: {field or '(top)'}: {message}")
+        where = f"{self.path}:{line}" if line is not None else str(self.path)
+        return ConfigError(f"{where}: {field or '(top)'}: {message}")
 
     def list(self, path: tuple, required: bool = True) -> list:
         value = self.get(path, [] if not required else None)

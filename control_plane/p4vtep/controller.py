@@ -45,6 +45,7 @@ class Controller:
         self._pinned: dict[str, dict[str, Vm]] = {}
         self.version = 1
         self.cache = CompileCache()
+        self._checked: dict[Vm, list] = {}     # per-VM validation results
         self.supervisors = {
             name: SwitchSupervisor(tor, pipeline, election_id, self.compile_for, self.bus,
                                    resync_seconds=resync_seconds)
@@ -74,7 +75,9 @@ class Controller:
     def _commit(self, new_vms: dict[str, Vm], change: events.DesiredStateChanged) -> int:
         """Validate the whole new state; store it and wake the supervisors."""
         with self._lock:
-            validate(self.fabric, new_vms.values())
+            if len(self._checked) > 2 * len(new_vms) + 1000:
+                self._checked.clear()
+            validate(self.fabric, new_vms.values(), self._checked)
             # Indices are allocated at compile time; compile once now so the
             # stored allocations match what the switches will get.
             for tor in self.fabric.tors:

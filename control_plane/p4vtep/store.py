@@ -33,6 +33,7 @@ class Store:
         # What the database holds, so a save writes only what changed.
         self._vm_rows: dict[str, str] | None = None
         self._alloc_rows: dict[tuple[str, str], int] = {}
+        self._saved_vms: dict[str, Vm] = {}
 
     def load_vms(self) -> dict[str, Vm]:
         with self._lock:
@@ -60,7 +61,11 @@ class Store:
     def save(self, vms: Iterable[Vm], alloc: Allocations) -> None:
         """Make the stored state equal to ``vms`` and ``alloc``, in one
         transaction, writing only the rows that changed."""
-        vm_rows = {vm.name: json.dumps(asdict(vm)) for vm in vms}
+        vms = list(vms)
+        saved = self._saved_vms
+        # Serialise only VMs that differ from what was saved last time.
+        vm_rows = {vm.name: (self._vm_rows or {}).get(vm.name) if saved.get(vm.name) is vm
+                   or saved.get(vm.name) == vm else json.dumps(asdict(vm)) for vm in vms}
         alloc_rows = {("vni", str(k)): i for k, i in alloc.vni.items()}
         alloc_rows.update({("tor", str(k)): i for k, i in alloc.tor.items()})
         for tor, space in alloc.vm.items():
@@ -87,9 +92,11 @@ class Store:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 self._vm_rows = None      # unknown: re-read next time
+                self._saved_vms = {}
                 raise
             self._vm_rows = vm_rows
             self._alloc_rows = alloc_rows
+            self._saved_vms = {vm.name: vm for vm in vms}
 
     def close(self) -> None:
         self._db.close()

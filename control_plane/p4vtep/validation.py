@@ -121,8 +121,12 @@ def check_vm(fabric: Fabric, vm: Vm) -> list[Problem]:
     return problems
 
 
-def validate(fabric: Fabric, vms: Iterable[Vm]) -> None:
-    """Raise ValidationError listing every problem of this fabric + VM set."""
+def validate(fabric: Fabric, vms: Iterable[Vm],
+             checked: dict[Vm, list[Problem]] | None = None) -> None:
+    """Raise ValidationError listing every problem of this fabric + VM set.
+
+    ``checked`` caches the per-VM checks (VMs are immutable values) so that a
+    change to one VM among thousands re-checks only that one."""
     problems = check_fabric(fabric)
     macs: dict[tuple[int, str], str] = {}
     ips: dict[tuple[int, str], str] = {}
@@ -133,7 +137,12 @@ def validate(fabric: Fabric, vms: Iterable[Vm]) -> None:
         if vm.name in names:
             problems.append(Problem(subject, "name", "declared twice"))
         names.add(vm.name)
-        problems += check_vm(fabric, vm)
+        if checked is None:
+            problems += check_vm(fabric, vm)
+        else:
+            if vm not in checked:
+                checked[vm] = check_vm(fabric, vm)
+            problems += checked[vm]
         key = (vm.vni, vm.mac)
         if key in macs:
             problems.append(Problem(subject, "mac",

@@ -7,6 +7,7 @@ fail forever.
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import Union
@@ -33,24 +34,32 @@ def int_to_mac(value: int) -> str:
 
 def to_int(value: Value, bitwidth: int) -> int:
     """Interpret an int, a MAC/IPv4/IPv6 string or raw bytes as an integer."""
+    if type(value) is int:          # the common case first
+        return value
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
-        return value
+        return int(value)
     if isinstance(value, bytes):
         return int.from_bytes(value, "big")
     if isinstance(value, str):
-        if _MAC_RE.match(value):
-            return mac_to_int(value)
-        try:
-            return int(ipaddress.ip_address(value))
-        except ValueError:
-            pass
-        try:
-            return int(value, 0)
-        except ValueError as exc:
-            raise EncodingError(f"cannot encode {value!r} as a {bitwidth}-bit value") from exc
+        return _str_to_int(value, bitwidth)
     raise EncodingError(f"cannot encode {type(value).__name__} {value!r}")
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _str_to_int(value: str, bitwidth: int) -> int:
+    # Cached: a VM's MAC and IP appear in several entries on every ToR.
+    if _MAC_RE.match(value):
+        return mac_to_int(value)
+    try:
+        return int(ipaddress.ip_address(value))
+    except ValueError:
+        pass
+    try:
+        return int(value, 0)
+    except ValueError as exc:
+        raise EncodingError(f"cannot encode {value!r} as a {bitwidth}-bit value") from exc
 
 
 def encode(value: Value, bitwidth: int) -> bytes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 
 from ..config import ConfigError, load_inventory
@@ -47,6 +48,12 @@ class InventoryWatcher:
             except OSError:
                 continue
             if (stat.st_mtime, stat.st_size) == self._seen:
+                continue
+            # Let a writer that is not atomic finish before reading.
+            time.sleep(min(0.1, self.interval))
+            try:
+                stat = os.stat(self.path)
+            except OSError:
                 continue
             self._seen = (stat.st_mtime, stat.st_size)
             try:
