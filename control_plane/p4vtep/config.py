@@ -20,30 +20,38 @@ class _Doc:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.lines: dict[tuple, int] = {}
+        loader = None
         try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            loader = yaml.SafeLoader(text)
+            node = loader.get_single_node()
+            self.data = self._convert(loader, node, ()) if node is not None else {}
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{path}:{mark.line + 1}" if mark else str(path)
             raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-        self.data = self._convert(node, ()) if node is not None else {}
+        finally:
+            if loader is not None:
+                loader.dispose()
 
-    def _convert(self, node: yaml.Node, path: tuple) -> Any:
+    def _convert(self, loader: yaml.SafeLoader, node: yaml.Node, path: tuple) -> Any:
         self.lines[path] = node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
             result = {}
             for key_node, value_node in node.value:
-                key = yaml.SafeLoader(yaml.serialize(key_node)).get_single_data() \
-                    if not isinstance(key_node, yaml.ScalarNode) else key_node.value
+                if not isinstance(key_node, yaml.ScalarNode):
+                    self.lines[path + ("?",)] = key_node.start_mark.line + 1
+                    raise self.error(path + ("?",), "keys must be plain names")
+                key = key_node.value
                 if key in result:
                     self.lines[path + (key,)] = key_node.start_mark.line + 1
                     raise self.error(path + (key,), "given twice")
-                result[key] = self._convert(value_node, path + (key,))
+                result[key] = self._convert(loader, value_node, path + (key,))
             return result
         if isinstance(node, yaml.SequenceNode):
-            return [self._convert(item, path + (i,)) for i, item in enumerate(node.value)]
-        return yaml.SafeLoader(yaml.serialize(node)).get_single_data() \
-            if node.tag != "tag:yaml.org,2002:str" else node.value
+            return [self._convert(loader, item, path + (i,)) for i, item in enumerate(node.value)]
+        if node.tag == "tag:yaml.org,2002:str":
+            return node.value
+        return loader.construct_object(node, deep=True)
 
     def error(self, path: tuple, message: str) -> ConfigError:
         line = None

@@ -1,0 +1,138 @@
+"""Property-based fuzzing of the controller's inputs: whatever arrives, the
+answer is a result or a clear error, never a crash, and a refused change
+changes nothing."""
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import grpc
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fabric_fixture import two_tor_fabric
+from p4vtep.api import overlay_pb2 as pb
+from p4vtep.api import overlay_pb2_grpc as pb_grpc
+from p4vtep.api.server import serve
+from p4vtep.bmv2 import free_port
+from p4vtep.config import ConfigError, load_inventory
+from p4vtep.controller import Controller
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.model import Vm
+from p4vtep.sources.libvirt_domains import MetadataError, parse_domain
+from p4vtep.store import Store
+from p4vtep.validation import ValidationError, validate
+
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 1 << 25), st.text(max_size=20),
+                    st.sampled_from(["00:00:0a:00:00:01", "192.168.1.1", "s11", "gold", "5000"]))
+values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12)
+vm_fields = st.fixed_dictionaries({}, optional={
+    "name": values, "mac": values, "ips": values, "vni": values, "server": values,
+    "vlan": values, "qos": values})
+
+
+@SETTINGS
+@given(st.one_of(values, st.fixed_dictionaries({"vms": st.lists(vm_fields, max_size=4)})))
+def test_inventory_file_never_crashes(tmp_path, document):
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump(document))
+    try:
+        vms = load_inventory(path)
+    except ConfigError as exc:
+        assert str(exc).startswith(str(path))
+        return
+    try:
+        validate(two_tor_fabric(), vms)
+    except ValidationError as exc:
+        assert all(p.subject.startswith("vm ") for p in exc.problems)
+
+
+@SETTINGS
+@given(st.text(max_size=200))
+def test_inventory_garbage_text(tmp_path, text):
+    path = tmp_path / "inventory.yaml"
+    path.write_text(text)
+    try:
+        load_inventory(path)
+    except ConfigError:
+        pass
+
+
+xml_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",),
+                                          blacklist_characters="<>&\x00"), max_size=12)
+
+
+@SETTINGS
+@given(vni=xml_text, ips=st.lists(xml_text, max_size=3), qos=xml_text, mac=xml_text,
+       vlan=xml_text, interfaces=st.integers(0, 2))
+def test_libvirt_metadata_never_crashes(vni, ips, qos, mac, vlan, interfaces):
+    meta = (f"<p4vtep:vni>{vni}</p4vtep:vni>" + "".join(f"<p4vtep:ip>{ip}</p4vtep:ip>" for ip in ips)
+            + f"<p4vtep:qos>{qos}</p4vtep:qos>")
+    iface = (f"<interface type='hostdev'><mac address='{mac}'/>"
+             f"<vlan><tag id='{vlan}'/></vlan></interface>")
+    xml = (f"<domain><name>d</name><metadata><p4vtep:vm xmlns:p4vtep='https://p4vtep.dev/xmlns/vm/1'>"
+           f"{meta}</p4vtep:vm></metadata><devices>{iface * interfaces}</devices></domain>")
+    try:
+        vm = parse_domain(xml, "s11")
+    except (MetadataError, ET.ParseError) as exc:
+        assert "domain d on s11" in str(exc) or isinstance(exc, ET.ParseError)
+        return
+    try:
+        validate(two_tor_fabric(), [vm])
+    except ValidationError:
+        pass
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    controller = Controller(two_tor_fabric(), bmv2_pipeline(),
+                            Store(tmp_path_factory.mktemp("fuzz") / "s.db"))
+    controller.attach(Vm("keep", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10))
+    address = f"127.0.0.1:{free_port()}"
+    server = serve(controller, address)
+    channel = grpc.insecure_channel(address)
+    yield controller, pb_grpc.OverlayStub(channel)
+    channel.close()
+    server.stop(0)
+
+
+@SETTINGS
+@given(name=st.text(max_size=10), mac=st.text(max_size=20), ips=st.lists(st.text(max_size=16), max_size=3),
+       vni=st.integers(0, (1 << 32) - 1), server=st.sampled_from(["s11", "s22", "", "nope"]),
+       vlan=st.integers(0, (1 << 32) - 1), qos=st.sampled_from(["", "gold", "nope"]))
+def test_api_attach_answers_cleanly(api, name, mac, ips, vni, server, vlan, qos):
+    controller, client = api
+    before = dict(controller.vms)
+    request = pb.AttachVMRequest(vm=pb.VM(name=name, mac=mac, ips=ips, vni=vni, server=server,
+                                          vlan=vlan, qos=qos))
+    try:
+        client.AttachVM(request)
+    except grpc.RpcError as exc:
+        assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT, exc.details()
+        assert exc.details()
+        assert controller.vms == before
+        return
+    assert name in controller.vms
+    client.DetachVM(pb.DetachVMRequest(name=name))
+
+
+@SETTINGS
+@given(name=st.text(max_size=10), server=st.text(max_size=6), vlan=st.integers(0, 5000))
+def test_api_migrate_and_detach_answer_cleanly(api, name, server, vlan):
+    controller, client = api
+    before = dict(controller.vms)
+    for call in (lambda: client.MigrateVM(pb.MigrateVMRequest(name=name, server=server, vlan=vlan)),
+                 lambda: client.DetachVM(pb.DetachVMRequest(name=name + "-ghost"))):
+        try:
+            call()
+        except grpc.RpcError as exc:
+            assert exc.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND), \
+                f"{exc.code()}: {exc.details()}"
+    if name != "keep":
+        assert controller.vms == before
