@@ -50,3 +50,19 @@ def test_duplicate_key(tmp_path):
     path = write(tmp_path, "vms:\n  - name: a1\n    name: a2\n")
     with pytest.raises(ConfigError, match=r":3: vms\[0\].name: given twice"):
         load_inventory(path)
+
+
+def test_tls_section(tmp_path):
+    for name in ("ca.pem", "c.pem", "c.key"):
+        (tmp_path / name).write_text("x")
+    text = (EXAMPLES / "fabric.yaml").read_text() + (
+        f"tls:\n  p4runtime: {{ca: {tmp_path}/ca.pem, cert: {tmp_path}/c.pem, key: {tmp_path}/c.key}}\n"
+        f"  api: {{ca: {tmp_path}/ca.pem, cert: {tmp_path}/c.pem, key: {tmp_path}/nope.key}}\n")
+    path = tmp_path / "fabric.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=r"tls.api.key: no such file: .*nope.key"):
+        load_fabric(path)
+    path.write_text(text.replace("nope.key", "c.key"))
+    fabric = load_fabric(path)
+    assert fabric.p4runtime_tls.ca == f"{tmp_path}/ca.pem"
+    assert fabric.api_tls.key == f"{tmp_path}/c.key"

@@ -45,6 +45,7 @@ class Bmv2Switch:
     debug_log: bool = False
     binary: str | None = None
     extra_args: list[str] = field(default_factory=list)
+    tls: object | None = None      # TlsFiles: serve P4Runtime over TLS, client certs required
     process: subprocess.Popen | None = None
 
     @property
@@ -67,6 +68,10 @@ class Bmv2Switch:
                 "--max-mc-groups", str(MAX_MC_GROUPS),
                 "--max-l1-entries", str(MAX_MC_L1_ENTRIES),
                 "--max-l2-entries", str(MAX_MC_L2_ENTRIES)]
+        if self.tls is not None:
+            cmd += ["--grpc-server-ssl", "--grpc-server-cacert", self.tls.ca,
+                    "--grpc-server-cert", self.tls.cert, "--grpc-server-key", self.tls.key,
+                    "--grpc-server-with-client-auth"]
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns] + cmd
         return cmd

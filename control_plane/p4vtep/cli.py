@@ -50,7 +50,11 @@ def run_controller(args: argparse.Namespace) -> int:
         from .sources.libvirt_domains import LibvirtSource
         libvirt_source = LibvirtSource(controller, libvirt_uris)
         libvirt_source.start()
-    server = serve(controller, args.listen)
+    credentials = None
+    if fabric.api_tls is not None:
+        from .api.server import server_credentials
+        credentials = server_credentials(fabric.api_tls)
+    server = serve(controller, args.listen, credentials=credentials)
     if args.metrics_port:
         from .metrics import start_metrics
         start_metrics(controller, args.metrics_port)
@@ -72,6 +76,13 @@ def run_controller(args: argparse.Namespace) -> int:
 # --- API client commands -------------------------------------------------------------
 def stub(args):
     from .api import overlay_pb2_grpc
+    if args.ca:
+        from pathlib import Path
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=Path(args.ca).read_bytes(),
+            private_key=Path(args.key).read_bytes() if args.key else None,
+            certificate_chain=Path(args.cert).read_bytes() if args.cert else None)
+        return overlay_pb2_grpc.OverlayStub(grpc.secure_channel(args.api, credentials))
     return overlay_pb2_grpc.OverlayStub(grpc.insecure_channel(args.api))
 
 
@@ -170,6 +181,12 @@ def counters(args) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="p4vtep", description="VXLAN overlay offload to P4 ToRs")
     p.add_argument("--api", default=DEFAULT_API, help="controller API address (P4VTEP_API)")
+    p.add_argument("--ca", default=os.environ.get("P4VTEP_API_CA"),
+                   help="CA certificate of the API (enables TLS; P4VTEP_API_CA)")
+    p.add_argument("--cert", default=os.environ.get("P4VTEP_API_CERT"),
+                   help="client certificate for mutual TLS (P4VTEP_API_CERT)")
+    p.add_argument("--key", default=os.environ.get("P4VTEP_API_KEY"),
+                   help="client key for mutual TLS (P4VTEP_API_KEY)")
     sub = p.add_subparsers(dest="command", required=True)
 
     ctl = sub.add_parser("controller", help="run the controller").add_subparsers(

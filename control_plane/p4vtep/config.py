@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import yaml
 
-from .model import Fabric, QosPolicy, Rates, Server, Tor, Uplink, Vm, Vni
+from .model import Fabric, QosPolicy, Rates, Server, TlsFiles, Tor, Uplink, Vm, Vni
 from .validation import normalise_mac
 
 
@@ -148,6 +148,14 @@ def load_fabric(path: str | Path) -> Fabric:
         policy = QosPolicy(doc.typed(p + ("name",), str), _rates(doc, p + ("tx",)),
                            _rates(doc, p + ("rx",)))
         fabric.policies[policy.name] = policy
+    for side in ("p4runtime", "api"):
+        p = ("tls", side)
+        if doc.get(p, {}) != {}:
+            files = TlsFiles(*(doc.typed(p + (k,), str) for k in ("ca", "cert", "key")))
+            for k, f in zip(("ca", "cert", "key"), (files.ca, files.cert, files.key)):
+                if not Path(f).is_file():
+                    raise doc.error(p + (k,), f"no such file: {f}")
+            setattr(fabric, f"{side}_tls", files)
     return fabric
 
 

@@ -46,9 +46,15 @@ class Controller:
         self.version = 1
         self.cache = CompileCache()
         self._checked: dict[Vm, list] = {}     # per-VM validation results
+        credentials = None
+        if fabric.p4runtime_tls is not None:
+            import grpc
+            ca, cert, key = fabric.p4runtime_tls.read()
+            credentials = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
+                                                       certificate_chain=cert)
         self.supervisors = {
             name: SwitchSupervisor(tor, pipeline, election_id, self.compile_for, self.bus,
-                                   resync_seconds=resync_seconds)
+                                   resync_seconds=resync_seconds, credentials=credentials)
             for name, tor in fabric.tors.items()}
 
     # --- lifecycle -------------------------------------------------------------

@@ -64,12 +64,26 @@ class Vm:
     source: str = "inventory"   # which input declared it (inventory, libvirt, api)
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files for one side of a mutually authenticated TLS connection."""
+    ca: str       # verifies the peer
+    cert: str     # our certificate (chain)
+    key: str      # our private key
+
+    def read(self) -> tuple[bytes, bytes, bytes]:
+        from pathlib import Path
+        return tuple(Path(p).read_bytes() for p in (self.ca, self.cert, self.key))
+
+
 @dataclass
 class Fabric:
     tors: dict[str, Tor] = field(default_factory=dict)
     servers: dict[str, Server] = field(default_factory=dict)
     vnis: dict[int, Vni] = field(default_factory=dict)
     policies: dict[str, QosPolicy] = field(default_factory=dict)
+    p4runtime_tls: TlsFiles | None = None   # controller -> switches, client certificate
+    api_tls: TlsFiles | None = None         # service API, requires client certificates
 
     def tor_of(self, vm: Vm) -> Tor:
         return self.tors[self.servers[vm.server].tor]

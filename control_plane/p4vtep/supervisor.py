@@ -39,7 +39,7 @@ class SwitchSupervisor:
     def __init__(self, tor: Tor, pipeline: Pipeline, election_id: int,
                  compile_desired: Callable[[str], tuple[int, CompiledTor]],
                  bus: events.EventBus, resync_seconds: float = 30.0,
-                 max_backoff: float = 5.0) -> None:
+                 max_backoff: float = 5.0, credentials=None) -> None:
         self.tor = tor
         self.pipeline = pipeline
         self.election_id = election_id
@@ -47,6 +47,7 @@ class SwitchSupervisor:
         self.bus = bus
         self.resync_seconds = resync_seconds
         self.max_backoff = max_backoff
+        self.credentials = credentials    # grpc.ChannelCredentials for TLS, or None
         self.status = SwitchStatus(tor.name, tor.address)
         self.reader = SwitchReader(pipeline.p4info)
         self._wake = threading.Event()
@@ -99,7 +100,8 @@ class SwitchSupervisor:
             backoff = min(backoff * 2, self.max_backoff)
 
     def _session(self) -> None:
-        conn = SwitchConnection(self.tor.address, self.tor.device_id, self.election_id)
+        conn = SwitchConnection(self.tor.address, self.tor.device_id, self.election_id,
+                                credentials=self.credentials)
         self.conn = conn
         primary = conn.connect(timeout=5.0)
         self.status.connected = True

@@ -147,6 +147,13 @@ def _problem(subject: str, field: str, message: str):
     return Problem(subject, field, message)
 
 
+def server_credentials(tls) -> grpc.ServerCredentials:
+    """Mutual TLS: our certificate, and client certificates signed by ``tls.ca`` required."""
+    ca, cert, key = tls.read()
+    return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca,
+                                       require_client_auth=True)
+
+
 def serve(controller: Controller, address: str, max_workers: int = 8,
           credentials: grpc.ServerCredentials | None = None) -> grpc.Server:
     """Start the service on ``address``; bounded threads and request size."""
