@@ -82,3 +82,32 @@ class SameMacInTwoTenantsTest(VtepFabricTest):
             tu.send_packet(self, sender.port, frame)
             tu.verify_packet(self, retag(frame, vlan), A2.port)
             tu.verify_no_other_packets(self)
+
+
+class IpHeaderLengthTooShortTest(BadInputTest):
+    """IHL 4 (a 16-byte IPv4 header) is malformed, on the fabric and from a VM."""
+
+    def runTest(self):
+        pkt = Ether(bytes(from_remote(untag(vm_frame(A3, A1.mac, A1.ip)), VNI_A, REMOTE_VTEP_1)))
+        pkt[IP].ihl = 4
+        self.assert_dropped(UPLINK_1, Ether(bytes(pkt)), DropReason.MALFORMED)
+        frame = Ether(bytes(vm_frame(A1, A2.mac, A2.ip)))
+        frame[IP].ihl = 4
+        self.assert_dropped(A1.port, Ether(bytes(frame)), DropReason.MALFORMED)
+        self.assert_still_forwarding()
+
+
+class OversizeFrameTest(BadInputTest):
+    """A VM frame over 9018 bytes (9000-byte MTU) is dropped; one at the
+    limit is switched."""
+
+    def runTest(self):
+        headers = 14 + 4 + 20 + 8          # Ethernet, VF tag, IPv4, UDP
+        at_limit = vm_frame(A1, A2.mac, A2.ip, payload_len=9018 - headers)
+        self.assertEqual(len(at_limit), 9018)
+        tu.send_packet(self, A1.port, at_limit)
+        tu.verify_packet(self, retag(at_limit, A2.vlan), A2.port)
+        tu.verify_no_other_packets(self)
+        self.assert_dropped(A1.port, vm_frame(A1, A2.mac, A2.ip, payload_len=9100),
+                            DropReason.OVERSIZE)
+        self.assert_still_forwarding()

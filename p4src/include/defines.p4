@@ -37,6 +37,11 @@ const bit<8> OUTER_TTL = 64;
 // (CS1, "lower effort"), so the underlay drops it first under congestion.
 const bit<6> DSCP_YELLOW = 8;
 
+// Longest tenant frame accepted from a VF: a 9000-byte MTU plus Ethernet and
+// VF tag. Encapsulated it is 50 bytes longer, which a 9216-byte underlay MTU
+// carries.
+const bit<32> MAX_TENANT_FRAME = 9018;
+
 // simple_switch_grpc must be started with --cpu-port 255.
 const port_t CPU_PORT = 255;
 
@@ -77,6 +82,7 @@ const drop_reason_t DROP_NO_FLOOD_GROUP    = 17;  // BUM in a VNI that floods no
 const drop_reason_t DROP_NESTED_VXLAN      = 18;  // a VM's own VXLAN cannot be tunnelled again
 const drop_reason_t DROP_NO_LOCAL_VTEP     = 19;  // encap needed but the VTEP is not configured
 const drop_reason_t DROP_NOT_IPV4_FABRIC   = 20;  // non-IPv4 frame on a fabric port
+const drop_reason_t DROP_OVERSIZE          = 21;  // tenant frame longer than MAX_TENANT_FRAME
 const bit<32> DROP_REASON_COUNT = 32;
 
 const bit<8> PUNT_REASON_L2_TRAP = 1;  // l2 entry asked for the frame to go to the controller

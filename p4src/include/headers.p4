@@ -4,7 +4,7 @@
 
 #include "defines.p4"
 
-error { IPv4IncorrectVersion }
+error { IPv4IncorrectVersion, IPv4BadHeaderLength }
 
 @controller_header("packet_in")
 header packet_in_t {

@@ -58,6 +58,7 @@ parser VtepParser(packet_in packet,
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
         verify(hdr.ipv4.version == 4, error.IPv4IncorrectVersion);
+        verify(hdr.ipv4.ihl >= 5, error.IPv4BadHeaderLength);
         // With options (ihl > 5) or as a later fragment the L4 header is not
         // where we would look: switch the frame on L2/L3 only.
         transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {

@@ -29,6 +29,7 @@ class DropReason(enum.IntEnum):
     NESTED_VXLAN = 18
     NO_LOCAL_VTEP = 19
     NOT_IPV4_FABRIC = 20
+    OVERSIZE = 21
 
 
 DROP_REASON_COUNT = 32

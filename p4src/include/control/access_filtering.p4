@@ -36,7 +36,9 @@ control AccessFiltering(inout headers_t hdr,
     }
 
     apply {
-        if (!hdr.vlan.isValid()) {
+        if (std.packet_length > MAX_TENANT_FRAME) {
+            meta.drop_reason = DROP_OVERSIZE;
+        } else if (!hdr.vlan.isValid()) {
             meta.drop_reason = DROP_UNTAGGED_ACCESS;
         } else if (hdr.vlan2.isValid()) {
             meta.drop_reason = DROP_DOUBLE_TAGGED;
