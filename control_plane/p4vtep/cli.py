@@ -149,6 +149,8 @@ def vm_show(args) -> int:
     vm = stub(args).GetVM(pb.GetVMRequest(name=args.name))
     for key, value in zip(VM_HEADERS, vm_rows([vm])[0]):
         print(f"{key.lower():8} {value}")
+    if vm.error:
+        print(f"{'error':8} {vm.error}")
     return 0
 
 

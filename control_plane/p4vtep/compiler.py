@@ -84,14 +84,18 @@ class CompiledTor:
     defaults: dict[tuple, p4runtime_pb2.Entity] = field(default_factory=dict)
     meters: dict[tuple, p4runtime_pb2.Entity] = field(default_factory=dict)
     vm_index: dict[str, int] = field(default_factory=dict)
+    owner: dict[tuple, str] = field(default_factory=dict)    # entity key -> the VM it serves
 
     def add(self, message) -> None:
         entity = to_entity(message)
         self.entities[entity_key(entity)] = entity
 
-    def add_keyed(self, items: list[tuple[tuple, p4runtime_pb2.Entity]]) -> None:
+    def add_keyed(self, items: list[tuple[tuple, p4runtime_pb2.Entity]],
+                  vm: str | None = None) -> None:
         for key, entity in items:
             self.entities[key] = entity
+            if vm is not None:
+                self.owner[key] = vm
 
 
 def _keyed(*messages) -> list[tuple[tuple, p4runtime_pb2.Entity]]:
@@ -178,7 +182,7 @@ def _compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Alloca
             e.access_binding(port, vm.vlan, vm.vni, index, vm.mac),
             e.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index),
             e.replica_to_vm(index, vm.vlan, index),
-            *(e.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips))))
+            *(e.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips))), vm.name)
         policy = fabric.policies.get(vm.qos) if vm.qos else None
         for direction in ("tx", "rx"):
             r = getattr(policy, direction) if policy else None
@@ -189,5 +193,5 @@ def _compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Alloca
         vtep_ip = fabric.tors[fabric.servers[vm.server].tor].vtep_ip
         out.add_keyed(cache.get(tor_name, ("remote", vm, vtep_ip), lambda: _keyed(
             e.mac_to_remote_vtep(vm.vni, vm.mac, vtep_ip),
-            *(e.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips))))
+            *(e.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips))), vm.name)
     return out

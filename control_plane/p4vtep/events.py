@@ -44,6 +44,7 @@ class Reconciled(Event):
 @dataclass(frozen=True)
 class WriteFailed(Event):
     errors: tuple[str, ...] = ()
+    vms: tuple[str, ...] = ()     # VMs whose entries were refused (e.g. a full table)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ WRITE_ERRORS = Counter("p4vtep_write_errors_total", "Updates the switch refused"
 CONNECTED = Gauge("p4vtep_switch_connected", "1 if the P4Runtime session is up", ["switch"])
 PRIMARY = Gauge("p4vtep_switch_primary", "1 if this controller is primary", ["switch"])
 VMS = Gauge("p4vtep_vms", "VMs in the desired state")
+VMS_NOT_INSTALLED = Gauge("p4vtep_vms_not_installed",
+                          "VMs with entries a switch refused (e.g. a full table)", ["switch"])
 
 
 class DataPlaneCollector(Collector):
@@ -67,6 +69,7 @@ def start_metrics(controller: Controller, port: int, address: str = "127.0.0.1")
             event = subscription.get()
             VMS.set(len(controller.vms))
             if isinstance(event, events.Reconciled):
+                VMS_NOT_INSTALLED.labels(event.switch).set(0)
                 RECONCILES.labels(event.switch).inc()
                 RECONCILE_SECONDS.labels(event.switch).observe(event.seconds)
                 RECONCILE_DIFF.labels(event.switch).set(event.inserts + event.modifies
@@ -75,6 +78,7 @@ def start_metrics(controller: Controller, port: int, address: str = "127.0.0.1")
                     ENTRIES_WRITTEN.labels(event.switch, kind[:-1]).inc(getattr(event, kind))
             elif isinstance(event, events.WriteFailed):
                 WRITE_ERRORS.labels(event.switch).inc(len(event.errors))
+                VMS_NOT_INSTALLED.labels(event.switch).set(len(event.vms))
             elif isinstance(event, events.SwitchConnected):
                 CONNECTED.labels(event.switch).set(1)
                 PRIMARY.labels(event.switch).set(int(event.primary))

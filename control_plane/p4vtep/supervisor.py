@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from . import events
@@ -33,6 +33,7 @@ class SwitchStatus:
     reconciles: int = 0
     writes: int = 0
     version: int = 0          # desired-state version last applied
+    vm_errors: dict = field(default_factory=dict)   # VM -> why some of its entries are missing
 
 
 class SwitchSupervisor:
@@ -58,6 +59,10 @@ class SwitchSupervisor:
         # What the switch holds as of the last successful pass; lets a change
         # be applied without reading the whole switch back (None: read it).
         self._on_switch: CompiledTor | None = None
+        # Refused updates are retried with backoff (a full table stays full
+        # until something changes; no point hammering the switch).
+        self._retry_at: float | None = None
+        self._retry_delay = 0.0
 
     def start(self) -> None:
         self._thread.start()
@@ -123,7 +128,9 @@ class SwitchSupervisor:
                     last_sync = time.monotonic()
                 continue
             due = time.monotonic() - last_sync >= self.resync_seconds
-            if primary and (woke or due):
+            retry = self._retry_at is not None and time.monotonic() >= self._retry_at
+            if primary and (woke or due or retry):
+                self._retry_at = None
                 self._wake.clear()
                 # A change is applied against what we last wrote; the periodic
                 # pass reads the switch back and repairs drift.
@@ -157,16 +164,20 @@ class SwitchSupervisor:
         except WriteError as exc:
             self._on_switch = None
             self._set_error(str(exc))
+            self.status.vm_errors = self._blame(desired, exc, self.pipeline.p4info)
             self.bus.publish(events.WriteFailed(self.tor.name,
-                                                errors=tuple(str(e) for e in exc.errors)))
-            # The rest was written; the next pass reads back and retries.
-            self._wake.set()
-            time.sleep(0.2)
+                                                errors=tuple(str(e) for e in exc.errors),
+                                                vms=tuple(sorted(self.status.vm_errors))))
+            # The rest was written; a later pass reads back and retries.
+            self._retry_delay = min(max(0.5, self._retry_delay * 2), 30.0)
+            self._retry_at = time.monotonic() + self._retry_delay
             return
         except Exception:
             self._on_switch = None
             raise
         self._on_switch = desired
+        self.status.vm_errors = {}
+        self._retry_delay = 0.0
         self.status.reconciles += 1
         self.status.writes += len(delta)
         self.status.entries = len(desired.entities)
@@ -178,6 +189,25 @@ class SwitchSupervisor:
         with self._applied:
             self.status.version = max(self.status.version, version)
             self._applied.notify_all()
+
+    @staticmethod
+    def _blame(desired: CompiledTor, exc: WriteError, p4info) -> dict[str, str]:
+        """Which VMs the refused updates belonged to, and why (first reason).
+        BMv2 says only "Error when adding match entry"; naming the table and
+        its size tells the operator it is full."""
+        from .runtime.entities import entity_key
+        from .runtime.protos import code_pb2
+        blamed: dict[str, str] = {}
+        for error in exc.errors:
+            vm = desired.owner.get(entity_key(error.update.entity))
+            if vm is None or vm in blamed:
+                continue
+            where = ""
+            if error.update.entity.WhichOneof("entity") == "table_entry":
+                table = p4info.table(p4info.name_of(error.update.entity.table_entry.table_id))
+                where = f"table {table.preamble.alias} (size {table.size}): "
+            blamed[vm] = f"{where}{code_pb2.Code.Name(error.code)}: {error.message}"
+        return blamed
 
     def _set_error(self, message: str) -> None:
         self.status.last_error = message

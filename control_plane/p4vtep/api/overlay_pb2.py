@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18p4vtep/api/overlay.proto\x12\tp4vtep.v1\"\x81\x01\n\x02VM\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03mac\x18\x02 \x01(\t\x12\x0b\n\x03ips\x18\x03 \x03(\t\x12\x0b\n\x03vni\x18\x04 \x01(\r\x12\x0e\n\x06server\x18\x05 \x01(\t\x12\x0c\n\x04vlan\x18\x06 \x01(\r\x12\x0b\n\x03qos\x18\x07 \x01(\t\x12\x0e\n\x06source\x18\x08 \x01(\t\x12\x0b\n\x03tor\x18\t \x01(\t\":\n\x0f\x41ttachVMRequest\x12\x19\n\x02vm\x18\x01 \x01(\x0b\x32\r.p4vtep.v1.VM\x12\x0c\n\x04wait\x18\x02 \x01(\x08\"I\n\nVMResponse\x12\x19\n\x02vm\x18\x01 \x01(\x0b\x32\r.p4vtep.v1.VM\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x0f\n\x07\x61pplied\x18\x03 \x01(\x08\"-\n\x0f\x44\x65tachVMRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04wait\x18\x02 \x01(\x08\"4\n\x10\x44\x65tachVMResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x0f\n\x07\x61pplied\x18\x02 \x01(\x08\">\n\x10MigrateVMRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x0c\n\x04vlan\x18\x03 \x01(\r\"\x1c\n\x0cGetVMRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"-\n\x0eListVMsRequest\x12\x0b\n\x03vni\x18\x01 \x01(\r\x12\x0e\n\x06server\x18\x02 \x01(\t\"-\n\x0fListVMsResponse\x12\x1a\n\x03vms\x18\x01 \x03(\x0b\x32\r.p4vtep.v1.VM\"*\n\rSetQoSRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03qos\x18\x02 \x01(\t\"\x15\n\x13ListSwitchesRequest\"\xad\x01\n\x06Switch\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x11\n\tconnected\x18\x03 \x01(\x08\x12\x0f\n\x07primary\x18\x04 \x01(\x08\x12\x17\n\x0fpipeline_cookie\x18\x05 \x01(\x04\x12\x0f\n\x07\x65ntries\x18\x06 \x01(\r\x12\x12\n\nlast_error\x18\x07 \x01(\t\x12\x12\n\nreconciles\x18\x08 \x01(\x04\x12\x0e\n\x06writes\x18\t \x01(\x04\";\n\x14ListSwitchesResponse\x12#\n\x08switches\x18\x01 \x03(\x0b\x32\x11.p4vtep.v1.Switch\")\n\x07Traffic\x12\x0f\n\x07packets\x18\x01 \x01(\x04\x12\r\n\x05\x62ytes\x18\x02 \x01(\x04\"g\n\nVMCounters\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03tor\x18\x02 \x01(\t\x12\x1e\n\x02tx\x18\x03 \x01(\x0b\x32\x12.p4vtep.v1.Traffic\x12\x1e\n\x02rx\x18\x04 \x01(\x0b\x32\x12.p4vtep.v1.Traffic\"g\n\x0bVNICounters\x12\x0b\n\x03vni\x18\x01 \x01(\r\x12\x0b\n\x03tor\x18\x02 \x01(\t\x12\x1e\n\x02tx\x18\x03 \x01(\x0b\x32\x12.p4vtep.v1.Traffic\x12\x1e\n\x02rx\x18\x04 \x01(\x0b\x32\x12.p4vtep.v1.Traffic\";\n\x0b\x44ropCounter\x12\x0b\n\x03tor\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07packets\x18\x03 \x01(\x04\"/\n\x12GetCountersRequest\x12\x0b\n\x03vms\x18\x01 \x03(\t\x12\x0c\n\x04vnis\x18\x02 \x03(\r\"\x86\x01\n\x13GetCountersResponse\x12\"\n\x03vms\x18\x01 \x03(\x0b\x32\x15.p4vtep.v1.VMCounters\x12$\n\x04vnis\x18\x02 \x03(\x0b\x32\x16.p4vtep.v1.VNICounters\x12%\n\x05\x64rops\x18\x03 \x03(\x0b\x32\x16.p4vtep.v1.DropCounter\"\x14\n\x12WatchEventsRequest\"A\n\x05\x45vent\x12\n\n\x02\x61t\x18\x01 \x01(\x01\x12\x0e\n\x06switch\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t2\xdd\x04\n\x07Overlay\x12=\n\x08\x41ttachVM\x12\x1a.p4vtep.v1.AttachVMRequest\x1a\x15.p4vtep.v1.VMResponse\x12\x43\n\x08\x44\x65tachVM\x12\x1a.p4vtep.v1.DetachVMRequest\x1a\x1b.p4vtep.v1.DetachVMResponse\x12?\n\tMigrateVM\x12\x1b.p4vtep.v1.MigrateVMRequest\x1a\x15.p4vtep.v1.VMResponse\x12/\n\x05GetVM\x12\x17.p4vtep.v1.GetVMRequest\x1a\r.p4vtep.v1.VM\x12@\n\x07ListVMs\x12\x19.p4vtep.v1.ListVMsRequest\x1a\x1a.p4vtep.v1.ListVMsResponse\x12\x39\n\x06SetQoS\x12\x18.p4vtep.v1.SetQoSRequest\x1a\x15.p4vtep.v1.VMResponse\x12O\n\x0cListSwitches\x12\x1e.p4vtep.v1.ListSwitchesRequest\x1a\x1f.p4vtep.v1.ListSwitchesResponse\x12L\n\x0bGetCounters\x12\x1d.p4vtep.v1.GetCountersRequest\x1a\x1e.p4vtep.v1.GetCountersResponse\x12@\n\x0bWatchEvents\x12\x1d.p4vtep.v1.WatchEventsRequest\x1a\x10.p4vtep.v1.Event0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18p4vtep/api/overlay.proto\x12\tp4vtep.v1\"\x90\x01\n\x02VM\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03mac\x18\x02 \x01(\t\x12\x0b\n\x03ips\x18\x03 \x03(\t\x12\x0b\n\x03vni\x18\x04 \x01(\r\x12\x0e\n\x06server\x18\x05 \x01(\t\x12\x0c\n\x04vlan\x18\x06 \x01(\r\x12\x0b\n\x03qos\x18\x07 \x01(\t\x12\x0e\n\x06source\x18\x08 \x01(\t\x12\x0b\n\x03tor\x18\t \x01(\t\x12\r\n\x05\x65rror\x18\n \x01(\t\":\n\x0f\x41ttachVMRequest\x12\x19\n\x02vm\x18\x01 \x01(\x0b\x32\r.p4vtep.v1.VM\x12\x0c\n\x04wait\x18\x02 \x01(\x08\"I\n\nVMResponse\x12\x19\n\x02vm\x18\x01 \x01(\x0b\x32\r.p4vtep.v1.VM\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x0f\n\x07\x61pplied\x18\x03 \x01(\x08\"-\n\x0f\x44\x65tachVMRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04wait\x18\x02 \x01(\x08\"4\n\x10\x44\x65tachVMResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x0f\n\x07\x61pplied\x18\x02 \x01(\x08\">\n\x10MigrateVMRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\x0c\n\x04vlan\x18\x03 \x01(\r\"\x1c\n\x0cGetVMRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"-\n\x0eListVMsRequest\x12\x0b\n\x03vni\x18\x01 \x01(\r\x12\x0e\n\x06server\x18\x02 \x01(\t\"-\n\x0fListVMsResponse\x12\x1a\n\x03vms\x18\x01 \x03(\x0b\x32\r.p4vtep.v1.VM\"*\n\rSetQoSRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03qos\x18\x02 \x01(\t\"\x15\n\x13ListSwitchesRequest\"\xc8\x01\n\x06Switch\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x11\n\tconnected\x18\x03 \x01(\x08\x12\x0f\n\x07primary\x18\x04 \x01(\x08\x12\x17\n\x0fpipeline_cookie\x18\x05 \x01(\x04\x12\x0f\n\x07\x65ntries\x18\x06 \x01(\r\x12\x12\n\nlast_error\x18\x07 \x01(\t\x12\x12\n\nreconciles\x18\x08 \x01(\x04\x12\x0e\n\x06writes\x18\t \x01(\x04\x12\x19\n\x11vms_not_installed\x18\n \x01(\r\";\n\x14ListSwitchesResponse\x12#\n\x08switches\x18\x01 \x03(\x0b\x32\x11.p4vtep.v1.Switch\")\n\x07Traffic\x12\x0f\n\x07packets\x18\x01 \x01(\x04\x12\r\n\x05\x62ytes\x18\x02 \x01(\x04\"g\n\nVMCounters\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03tor\x18\x02 \x01(\t\x12\x1e\n\x02tx\x18\x03 \x01(\x0b\x32\x12.p4vtep.v1.Traffic\x12\x1e\n\x02rx\x18\x04 \x01(\x0b\x32\x12.p4vtep.v1.Traffic\"g\n\x0bVNICounters\x12\x0b\n\x03vni\x18\x01 \x01(\r\x12\x0b\n\x03tor\x18\x02 \x01(\t\x12\x1e\n\x02tx\x18\x03 \x01(\x0b\x32\x12.p4vtep.v1.Traffic\x12\x1e\n\x02rx\x18\x04 \x01(\x0b\x32\x12.p4vtep.v1.Traffic\";\n\x0b\x44ropCounter\x12\x0b\n\x03tor\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07packets\x18\x03 \x01(\x04\"/\n\x12GetCountersRequest\x12\x0b\n\x03vms\x18\x01 \x03(\t\x12\x0c\n\x04vnis\x18\x02 \x03(\r\"\x86\x01\n\x13GetCountersResponse\x12\"\n\x03vms\x18\x01 \x03(\x0b\x32\x15.p4vtep.v1.VMCounters\x12$\n\x04vnis\x18\x02 \x03(\x0b\x32\x16.p4vtep.v1.VNICounters\x12%\n\x05\x64rops\x18\x03 \x03(\x0b\x32\x16.p4vtep.v1.DropCounter\"\x14\n\x12WatchEventsRequest\"A\n\x05\x45vent\x12\n\n\x02\x61t\x18\x01 \x01(\x01\x12\x0e\n\x06switch\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t2\xdd\x04\n\x07Overlay\x12=\n\x08\x41ttachVM\x12\x1a.p4vtep.v1.AttachVMRequest\x1a\x15.p4vtep.v1.VMResponse\x12\x43\n\x08\x44\x65tachVM\x12\x1a.p4vtep.v1.DetachVMRequest\x1a\x1b.p4vtep.v1.DetachVMResponse\x12?\n\tMigrateVM\x12\x1b.p4vtep.v1.MigrateVMRequest\x1a\x15.p4vtep.v1.VMResponse\x12/\n\x05GetVM\x12\x17.p4vtep.v1.GetVMRequest\x1a\r.p4vtep.v1.VM\x12@\n\x07ListVMs\x12\x19.p4vtep.v1.ListVMsRequest\x1a\x1a.p4vtep.v1.ListVMsResponse\x12\x39\n\x06SetQoS\x12\x18.p4vtep.v1.SetQoSRequest\x1a\x15.p4vtep.v1.VMResponse\x12O\n\x0cListSwitches\x12\x1e.p4vtep.v1.ListSwitchesRequest\x1a\x1f.p4vtep.v1.ListSwitchesResponse\x12L\n\x0bGetCounters\x12\x1d.p4vtep.v1.GetCountersRequest\x1a\x1e.p4vtep.v1.GetCountersResponse\x12@\n\x0bWatchEvents\x12\x1d.p4vtep.v1.WatchEventsRequest\x1a\x10.p4vtep.v1.Event0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,47 +32,47 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'p4vtep.api.overlay_pb2', _g
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_VM']._serialized_start=40
-  _globals['_VM']._serialized_end=169
-  _globals['_ATTACHVMREQUEST']._serialized_start=171
-  _globals['_ATTACHVMREQUEST']._serialized_end=229
-  _globals['_VMRESPONSE']._serialized_start=231
-  _globals['_VMRESPONSE']._serialized_end=304
-  _globals['_DETACHVMREQUEST']._serialized_start=306
-  _globals['_DETACHVMREQUEST']._serialized_end=351
-  _globals['_DETACHVMRESPONSE']._serialized_start=353
-  _globals['_DETACHVMRESPONSE']._serialized_end=405
-  _globals['_MIGRATEVMREQUEST']._serialized_start=407
-  _globals['_MIGRATEVMREQUEST']._serialized_end=469
-  _globals['_GETVMREQUEST']._serialized_start=471
-  _globals['_GETVMREQUEST']._serialized_end=499
-  _globals['_LISTVMSREQUEST']._serialized_start=501
-  _globals['_LISTVMSREQUEST']._serialized_end=546
-  _globals['_LISTVMSRESPONSE']._serialized_start=548
-  _globals['_LISTVMSRESPONSE']._serialized_end=593
-  _globals['_SETQOSREQUEST']._serialized_start=595
-  _globals['_SETQOSREQUEST']._serialized_end=637
-  _globals['_LISTSWITCHESREQUEST']._serialized_start=639
-  _globals['_LISTSWITCHESREQUEST']._serialized_end=660
-  _globals['_SWITCH']._serialized_start=663
-  _globals['_SWITCH']._serialized_end=836
-  _globals['_LISTSWITCHESRESPONSE']._serialized_start=838
-  _globals['_LISTSWITCHESRESPONSE']._serialized_end=897
-  _globals['_TRAFFIC']._serialized_start=899
-  _globals['_TRAFFIC']._serialized_end=940
-  _globals['_VMCOUNTERS']._serialized_start=942
-  _globals['_VMCOUNTERS']._serialized_end=1045
-  _globals['_VNICOUNTERS']._serialized_start=1047
-  _globals['_VNICOUNTERS']._serialized_end=1150
-  _globals['_DROPCOUNTER']._serialized_start=1152
-  _globals['_DROPCOUNTER']._serialized_end=1211
-  _globals['_GETCOUNTERSREQUEST']._serialized_start=1213
-  _globals['_GETCOUNTERSREQUEST']._serialized_end=1260
-  _globals['_GETCOUNTERSRESPONSE']._serialized_start=1263
-  _globals['_GETCOUNTERSRESPONSE']._serialized_end=1397
-  _globals['_WATCHEVENTSREQUEST']._serialized_start=1399
-  _globals['_WATCHEVENTSREQUEST']._serialized_end=1419
-  _globals['_EVENT']._serialized_start=1421
-  _globals['_EVENT']._serialized_end=1486
-  _globals['_OVERLAY']._serialized_start=1489
-  _globals['_OVERLAY']._serialized_end=2094
+  _globals['_VM']._serialized_end=184
+  _globals['_ATTACHVMREQUEST']._serialized_start=186
+  _globals['_ATTACHVMREQUEST']._serialized_end=244
+  _globals['_VMRESPONSE']._serialized_start=246
+  _globals['_VMRESPONSE']._serialized_end=319
+  _globals['_DETACHVMREQUEST']._serialized_start=321
+  _globals['_DETACHVMREQUEST']._serialized_end=366
+  _globals['_DETACHVMRESPONSE']._serialized_start=368
+  _globals['_DETACHVMRESPONSE']._serialized_end=420
+  _globals['_MIGRATEVMREQUEST']._serialized_start=422
+  _globals['_MIGRATEVMREQUEST']._serialized_end=484
+  _globals['_GETVMREQUEST']._serialized_start=486
+  _globals['_GETVMREQUEST']._serialized_end=514
+  _globals['_LISTVMSREQUEST']._serialized_start=516
+  _globals['_LISTVMSREQUEST']._serialized_end=561
+  _globals['_LISTVMSRESPONSE']._serialized_start=563
+  _globals['_LISTVMSRESPONSE']._serialized_end=608
+  _globals['_SETQOSREQUEST']._serialized_start=610
+  _globals['_SETQOSREQUEST']._serialized_end=652
+  _globals['_LISTSWITCHESREQUEST']._serialized_start=654
+  _globals['_LISTSWITCHESREQUEST']._serialized_end=675
+  _globals['_SWITCH']._serialized_start=678
+  _globals['_SWITCH']._serialized_end=878
+  _globals['_LISTSWITCHESRESPONSE']._serialized_start=880
+  _globals['_LISTSWITCHESRESPONSE']._serialized_end=939
+  _globals['_TRAFFIC']._serialized_start=941
+  _globals['_TRAFFIC']._serialized_end=982
+  _globals['_VMCOUNTERS']._serialized_start=984
+  _globals['_VMCOUNTERS']._serialized_end=1087
+  _globals['_VNICOUNTERS']._serialized_start=1089
+  _globals['_VNICOUNTERS']._serialized_end=1192
+  _globals['_DROPCOUNTER']._serialized_start=1194
+  _globals['_DROPCOUNTER']._serialized_end=1253
+  _globals['_GETCOUNTERSREQUEST']._serialized_start=1255
+  _globals['_GETCOUNTERSREQUEST']._serialized_end=1302
+  _globals['_GETCOUNTERSRESPONSE']._serialized_start=1305
+  _globals['_GETCOUNTERSRESPONSE']._serialized_end=1439
+  _globals['_WATCHEVENTSREQUEST']._serialized_start=1441
+  _globals['_WATCHEVENTSREQUEST']._serialized_end=1461
+  _globals['_EVENT']._serialized_start=1463
+  _globals['_EVENT']._serialized_end=1528
+  _globals['_OVERLAY']._serialized_start=1531
+  _globals['_OVERLAY']._serialized_end=2136
 # @@protoc_insertion_point(module_scope)

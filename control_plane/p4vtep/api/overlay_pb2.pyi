@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class VM(_message.Message):
-    __slots__ = ("name", "mac", "ips", "vni", "server", "vlan", "qos", "source", "tor")
+    __slots__ = ("name", "mac", "ips", "vni", "server", "vlan", "qos", "source", "tor", "error")
     NAME_FIELD_NUMBER: _ClassVar[int]
     MAC_FIELD_NUMBER: _ClassVar[int]
     IPS_FIELD_NUMBER: _ClassVar[int]
@@ -17,6 +17,7 @@ class VM(_message.Message):
     QOS_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     TOR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
     name: str
     mac: str
     ips: _containers.RepeatedScalarFieldContainer[str]
@@ -26,7 +27,8 @@ class VM(_message.Message):
     qos: str
     source: str
     tor: str
-    def __init__(self, name: _Optional[str] = ..., mac: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., vni: _Optional[int] = ..., server: _Optional[str] = ..., vlan: _Optional[int] = ..., qos: _Optional[str] = ..., source: _Optional[str] = ..., tor: _Optional[str] = ...) -> None: ...
+    error: str
+    def __init__(self, name: _Optional[str] = ..., mac: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., vni: _Optional[int] = ..., server: _Optional[str] = ..., vlan: _Optional[int] = ..., qos: _Optional[str] = ..., source: _Optional[str] = ..., tor: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class AttachVMRequest(_message.Message):
     __slots__ = ("vm", "wait")
@@ -105,7 +107,7 @@ class ListSwitchesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Switch(_message.Message):
-    __slots__ = ("name", "address", "connected", "primary", "pipeline_cookie", "entries", "last_error", "reconciles", "writes")
+    __slots__ = ("name", "address", "connected", "primary", "pipeline_cookie", "entries", "last_error", "reconciles", "writes", "vms_not_installed")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +117,7 @@ class Switch(_message.Message):
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     RECONCILES_FIELD_NUMBER: _ClassVar[int]
     WRITES_FIELD_NUMBER: _ClassVar[int]
+    VMS_NOT_INSTALLED_FIELD_NUMBER: _ClassVar[int]
     name: str
     address: str
     connected: bool
@@ -124,7 +127,8 @@ class Switch(_message.Message):
     last_error: str
     reconciles: int
     writes: int
-    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., connected: _Optional[bool] = ..., primary: _Optional[bool] = ..., pipeline_cookie: _Optional[int] = ..., entries: _Optional[int] = ..., last_error: _Optional[str] = ..., reconciles: _Optional[int] = ..., writes: _Optional[int] = ...) -> None: ...
+    vms_not_installed: int
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., connected: _Optional[bool] = ..., primary: _Optional[bool] = ..., pipeline_cookie: _Optional[int] = ..., entries: _Optional[int] = ..., last_error: _Optional[str] = ..., reconciles: _Optional[int] = ..., writes: _Optional[int] = ..., vms_not_installed: _Optional[int] = ...) -> None: ...
 
 class ListSwitchesResponse(_message.Message):
     __slots__ = ("switches",)

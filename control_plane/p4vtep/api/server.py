@@ -25,8 +25,12 @@ WAIT_SECONDS = 30.0
 
 
 def vm_to_pb(controller: Controller, vm: Vm) -> pb.VM:
+    errors = [f"{name}: {sup.status.vm_errors[vm.name]}"
+              for name, sup in sorted(controller.supervisors.items())
+              if vm.name in sup.status.vm_errors]
     return pb.VM(name=vm.name, mac=vm.mac, ips=list(vm.ips), vni=vm.vni, server=vm.server,
-                 vlan=vm.vlan, qos=vm.qos or "", source=vm.source, tor=controller.tor_of(vm))
+                 vlan=vm.vlan, qos=vm.qos or "", source=vm.source, tor=controller.tor_of(vm),
+                 error="; ".join(errors))
 
 
 def _errors(method: Callable) -> Callable:
@@ -104,7 +108,8 @@ class OverlayService(pb_grpc.OverlayServicer):
             switches.append(pb.Switch(name=name, address=s.address, connected=s.connected,
                                       primary=s.primary, pipeline_cookie=s.cookie or 0,
                                       entries=s.entries, last_error=s.last_error,
-                                      reconciles=s.reconciles, writes=s.writes))
+                                      reconciles=s.reconciles, writes=s.writes,
+                                      vms_not_installed=len(s.vm_errors)))
         return pb.ListSwitchesResponse(switches=switches)
 
     @_errors
