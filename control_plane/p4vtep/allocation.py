@@ -20,6 +20,7 @@ class IndexSpace:
         self._by_key: dict[Hashable, int] = {}
         self._used: set[int] = set()
         self._next = low
+        self.dirty = False        # changed since the store last saved it
 
     def get(self, key: Hashable) -> int:
         index = self._by_key.get(key)
@@ -36,6 +37,7 @@ class IndexSpace:
         self._by_key[key] = index
         self._used.add(index)
         self._next = index + 1
+        self.dirty = True
         return index
 
     def peek(self, key: Hashable) -> int | None:
@@ -45,6 +47,7 @@ class IndexSpace:
         index = self._by_key.pop(key, None)
         if index is not None:
             self._used.discard(index)
+            self.dirty = True
 
     def restore(self, key: Hashable, index: int) -> None:
         self._by_key[key] = index

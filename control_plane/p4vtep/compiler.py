@@ -30,6 +30,13 @@ class Allocations:
     tor: IndexSpace = field(default_factory=lambda: IndexSpace("tor", 0, 4095))
     vm: dict[str, IndexSpace] = field(default_factory=dict)   # per ToR
 
+    def spaces(self) -> list[IndexSpace]:
+        return [self.vni, self.tor, *self.vm.values()]
+
+    @property
+    def dirty(self) -> bool:
+        return any(space.dirty for space in self.spaces())
+
     def vm_space(self, tor: str) -> IndexSpace:
         if tor not in self.vm:
             self.vm[tor] = IndexSpace(f"vm@{tor}", 1, VM_INDEX_MAX)

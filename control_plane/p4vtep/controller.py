@@ -17,7 +17,8 @@ from .dataplane.entries import PipelineEntries
 from .model import Fabric, Vm
 from .store import Store
 from .supervisor import SwitchSupervisor
-from .validation import Problem, ValidationError, check_fabric, validate
+from .validation import (Problem, ValidationError, VmIndex, check_fabric, validate,
+                         validate_change)
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ class Controller:
         self.version = 1
         self.cache = CompileCache()
         self._checked: dict[Vm, list] = {}     # per-VM validation results
+        self._index = VmIndex.of(self.vms.values())
         credentials = None
         if fabric.p4runtime_tls is not None:
             import grpc
@@ -74,22 +76,31 @@ class Controller:
     def compile_for(self, tor: str) -> tuple[int, CompiledTor]:
         with self._lock:
             vms = self._pinned.get(tor, self.vms)
-            return self.version, compile_tor(self.fabric, vms.values(), tor, self.alloc,
-                                             self.entries, self.cache)
+            compiled = compile_tor(self.fabric, vms.values(), tor, self.alloc, self.entries,
+                                   self.cache)
+            if self.alloc.dirty:
+                # Indices are handed out while compiling; store them before
+                # the switch sees them, so a restart compiles the same.
+                self.store.save_allocations(self.alloc)
+            return self.version, compiled
 
     # --- changes ------------------------------------------------------------------
-    def _commit(self, new_vms: dict[str, Vm], change: events.DesiredStateChanged) -> int:
-        """Validate the whole new state; store it and wake the supervisors."""
+    def _commit(self, new_vms: dict[str, Vm], change: events.DesiredStateChanged,
+                upserts: list[Vm] | None = None, removals: list[str] | None = None) -> int:
+        """Validate the new state (only the changed VMs when the change is
+        given as upserts/removals), store it and wake the supervisors."""
         with self._lock:
             if len(self._checked) > 2 * len(new_vms) + 1000:
                 self._checked.clear()
-            validate(self.fabric, new_vms.values(), self._checked)
-            # Indices are allocated at compile time; compile once now so the
-            # stored allocations match what the switches will get.
-            for tor in self.fabric.tors:
-                compile_tor(self.fabric, self._pinned.get(tor, new_vms).values(), tor,
-                            self.alloc, self.entries, self.cache)
-            self.store.save(new_vms.values(), self.alloc)
+            if upserts is None and removals is None:
+                validate(self.fabric, new_vms.values(), self._checked)
+                index = VmIndex.of(new_vms.values())
+                self.store.save(new_vms.values(), self.alloc)
+            else:
+                index = validate_change(self.fabric, self.vms, self._index, upserts or [],
+                                        removals or [], self._checked)
+                self.store.save_changes(upserts or [], removals or [])
+            self._index = index
             self.vms = new_vms
             self.version += 1
             version = self.version
@@ -104,14 +115,17 @@ class Controller:
                 return self.version
             new = dict(self.vms)
             new[vm.name] = vm
-            return self._commit(new, events.DesiredStateChanged(vm=vm.name, change="attached"))
+            return self._commit(new, events.DesiredStateChanged(vm=vm.name, change="attached"),
+                                upserts=[vm])
 
     def detach(self, name: str) -> int:
         with self._lock:
             if name not in self.vms:
                 raise NotFound(f"no VM named {name!r}")
-            new = {k: v for k, v in self.vms.items() if k != name}
-            return self._commit(new, events.DesiredStateChanged(vm=name, change="detached"))
+            new = dict(self.vms)
+            del new[name]
+            return self._commit(new, events.DesiredStateChanged(vm=name, change="detached"),
+                                removals=[name])
 
     def replace_source(self, source: str, vms: list[Vm]) -> int:
         """Make the VMs from one source (e.g. the inventory file) exactly ``vms``."""
@@ -140,7 +154,8 @@ class Controller:
             vm = self.get(name)
             new = dict(self.vms)
             new[name] = replace(vm, qos=qos or None)
-            return self._commit(new, events.DesiredStateChanged(vm=name, change="qos"))
+            return self._commit(new, events.DesiredStateChanged(vm=name, change="qos"),
+                                upserts=[new[name]])
 
     def wait_version(self, version: int, timeout: float) -> bool:
         return all(sup.wait_applied(version, timeout) for sup in self.supervisors.values())
@@ -164,7 +179,8 @@ class Controller:
             if old_tor != new_tor:
                 self._pinned[old_tor] = dict(self.vms)
             try:
-                version = self._commit(new, events.DesiredStateChanged(vm=name, change="migrated"))
+                version = self._commit(new, events.DesiredStateChanged(vm=name, change="migrated"),
+                                       upserts=[moved])
             except Exception:
                 self._pinned.pop(old_tor, None)
                 raise

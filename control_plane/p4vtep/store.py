@@ -29,6 +29,9 @@ class Store:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # Durable across a controller crash; an OS crash may lose the last
+        # changes, which the orchestrators and the inventory will resend.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         # What the database holds, so a save writes only what changed.
         self._vm_rows: dict[str, str] | None = None
@@ -97,6 +100,47 @@ class Store:
             self._vm_rows = vm_rows
             self._alloc_rows = alloc_rows
             self._saved_vms = {vm.name: vm for vm in vms}
+        for space in alloc.spaces():
+            space.dirty = False
+
+    def save_changes(self, upserts: Iterable[Vm], removals: Iterable[str],
+                     alloc: Allocations | None = None) -> None:
+        """Write a few changed VMs (and the allocations, if they changed)
+        without looking at the others."""
+        upserts, removals = list(upserts), list(removals)
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._db.executemany("DELETE FROM vms WHERE name = ?", [(n,) for n in removals])
+                self._db.executemany("INSERT OR REPLACE INTO vms VALUES (?, ?)",
+                                     [(vm.name, json.dumps(asdict(vm))) for vm in upserts])
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            finally:
+                self._vm_rows = None      # the full-save cache no longer matches
+                self._saved_vms = {}
+        if alloc is not None and alloc.dirty:
+            self.save_allocations(alloc)
+
+    def save_allocations(self, alloc: Allocations) -> None:
+        rows = [("vni", str(k), i) for k, i in alloc.vni.items()]
+        rows += [("tor", str(k), i) for k, i in alloc.tor.items()]
+        for tor, space in alloc.vm.items():
+            rows += [(f"vm@{tor}", str(k), i) for k, i in space.items()]
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._db.execute("DELETE FROM allocations")
+                self._db.executemany("INSERT INTO allocations VALUES (?, ?, ?)", rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._alloc_rows = {(s, k): i for s, k, i in rows}
+        for space in alloc.spaces():
+            space.dirty = False
 
     def close(self) -> None:
         self._db.close()

@@ -161,3 +161,86 @@ def validate(fabric: Fabric, vms: Iterable[Vm],
             vlans.setdefault(port_key, vm.name)
     if problems:
         raise ValidationError(problems)
+
+
+class VmIndex:
+    """Who holds each (VNI, MAC), (VNI, IP) and (server, VLAN), so that a change
+    to a few VMs is checked without walking all of them."""
+
+    def __init__(self) -> None:
+        self.macs: dict[tuple[int, str], str] = {}
+        self.ips: dict[tuple[int, str], str] = {}
+        self.vlans: dict[tuple[str, int], str] = {}
+
+    @classmethod
+    def of(cls, vms: Iterable[Vm]) -> "VmIndex":
+        index = cls()
+        for vm in vms:
+            index.add(vm)
+        return index
+
+    def copy(self) -> "VmIndex":
+        other = VmIndex()
+        other.macs, other.ips, other.vlans = dict(self.macs), dict(self.ips), dict(self.vlans)
+        return other
+
+    def add(self, vm: Vm) -> None:
+        self.macs[(vm.vni, vm.mac)] = vm.name
+        for ip in vm.ips:
+            self.ips[(vm.vni, ip)] = vm.name
+        self.vlans[(vm.server, vm.vlan)] = vm.name
+
+    def remove(self, vm: Vm) -> None:
+        for table, key in ((self.macs, (vm.vni, vm.mac)), (self.vlans, (vm.server, vm.vlan)),
+                           *((self.ips, (vm.vni, ip)) for ip in vm.ips)):
+            if table.get(key) == vm.name:
+                del table[key]
+
+    def conflicts(self, vm: Vm) -> list[Problem]:
+        subject = f"vm {vm.name}"
+        problems = []
+        other = self.macs.get((vm.vni, vm.mac))
+        if other is not None and other != vm.name:
+            problems.append(Problem(subject, "mac", f"{vm.mac} is already used by vm {other} "
+                                                    f"in VNI {vm.vni}"))
+        for ip in vm.ips:
+            other = self.ips.get((vm.vni, ip))
+            if other is not None and other != vm.name:
+                problems.append(Problem(subject, "ips", f"{ip} is already used by vm {other} "
+                                                        f"in VNI {vm.vni}"))
+        other = self.vlans.get((vm.server, vm.vlan))
+        if other is not None and other != vm.name:
+            problems.append(Problem(subject, "vlan", f"VLAN {vm.vlan} on server {vm.server} "
+                                                     f"is already vm {other}"))
+        return problems
+
+
+def validate_change(fabric: Fabric, current: dict[str, Vm], index: VmIndex,
+                    upserts: list[Vm], removals: list[str],
+                    checked: dict[Vm, list[Problem]] | None = None) -> VmIndex:
+    """Check a change to a state already known to be valid; return the index
+    of the new state, or raise ValidationError naming every problem."""
+    new = index.copy()
+    for name in removals:
+        if name in current:
+            new.remove(current[name])
+    for vm in upserts:
+        if vm.name in current:
+            new.remove(current[vm.name])
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for vm in upserts:
+        if vm.name in seen:
+            problems.append(Problem(f"vm {vm.name}", "name", "declared twice"))
+        seen.add(vm.name)
+        if checked is not None:
+            if vm not in checked:
+                checked[vm] = check_vm(fabric, vm)
+            problems += checked[vm]
+        else:
+            problems += check_vm(fabric, vm)
+        problems += new.conflicts(vm)
+        new.add(vm)
+    if problems:
+        raise ValidationError(problems)
+    return new
