@@ -111,3 +111,4 @@ class OversizeFrameTest(BadInputTest):
         self.assert_dropped(A1.port, vm_frame(A1, A2.mac, A2.ip, payload_len=9100),
                             DropReason.OVERSIZE)
         self.assert_still_forwarding()
+

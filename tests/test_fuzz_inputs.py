@@ -136,3 +136,30 @@ def test_api_migrate_and_detach_answer_cleanly(api, name, server, vlan):
                 f"{exc.code()}: {exc.details()}"
     if name != "keep":
         assert controller.vms == before
+
+
+@SETTINGS
+@given(name=st.text(max_size=10), qos=st.text(max_size=8), vni=st.integers(0, (1 << 32) - 1),
+       server=st.text(max_size=6), vms=st.lists(st.text(max_size=6), max_size=3),
+       vnis=st.lists(st.integers(0, (1 << 32) - 1), max_size=3))
+def test_every_other_api_call_answers_cleanly(api, name, qos, vni, server, vms, vnis):
+    controller, client = api
+    before = dict(controller.vms)
+    calls = (
+        (lambda: client.SetQoS(pb.SetQoSRequest(name=name, qos=qos)),
+         {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND}),
+        (lambda: client.GetVM(pb.GetVMRequest(name=name)), {grpc.StatusCode.NOT_FOUND}),
+        (lambda: client.ListVMs(pb.ListVMsRequest(vni=vni, server=server)), set()),
+        (lambda: client.ListSwitches(pb.ListSwitchesRequest()), set()),
+        # No switch is connected here: counters are UNAVAILABLE, or NOT_FOUND for a ghost VM.
+        (lambda: client.GetCounters(pb.GetCountersRequest(vms=vms, vnis=vnis)),
+         {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND}),
+    )
+    for call, allowed in calls:
+        try:
+            call()
+        except grpc.RpcError as exc:
+            assert exc.code() in allowed, f"{exc.code()}: {exc.details()}"
+            assert exc.details()
+    if name != "keep":
+        assert controller.vms == before
