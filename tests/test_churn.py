@@ -9,7 +9,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
 
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline

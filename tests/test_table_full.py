@@ -2,7 +2,6 @@
 status, event, metric) and everything else keeps working."""
 from __future__ import annotations
 
-import pytest
 
 from p4vtep.api.server import vm_to_pb
 from p4vtep.controller import Controller

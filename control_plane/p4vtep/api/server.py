@@ -9,12 +9,11 @@ from typing import Callable
 
 import grpc
 
-from .. import events
 from ..allocation import SpaceFull
 from ..controller import Controller, CounterReader, NotFound
 from ..model import Vm
 from ..runtime.client import P4RuntimeError
-from ..validation import ValidationError, normalise_mac
+from ..validation import Problem, ValidationError, normalise_mac
 from . import overlay_pb2 as pb
 from . import overlay_pb2_grpc as pb_grpc
 
@@ -63,7 +62,7 @@ class OverlayService(pb_grpc.OverlayServicer):
     def AttachVM(self, request, context):
         v = request.vm
         if not v.name:
-            raise ValidationError([_problem("vm", "name", "a name is required")])
+            raise ValidationError([Problem("vm", "name", "a name is required")])
         vm = Vm(name=v.name, mac=normalise_mac(v.mac), ips=tuple(v.ips), vni=v.vni,
                 server=v.server, vlan=v.vlan, qos=v.qos or None, source="api")
         version = self.c.attach(vm)
@@ -147,11 +146,6 @@ class OverlayService(pb_grpc.OverlayServicer):
             self.c.bus.unsubscribe(subscription)
 
 
-def _problem(subject: str, field: str, message: str):
-    from ..validation import Problem
-    return Problem(subject, field, message)
-
-
 def server_credentials(tls) -> grpc.ServerCredentials:
     """Mutual TLS: our certificate, and client certificates signed by ``tls.ca`` required."""
     ca, cert, key = tls.read()
@@ -178,4 +172,4 @@ def serve(controller: Controller, address: str, max_workers: int = 8,
     return server
 
 
-__all__ = ["OverlayService", "serve", "events"]
+__all__ = ["OverlayService", "serve", "server_credentials"]
