@@ -21,33 +21,20 @@ from common import REPO, percentile, require_switch, summary, write_result
 
 sys.path.insert(0, str(REPO / "tests"))
 
-from switch_fabric import two_tor_fabric  # noqa: E402
+from switch_fabric import PROBE_SENDER as PROBER  # noqa: E402
+from switch_fabric import PROBE_TARGET as MOVER  # noqa: E402
+from switch_fabric import background_vms, two_tor_fabric  # noqa: E402
 from scapy.layers.inet import IP, UDP  # noqa: E402
 from scapy.layers.l2 import Dot1Q, Ether  # noqa: E402
 
 from p4vtep.controller import Controller  # noqa: E402
 from p4vtep.dataplane.artifacts import bmv2_pipeline  # noqa: E402
-from p4vtep.model import Vm  # noqa: E402
 from p4vtep.store import Store  # noqa: E402
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
-VNI = 5000
-PROBER = Vm("prober", "02:aa:00:00:00:01", ("172.16.0.1",), VNI, "s11", 4000)
-MOVER = Vm("mover", "02:aa:00:00:00:02", ("172.16.0.2",), VNI, "s21", 4001)
-# (server, VF VLAN) the mover alternates between: tor2 and tor1.
+# (server, VF VLAN) the mover alternates between: tor1 and tor2.
 PLACES = (("s12", 4002), ("s21", 4001))
-
-
-def population(count: int) -> list[Vm]:
-    """Background VMs over the four servers, VNIs 5000/6000."""
-    servers = ("s11", "s12", "s21", "s22")
-    vms = []
-    for i in range(count):
-        vms.append(Vm(f"bg{i}", f"02:bb:00:{(i >> 16) & 255:02x}:{(i >> 8) & 255:02x}:{i & 255:02x}",
-                      (f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}",),
-                      VNI if i % 2 else 6000, servers[i % 4], 1 + i // 4))
-    return vms
 
 
 class ProbeWatch:
@@ -103,7 +90,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, two_tor_fabric(Path(tmp) / "logs") as sf:
         store = Store(Path(tmp) / "state.db")
         controller = Controller(sf.fabric, bmv2_pipeline(), store, resync_seconds=3600)
-        controller.replace_source("inventory", population(args.vms) + [PROBER, MOVER])
+        controller.replace_source("inventory", background_vms(args.vms) + [PROBER, MOVER])
         started = time.perf_counter()
         controller.start()
         assert controller.wait_converged(900)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc, free_port
-from p4vtep.model import Fabric, Server, Tor, Uplink, Vni
+from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
 
 ROUTER_MAC = {"tor1": "00:aa:00:00:00:01", "tor2": "00:aa:00:00:00:02"}
 
@@ -81,3 +81,32 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.1) -> bool:
             return True
         time.sleep(interval)
     return predicate()
+
+
+# Two VMs on VLANs the background population never uses, for probing traffic.
+PROBE_SENDER = Vm("prober", "02:aa:00:00:00:01", ("172.16.0.1",), 5000, "s11", 4000)
+PROBE_TARGET = Vm("mover", "02:aa:00:00:00:02", ("172.16.0.2",), 5000, "s21", 4001)
+
+
+def background_vms(count: int) -> list[Vm]:
+    """``count`` VMs over the four servers in VNIs 5000/6000 (VLANs 1 up)."""
+    servers = ("s11", "s12", "s21", "s22")
+    return [Vm(f"bg{i}", f"02:bb:00:{(i >> 16) & 255:02x}:{(i >> 8) & 255:02x}:{i & 255:02x}",
+               (f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}",),
+               5000 if i % 2 else 6000, servers[i % 4], 1 + i // 4)
+            for i in range(count)]
+
+
+def read_back_matches(sf: SwitchFabric, controller) -> None:
+    """Every switch holds exactly what the controller compiles: nothing
+    missing, nothing extra, nothing different."""
+    from p4vtep.dataplane.artifacts import bmv2_pipeline
+    from p4vtep.reconciler import SwitchReader, diff
+    from p4vtep.runtime.client import SwitchConnection
+    reader = SwitchReader(bmv2_pipeline().p4info)
+    for name, tor in sf.fabric.tors.items():
+        _, desired = controller.compile_for(name)
+        with SwitchConnection(tor.address, tor.device_id, election_id=0) as conn:
+            left = diff(desired, *reader.read(conn))
+        assert len(left) == 0, f"{name}: {len(left.inserts)} missing, {len(left.modifies)} " \
+                               f"different, {len(left.deletes)} extra"

@@ -14,8 +14,7 @@ from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Vm
 from p4vtep.store import Store
-from switch_fabric import needs_switch, two_tor_fabric
-from test_reliability import population, read_back_matches
+from switch_fabric import background_vms, needs_switch, read_back_matches, two_tor_fabric
 
 pytestmark = needs_switch()
 VMS = 10000
@@ -29,7 +28,7 @@ def test_churn_leaves_exactly_the_desired_state(tmp_path):
     with two_tor_fabric(tmp_path / "logs") as sf:
         controller = Controller(sf.fabric, bmv2_pipeline(), Store(tmp_path / "s.db"),
                                 resync_seconds=3600)
-        controller.replace_source("inventory", population(VMS))
+        controller.replace_source("inventory", background_vms(VMS))
         controller.start()
         try:
             assert controller.wait_converged(300)

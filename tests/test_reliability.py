@@ -3,20 +3,18 @@ a switch killed and restarted is restored; with the controller down the data
 plane keeps forwarding, and the restarted controller writes nothing."""
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.store import Store
-from switch_fabric import needs_switch, two_tor_fabric, wait_until
+from switch_fabric import PROBE_SENDER as A1
+from switch_fabric import PROBE_TARGET as A2
+from switch_fabric import (background_vms, needs_switch, read_back_matches, two_tor_fabric,
+                           wait_until)
 from test_controller_switch import delivered
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from vm_move import MOVER as A2, PROBER as A1, population  # noqa: E402
 
 pytestmark = needs_switch()
 VMS = 10000
@@ -29,7 +27,7 @@ def loaded(tmp_path_factory):
         store_path = tmp / "state.db"
         controller = Controller(sf.fabric, bmv2_pipeline(), Store(store_path), resync_seconds=3600,
                                 election_id=10)
-        controller.replace_source("inventory", population(VMS) + [A1, A2])
+        controller.replace_source("inventory", background_vms(VMS) + [A1, A2])
         controller.start()
         assert controller.wait_converged(300)
         assert delivered(sf, A1, A2)
@@ -81,25 +79,11 @@ def test_controller_outage_keeps_forwarding_and_restart_writes_nothing(loaded):
         again.stop()
 
 
-def read_back_matches(sf, controller) -> None:
-    """Every switch holds exactly what the controller compiles: nothing
-    missing, nothing extra, nothing different."""
-    from p4vtep.reconciler import SwitchReader, diff
-    from p4vtep.runtime.client import SwitchConnection
-    reader = SwitchReader(bmv2_pipeline().p4info)
-    for name, tor in sf.fabric.tors.items():
-        _, desired = controller.compile_for(name)
-        with SwitchConnection(tor.address, tor.device_id, election_id=0) as conn:
-            left = diff(desired, *reader.read(conn))
-        assert len(left) == 0, f"{name}: {len(left.inserts)} missing, {len(left.modifies)} " \
-                               f"different, {len(left.deletes)} extra"
-
-
 def test_channel_dropped_mid_batch_converges_exactly(loaded, tmp_path):
     sf, store_path = loaded
     controller = start(sf, store_path)
     try:
-        extra = population(VMS + 2000)[VMS:]          # 2,000 more VMs, one change
+        extra = background_vms(VMS + 2000)[VMS:]          # 2,000 more VMs, one change
         everything = list(controller.vms.values()) + extra
         controller.replace_source("inventory", everything)
         sup = controller.supervisors["tor1"]
