@@ -1,5 +1,6 @@
 """Shared pieces of the benchmarks: A/B alternation, statistics, the machine
 record, result files, and a throw-away pair of BMv2 switches."""
+
 from __future__ import annotations
 
 import json
@@ -9,23 +10,27 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results"
 sys.path.insert(0, str(REPO / "control_plane"))
 
-from p4vtep.bmv2 import Bmv2Switch, find_simple_switch_grpc, free_port  # noqa: E402
+from p4vtep.bmv2 import Bmv2Switch, find_simple_switch_grpc, free_port
 
 
 def summary(values: list[float]) -> dict:
     """Median and spread (min, max, and the interquartile range when n >= 4)."""
     values = sorted(values)
-    out = {"n": len(values), "median": statistics.median(values), "min": values[0],
-           "max": values[-1]}
+    out = {
+        "n": len(values),
+        "median": statistics.median(values),
+        "min": values[0],
+        "max": values[-1],
+    }
     if len(values) >= 4:
         q = statistics.quantiles(values, n=4)
         out["q1"], out["q3"] = q[0], q[2]
@@ -65,12 +70,18 @@ def machine() -> dict:
     switch = find_simple_switch_grpc()
     version = ""
     if switch:
-        version = subprocess.run([switch, "--version"], capture_output=True,
-                                 text=True).stdout.strip()
-    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
-            "python": platform.python_version(), "bmv2": version,
-            "bmv2_build": "autotools, -O2, logging macros on, event logger off",
-            "when": time.strftime("%Y-%m-%d %H:%M:%S")}
+        version = subprocess.run(
+            [switch, "--version"], capture_output=True, text=True
+        ).stdout.strip()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "bmv2": version,
+        "bmv2_build": "autotools, -O2, logging macros on, event logger off",
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
 
 
 def write_result(name: str, data: dict) -> Path:
@@ -93,8 +104,9 @@ def switches(count: int, log_dir: Path, ports: dict[int, dict[int, str]] | None 
     started = []
     try:
         for i in range(1, count + 1):
-            sw = Bmv2Switch(f"bench{i}", i, free_port(), free_port(),
-                            (ports or {}).get(i, {}), log_dir=log_dir)
+            sw = Bmv2Switch(
+                f"bench{i}", i, free_port(), free_port(), (ports or {}).get(i, {}), log_dir=log_dir
+            )
             sw.start()
             started.append(sw)
         yield started

@@ -8,6 +8,7 @@ diff is empty. Raw writer (B): the same entities, pre-encoded, written in
 batches of 1000 to the same switches in parallel, then the same read-back.
 Rounds alternate A B A B; the ratio is raw time / controller time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,9 +17,8 @@ import threading
 import time
 from pathlib import Path
 
-from common import alternate, ratios, require_switch, summary, switches, write_result
 import workload
-
+from common import alternate, ratios, require_switch, summary, switches, write_result
 from p4vtep.compiler import Allocations, compile_tor
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -78,15 +78,18 @@ def encode_raw(fabric, compiled) -> dict[str, list[p4runtime_pb2.WriteRequest]]:
     requests = {}
     for name, tor in fabric.tors.items():
         c = compiled[name]
-        delta = Diff(inserts=list(c.entities.values()),
-                     modifies=list(c.meters.values()) + list(c.defaults.values()))
+        delta = Diff(
+            inserts=list(c.entities.values()),
+            modifies=list(c.meters.values()) + list(c.defaults.values()),
+        )
         updates = delta.updates()
         batches = []
         for start in range(0, len(updates), BATCH):
-            req = p4runtime_pb2.WriteRequest(device_id=tor.device_id,
-                                             atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
+            req = p4runtime_pb2.WriteRequest(
+                device_id=tor.device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
+            )
             req.election_id.low = 1
-            req.updates.extend(updates[start:start + BATCH])
+            req.updates.extend(updates[start : start + BATCH])
             batches.append(req)
         requests[name] = batches
     return requests
@@ -142,15 +145,21 @@ def main() -> None:
             store_path = Path(tmp) / f"state-{n}.db"
             compiled, entity_count = prepare(fabric, vms, store_path)
             requests = encode_raw(fabric, compiled)
-            ctl, raw = alternate(lambda: run_controller(fabric, store_path, compiled),
-                                 lambda: run_raw(fabric, compiled, requests), args.rounds)
+            ctl, raw = alternate(
+                lambda: run_controller(fabric, store_path, compiled),
+                lambda: run_raw(fabric, compiled, requests),
+                args.rounds,
+            )
             # The last controller round left everything installed: restart now.
             run_controller(fabric, store_path, compiled)
-            restart_times, restart_writes = zip(*[run_restart(fabric, store_path)
-                                                  for _ in range(args.rounds)])
+            restart_times, restart_writes = zip(
+                *[run_restart(fabric, store_path) for _ in range(args.rounds)]
+            )
             results["sizes"][str(n)] = {
-                "vms": n, "entities": entity_count,
-                "controller_seconds": summary(ctl), "raw_seconds": summary(raw),
+                "vms": n,
+                "entities": entity_count,
+                "controller_seconds": summary(ctl),
+                "raw_seconds": summary(raw),
                 "controller_entities_per_s": summary([entity_count / t for t in ctl]),
                 "raw_entities_per_s": summary([entity_count / t for t in raw]),
                 "controller_over_raw_throughput": ratios(raw, ctl),
@@ -159,11 +168,13 @@ def main() -> None:
                 "rounds": {"controller": ctl, "raw": raw},
             }
             r = results["sizes"][str(n)]
-            print(f"N={n}: {entity_count} entities; controller {r['controller_seconds']['median']:.2f} s, "
-                  f"raw {r['raw_seconds']['median']:.2f} s, ratio "
-                  f"{r['controller_over_raw_throughput']['median']:.2f}; restart "
-                  f"{r['restart_seconds']['median']:.2f} s with writes {list(restart_writes)}",
-                  flush=True)
+            print(
+                f"N={n}: {entity_count} entities; controller {r['controller_seconds']['median']:.2f} s, "
+                f"raw {r['raw_seconds']['median']:.2f} s, ratio "
+                f"{r['controller_over_raw_throughput']['median']:.2f}; restart "
+                f"{r['restart_seconds']['median']:.2f} s with writes {list(restart_writes)}",
+                flush=True,
+            )
     write_result("convergence", results)
 
 

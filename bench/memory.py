@@ -7,6 +7,7 @@
 Each is measured in a fresh process, next to the same process's RSS after
 imports only, so the figure is what the state costs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,6 +26,7 @@ def child_compile(vms_count: int) -> None:
     from p4vtep.dataplane.artifacts import bmv2_pipeline
     from p4vtep.dataplane.entries import PipelineEntries
     from p4vtep.validation import validate
+
     base = rss_mib()
     tors = 16
     fabric = workload.fabric([f"127.0.0.1:{1 + i}" for i in range(tors)], 1000)
@@ -42,11 +44,13 @@ def child_controller(addresses: list[str], vms_count: int) -> None:
     from p4vtep.controller import Controller
     from p4vtep.dataplane.artifacts import bmv2_pipeline
     from p4vtep.store import Store
+
     base = rss_mib()
     with tempfile.TemporaryDirectory() as tmp:
         fabric = workload.fabric(addresses, 100)
-        controller = Controller(fabric, bmv2_pipeline(), Store(Path(tmp) / "s.db"),
-                                resync_seconds=3600)
+        controller = Controller(
+            fabric, bmv2_pipeline(), Store(Path(tmp) / "s.db"), resync_seconds=3600
+        )
         controller.replace_source("inventory", workload.vms(vms_count, 2, 100))
         controller.start()
         assert controller.wait_converged(900)
@@ -57,8 +61,12 @@ def child_controller(addresses: list[str], vms_count: int) -> None:
 
 
 def run_child(*args: str) -> tuple[float, float, int]:
-    out = subprocess.run([sys.executable, str(BENCH / "memory.py"), *args], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "memory.py"), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     line = next(l for l in out.splitlines() if l.startswith("RESULT"))
     base, rss, count = line.split()[1:]
     return float(base), float(rss), int(count)
@@ -76,20 +84,33 @@ def main() -> None:
         return child_controller(args.addresses, args.child_controller)
     require_switch()
     with tempfile.TemporaryDirectory() as tmp, switches(2, Path(tmp) / "logs") as sws:
-        base10k, rss10k, entries10k = run_child("--child-controller", "10000", "--addresses",
-                                                *[s.grpc_address for s in sws])
+        base10k, rss10k, entries10k = run_child(
+            "--child-controller", "10000", "--addresses", *[s.grpc_address for s in sws]
+        )
     base100k, rss100k, entries100k = run_child("--child-compile", "100000")
     result = {
-        "controller_10k": {"vms": 10000, "tors": 2, "entries_on_switches": entries10k,
-                           "rss_mib": rss10k, "rss_after_imports_mib": base10k,
-                           "state_mib": rss10k - base10k},
-        "state_100k": {"vms": 100000, "tors": 16, "compiled_entities": entries100k,
-                       "rss_mib": rss100k, "rss_after_imports_mib": base100k,
-                       "state_mib": rss100k - base100k},
+        "controller_10k": {
+            "vms": 10000,
+            "tors": 2,
+            "entries_on_switches": entries10k,
+            "rss_mib": rss10k,
+            "rss_after_imports_mib": base10k,
+            "state_mib": rss10k - base10k,
+        },
+        "state_100k": {
+            "vms": 100000,
+            "tors": 16,
+            "compiled_entities": entries100k,
+            "rss_mib": rss100k,
+            "rss_after_imports_mib": base100k,
+            "state_mib": rss100k - base100k,
+        },
     }
-    print(f"10,000 VMs on 2 ToRs: controller RSS {rss10k:.0f} MiB ({rss10k - base10k:.0f} MiB "
-          f"over an idle process); 100,000 VMs compiled for 16 ToRs, no switch: RSS "
-          f"{rss100k:.0f} MiB ({rss100k - base100k:.0f} MiB)")
+    print(
+        f"10,000 VMs on 2 ToRs: controller RSS {rss10k:.0f} MiB ({rss10k - base10k:.0f} MiB "
+        f"over an idle process); 100,000 VMs compiled for 16 ToRs, no switch: RSS "
+        f"{rss100k:.0f} MiB ({rss100k - base100k:.0f} MiB)"
+    )
     write_result("memory", result)
 
 

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Render docs/benchmarks.md and its plots from bench/results/*.json."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
-from common import REPO, RESULTS  # noqa: E402
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from common import REPO, RESULTS
 
 DOCS = REPO / "docs"
 PLOTS = DOCS / "benchmarks"
@@ -21,12 +22,15 @@ def load(name: str) -> dict | None:
 
 
 def spread(s: dict, scale: float = 1.0, fmt: str = "{:.2f}") -> str:
-    return (f"{fmt.format(s['median'] * scale)} "
-            f"({fmt.format(s['min'] * scale)}-{fmt.format(s['max'] * scale)}, n={s['n']})")
+    return (
+        f"{fmt.format(s['median'] * scale)} "
+        f"({fmt.format(s['min'] * scale)}-{fmt.format(s['max'] * scale)}, n={s['n']})"
+    )
 
 
-def bars(path: Path, title: str, labels: list[str], series: dict[str, list[dict]],
-         ylabel: str) -> None:
+def bars(
+    path: Path, title: str, labels: list[str], series: dict[str, list[dict]], ylabel: str
+) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     width = 0.8 / max(1, len(series))
     for i, (name, values) in enumerate(series.items()):
@@ -49,13 +53,17 @@ def section_convergence(out: list[str]) -> None:
         out.append("_Not run yet (`make bench-convergence`)._\n")
         return
     sizes = data["sizes"]
-    out.append("| VMs | entities (both ToRs) | controller s | raw writer s | controller entities/s | raw entities/s | controller / raw |")
+    out.append(
+        "| VMs | entities (both ToRs) | controller s | raw writer s | controller entities/s | raw entities/s | controller / raw |"
+    )
     out.append("|---|---|---|---|---|---|---|")
     for n, r in sizes.items():
-        out.append(f"| {int(n):,} | {r['entities']:,} | {spread(r['controller_seconds'])} | "
-                   f"{spread(r['raw_seconds'])} | {spread(r['controller_entities_per_s'], fmt='{:,.0f}')} | "
-                   f"{spread(r['raw_entities_per_s'], fmt='{:,.0f}')} | "
-                   f"**{spread(r['controller_over_raw_throughput'])}** |")
+        out.append(
+            f"| {int(n):,} | {r['entities']:,} | {spread(r['controller_seconds'])} | "
+            f"{spread(r['raw_seconds'])} | {spread(r['controller_entities_per_s'], fmt='{:,.0f}')} | "
+            f"{spread(r['raw_entities_per_s'], fmt='{:,.0f}')} | "
+            f"**{spread(r['controller_over_raw_throughput'])}** |"
+        )
     out.append("")
     out.append("Controller restart with everything installed (benchmark 2):\n")
     out.append("| VMs | restart to verified steady state, s | writes |")
@@ -64,9 +72,16 @@ def section_convergence(out: list[str]) -> None:
         out.append(f"| {int(n):,} | {spread(r['restart_seconds'])} | {r['restart_writes']} |")
     out.append("")
     labels = [f"{int(n):,} VMs" for n in sizes]
-    bars(PLOTS / "convergence.png", "Entities installed and verified per second", labels,
-         {"controller": [r["controller_entities_per_s"] for r in sizes.values()],
-          "raw writer": [r["raw_entities_per_s"] for r in sizes.values()]}, "entities/s")
+    bars(
+        PLOTS / "convergence.png",
+        "Entities installed and verified per second",
+        labels,
+        {
+            "controller": [r["controller_entities_per_s"] for r in sizes.values()],
+            "raw writer": [r["raw_entities_per_s"] for r in sizes.values()],
+        },
+        "entities/s",
+    )
     out.append("![convergence](benchmarks/convergence.png)\n")
 
 
@@ -78,11 +93,15 @@ def section_memory(out: list[str]) -> None:
     a, b = data["controller_10k"], data["state_100k"]
     out.append("| what | RSS MiB | of which the state, MiB |")
     out.append("|---|---|---|")
-    out.append(f"| controller with 10,000 VMs converged on 2 ToRs ({a['entries_on_switches']:,} entries) "
-               f"| {a['rss_mib']:.0f} | {a['state_mib']:.0f} |")
-    out.append(f"| 100,000 VMs: desired state + compiled entities for 16 ToRs "
-               f"({b['compiled_entities']:,} entities), no switch | {b['rss_mib']:.0f} | {b['state_mib']:.0f} |")
-    out.append("\n\"Of which the state\" is RSS minus the same process's RSS after its imports.\n")
+    out.append(
+        f"| controller with 10,000 VMs converged on 2 ToRs ({a['entries_on_switches']:,} entries) "
+        f"| {a['rss_mib']:.0f} | {a['state_mib']:.0f} |"
+    )
+    out.append(
+        f"| 100,000 VMs: desired state + compiled entities for 16 ToRs "
+        f"({b['compiled_entities']:,} entities), no switch | {b['rss_mib']:.0f} | {b['state_mib']:.0f} |"
+    )
+    out.append('\n"Of which the state" is RSS minus the same process\'s RSS after its imports.\n')
 
 
 def section_move(out: list[str]) -> None:
@@ -94,10 +113,14 @@ def section_move(out: list[str]) -> None:
     out.append(f"{data['moves']} moves between ToRs with {data['vms']:,} VMs installed:\n")
     out.append("| from the MigrateVM call to | p50 ms | p99 ms | min-max ms |")
     out.append("|---|---|---|---|")
-    out.append(f"| last write acknowledged on every ToR | {ack['p50'] * 1e3:.0f} | {ack['p99'] * 1e3:.0f} | "
-               f"{ack['min'] * 1e3:.0f}-{ack['max'] * 1e3:.0f} |")
-    out.append(f"| first probe packet at the new location | {pkt['p50'] * 1e3:.0f} | {pkt['p99'] * 1e3:.0f} | "
-               f"{pkt['min'] * 1e3:.0f}-{pkt['max'] * 1e3:.0f} |")
+    out.append(
+        f"| last write acknowledged on every ToR | {ack['p50'] * 1e3:.0f} | {ack['p99'] * 1e3:.0f} | "
+        f"{ack['min'] * 1e3:.0f}-{ack['max'] * 1e3:.0f} |"
+    )
+    out.append(
+        f"| first probe packet at the new location | {pkt['p50'] * 1e3:.0f} | {pkt['p99'] * 1e3:.0f} | "
+        f"{pkt['min'] * 1e3:.0f}-{pkt['max'] * 1e3:.0f} |"
+    )
     if pkt.get("missing"):
         out.append(f"\n{pkt['missing']} moves saw no probe within 5 s.")
     out.append("")
@@ -120,16 +143,25 @@ def section_dataplane(out: list[str]) -> None:
         out.append("_Not run yet (`make bench-dataplane`)._\n")
         return
     paths = data["paths"]
-    out.append("| path | frame B | baseline pps | p4vtep pps | p4vtep / baseline | latency baseline / p4vtep µs |")
+    out.append(
+        "| path | frame B | baseline pps | p4vtep pps | p4vtep / baseline | latency baseline / p4vtep µs |"
+    )
     out.append("|---|---|---|---|---|---|")
     for r in paths.values():
-        out.append(f"| {r['path']} | {r['frame_bytes']} | {spread(r['baseline_pps'], fmt='{:,.0f}')} | "
-                   f"{spread(r['p4vtep_pps'], fmt='{:,.0f}')} | **{spread(r['ratio'])}** | "
-                   f"{r['baseline_latency_us']:.0f} / {r['p4vtep_latency_us']:.0f} |")
+        out.append(
+            f"| {r['path']} | {r['frame_bytes']} | {spread(r['baseline_pps'], fmt='{:,.0f}')} | "
+            f"{spread(r['p4vtep_pps'], fmt='{:,.0f}')} | **{spread(r['ratio'])}** | "
+            f"{r['baseline_latency_us']:.0f} / {r['p4vtep_latency_us']:.0f} |"
+        )
     out.append("")
     labels = [f"{r['path']} {r['frame_bytes']}B" for r in paths.values()]
-    bars(PLOTS / "dataplane.png", "p4vtep throughput / L2 baseline (same BMv2, same run)", labels,
-         {"ratio": [r["ratio"] for r in paths.values()]}, "ratio")
+    bars(
+        PLOTS / "dataplane.png",
+        "p4vtep throughput / L2 baseline (same BMv2, same run)",
+        labels,
+        {"ratio": [r["ratio"] for r in paths.values()]},
+        "ratio",
+    )
     out.append("![dataplane](benchmarks/dataplane.png)\n")
 
 
@@ -139,50 +171,79 @@ def section_server(out: list[str]) -> None:
         out.append("_Not run yet (`make bench-server`)._\n")
         return
     frames = data["frames"]
-    out.append("| frame B | offloaded pkts per CPU-s | Linux VXLAN pkts per CPU-s | offloaded / VXLAN |")
+    out.append(
+        "| frame B | offloaded pkts per CPU-s | Linux VXLAN pkts per CPU-s | offloaded / VXLAN |"
+    )
     out.append("|---|---|---|---|")
     for r in frames.values():
-        out.append(f"| {r['frame_bytes']} | {spread(r['offloaded_pkts_per_cpu_s'], fmt='{:,.0f}')} | "
-                   f"{spread(r['vxlan_pkts_per_cpu_s'], fmt='{:,.0f}')} | **{spread(r['gain'])}** |")
+        out.append(
+            f"| {r['frame_bytes']} | {spread(r['offloaded_pkts_per_cpu_s'], fmt='{:,.0f}')} | "
+            f"{spread(r['vxlan_pkts_per_cpu_s'], fmt='{:,.0f}')} | **{spread(r['gain'])}** |"
+        )
     out.append("")
-    bars(PLOTS / "server_cost.png", "Packets per CPU-second on the server", 
-         [f"{r['frame_bytes']} B" for r in frames.values()],
-         {"offloaded": [r["offloaded_pkts_per_cpu_s"] for r in frames.values()],
-          "Linux VXLAN": [r["vxlan_pkts_per_cpu_s"] for r in frames.values()]}, "packets / CPU-s")
+    bars(
+        PLOTS / "server_cost.png",
+        "Packets per CPU-second on the server",
+        [f"{r['frame_bytes']} B" for r in frames.values()],
+        {
+            "offloaded": [r["offloaded_pkts_per_cpu_s"] for r in frames.values()],
+            "Linux VXLAN": [r["vxlan_pkts_per_cpu_s"] for r in frames.values()],
+        },
+        "packets / CPU-s",
+    )
     out.append("![server cost](benchmarks/server_cost.png)\n")
 
 
 def main() -> None:
     PLOTS.mkdir(parents=True, exist_ok=True)
-    machine = next((d["machine"] for d in (load(n) for n in
-                    ("convergence", "dataplane", "vm_move", "memory", "server_cost")) if d), {})
-    out = ["# Benchmarks", "",
-           "Generated by `make bench` (`bench/report.py` from `bench/results/*.json`). Every",
-           "comparison is measured side by side in one run, alternating A B A B, and given as",
-           "median (min-max, n rounds). Benchmarks report; they do not pass or fail.", "",
-           f"Machine: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, kernel "
-           f"{machine.get('kernel', '?')}, Python {machine.get('python', '?')}; BMv2 "
-           f"{machine.get('bmv2', '?')} ({machine.get('bmv2_build', '?')}); run "
-           f"{machine.get('when', '?')}.", "",
-           "## 1. Convergence against the raw P4Runtime limit", "",
-           "From controller start to every entry installed on both ToRs and a read-back diff",
-           "that is empty, against a writer that sends the same entities pre-encoded in",
-           "batches of 1,000 to the same switches (both ToRs in parallel) and verifies the",
-           "same way. Target: controller / raw >= 0.8.", ""]
+    machine = next(
+        (
+            d["machine"]
+            for d in (
+                load(n) for n in ("convergence", "dataplane", "vm_move", "memory", "server_cost")
+            )
+            if d
+        ),
+        {},
+    )
+    out = [
+        "# Benchmarks",
+        "",
+        "Generated by `make bench` (`bench/report.py` from `bench/results/*.json`). Every",
+        "comparison is measured side by side in one run, alternating A B A B, and given as",
+        "median (min-max, n rounds). Benchmarks report; they do not pass or fail.",
+        "",
+        f"Machine: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, kernel "
+        f"{machine.get('kernel', '?')}, Python {machine.get('python', '?')}; BMv2 "
+        f"{machine.get('bmv2', '?')} ({machine.get('bmv2_build', '?')}); run "
+        f"{machine.get('when', '?')}.",
+        "",
+        "## 1. Convergence against the raw P4Runtime limit",
+        "",
+        "From controller start to every entry installed on both ToRs and a read-back diff",
+        "that is empty, against a writer that sends the same entities pre-encoded in",
+        "batches of 1,000 to the same switches (both ToRs in parallel) and verifies the",
+        "same way. Target: controller / raw >= 0.8.",
+        "",
+    ]
     section_convergence(out)
     out += ["## 2. Memory", ""]
     section_memory(out)
     out += ["## 3. VM move", ""]
     section_move(out)
-    out += ["## 4. Data-plane cost on BMv2", "",
-            "The p4vtep pipeline against `bench/baseline/l2fwd.p4` (one exact table on the",
-            "ingress port), same p4c, same `simple_switch_grpc` process and veths, programs",
-            "swapped by SetForwardingPipelineConfig between rounds. Frame size is the tenant",
-            "frame (decap input is 50 bytes larger). Target: >= 0.7.", ""]
+    out += [
+        "## 4. Data-plane cost on BMv2",
+        "",
+        "The p4vtep pipeline against `bench/baseline/l2fwd.p4` (one exact table on the",
+        "ingress port), same p4c, same `simple_switch_grpc` process and veths, programs",
+        "swapped by SetForwardingPipelineConfig between rounds. Frame size is the tenant",
+        "frame (decap input is 50 bytes larger). Target: >= 0.7.",
+        "",
+    ]
     section_dataplane(out)
     out += ["## 5. The offload's value on the server", ""]
     section_server(out)
-    notes = (REPO / "bench" / "NOTES.md")
+    notes = REPO / "bench" / "NOTES.md"
     if notes.exists():
         out += [notes.read_text()]
     (DOCS / "benchmarks.md").write_text("\n".join(out) + "\n")

@@ -11,6 +11,7 @@ iperf3 sends UDP as fast as it can; we count packets received and the CPU
 time the whole machine spent (/proc/stat) and report packets/s per
 CPU-second. Rounds alternate offloaded / vxlan.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,7 @@ NS = ("p4vtep-srvA", "p4vtep-srvB")
 UNDERLAY = ("10.99.0.1", "10.99.0.2")
 OVERLAY = ("192.168.50.1", "192.168.50.2")
 PLAIN = ("192.168.60.1", "192.168.60.2")
-HEADERS = 14 + 20 + 8          # Ethernet + IPv4 + UDP of the tenant packet
+HEADERS = 14 + 20 + 8  # Ethernet + IPv4 + UDP of the tenant packet
 
 
 def sh(*args: str, check: bool = True) -> str:
@@ -40,15 +41,45 @@ def ns(index: int, *args: str, check: bool = True) -> str:
 def setup() -> None:
     for name in NS:
         sh("ip", "netns", "add", name)
-    sh("ip", "link", "add", "srvA0", "netns", NS[0], "type", "veth", "peer", "name", "srvB0",
-       "netns", NS[1])
+    sh(
+        "ip",
+        "link",
+        "add",
+        "srvA0",
+        "netns",
+        NS[0],
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "srvB0",
+        "netns",
+        NS[1],
+    )
     for i, dev in ((0, "srvA0"), (1, "srvB0")):
         ns(i, "ip", "link", "set", "lo", "up")
         ns(i, "ip", "link", "set", dev, "mtu", "9000", "up")
         ns(i, "ip", "addr", "add", f"{UNDERLAY[i]}/24", "dev", dev)
         ns(i, "ip", "addr", "add", f"{PLAIN[i]}/24", "dev", dev)
-        ns(i, "ip", "link", "add", "vx0", "type", "vxlan", "id", "5000", "local", UNDERLAY[i],
-           "remote", UNDERLAY[1 - i], "dstport", "4789", "dev", dev)
+        ns(
+            i,
+            "ip",
+            "link",
+            "add",
+            "vx0",
+            "type",
+            "vxlan",
+            "id",
+            "5000",
+            "local",
+            UNDERLAY[i],
+            "remote",
+            UNDERLAY[1 - i],
+            "dstport",
+            "4789",
+            "dev",
+            dev,
+        )
         ns(i, "ip", "link", "set", "vx0", "mtu", "1500", "up")
         ns(i, "ip", "addr", "add", f"{OVERLAY[i]}/24", "dev", "vx0")
 
@@ -68,12 +99,27 @@ def busy_seconds() -> float:
 
 def run(target: str, frame: int, seconds: float) -> float:
     """Packets received per CPU-second sending ``frame``-byte frames to ``target``."""
-    server = subprocess.Popen(["ip", "netns", "exec", NS[1], "iperf3", "-s", "-1", "-J"],
-                              stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", NS[1], "iperf3", "-s", "-1", "-J"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(0.5)
     cpu0 = busy_seconds()
-    client = ns(0, "iperf3", "-c", target, "-u", "-b", "0", "-l", str(frame - HEADERS),
-                "-t", str(seconds), "-J")
+    client = ns(
+        0,
+        "iperf3",
+        "-c",
+        target,
+        "-u",
+        "-b",
+        "0",
+        "-l",
+        str(frame - HEADERS),
+        "-t",
+        str(seconds),
+        "-J",
+    )
     cpu = busy_seconds() - cpu0
     report = json.loads(server.communicate(timeout=30)[0])
     total = report["end"]["sum"]
@@ -96,17 +142,24 @@ def main() -> None:
     results = {}
     try:
         for frame in args.sizes:
-            offloaded, vxlan = alternate(lambda: run(PLAIN[1], frame, args.seconds),
-                                         lambda: run(OVERLAY[1], frame, args.seconds),
-                                         args.rounds)
-            results[str(frame)] = {"frame_bytes": frame,
-                                   "offloaded_pkts_per_cpu_s": summary(offloaded),
-                                   "vxlan_pkts_per_cpu_s": summary(vxlan),
-                                   "gain": ratios(offloaded, vxlan),
-                                   "rounds": {"offloaded": offloaded, "vxlan": vxlan}}
-            print(f"{frame} B: offloaded {summary(offloaded)['median']:.0f}, vxlan "
-                  f"{summary(vxlan)['median']:.0f} packets per CPU-second; gain "
-                  f"{ratios(offloaded, vxlan)['median']:.2f}x", flush=True)
+            offloaded, vxlan = alternate(
+                lambda: run(PLAIN[1], frame, args.seconds),
+                lambda: run(OVERLAY[1], frame, args.seconds),
+                args.rounds,
+            )
+            results[str(frame)] = {
+                "frame_bytes": frame,
+                "offloaded_pkts_per_cpu_s": summary(offloaded),
+                "vxlan_pkts_per_cpu_s": summary(vxlan),
+                "gain": ratios(offloaded, vxlan),
+                "rounds": {"offloaded": offloaded, "vxlan": vxlan},
+            }
+            print(
+                f"{frame} B: offloaded {summary(offloaded)['median']:.0f}, vxlan "
+                f"{summary(vxlan)['median']:.0f} packets per CPU-second; gain "
+                f"{ratios(offloaded, vxlan)['median']:.2f}x",
+                flush=True,
+            )
     finally:
         teardown()
     write_result("server_cost", {"frames": results, "seconds_per_round": args.seconds})

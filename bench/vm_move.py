@@ -7,6 +7,7 @@ frame reaches the VM's new location. A prober VM sends a frame to the moving
 VM every millisecond; the moving VM alternates between a server on tor2 and
 a server on tor1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,15 +22,14 @@ from common import REPO, percentile, require_switch, summary, write_result
 
 sys.path.insert(0, str(REPO / "tests"))
 
-from switch_fabric import PROBE_SENDER as PROBER  # noqa: E402
-from switch_fabric import PROBE_TARGET as MOVER  # noqa: E402
-from switch_fabric import background_vms, two_tor_fabric  # noqa: E402
-from scapy.layers.inet import IP, UDP  # noqa: E402
-from scapy.layers.l2 import Dot1Q, Ether  # noqa: E402
-
-from p4vtep.controller import Controller  # noqa: E402
-from p4vtep.dataplane.artifacts import bmv2_pipeline  # noqa: E402
-from p4vtep.store import Store  # noqa: E402
+from p4vtep.controller import Controller
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.store import Store
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+from switch_fabric import PROBE_SENDER as PROBER
+from switch_fabric import PROBE_TARGET as MOVER
+from switch_fabric import background_vms, two_tor_fabric
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
@@ -43,8 +43,10 @@ class ProbeWatch:
     def __init__(self, ifaces: dict[str, str]) -> None:
         self.arrivals: dict[str, list[float]] = {server: [] for server in ifaces}
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._listen, args=(s, i), daemon=True)
-                         for s, i in ifaces.items()]
+        self._threads = [
+            threading.Thread(target=self._listen, args=(s, i), daemon=True)
+            for s, i in ifaces.items()
+        ]
 
     def _listen(self, server: str, iface: str) -> None:
         with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as sock:
@@ -54,7 +56,7 @@ class ProbeWatch:
             while not self._stop.is_set():
                 try:
                     data, addr = sock.recvfrom(2048)
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 if addr[2] != PACKET_OUTGOING and data[:6] == mover:
                     self.arrivals[server].append(time.perf_counter())
@@ -72,8 +74,12 @@ class ProbeWatch:
 
 
 def probe_sender(iface: str, stop: threading.Event) -> None:
-    frame = bytes(Ether(src=PROBER.mac, dst=MOVER.mac) / Dot1Q(vlan=PROBER.vlan)
-                  / IP(src=PROBER.ips[0], dst=MOVER.ips[0]) / UDP(sport=7, dport=7))
+    frame = bytes(
+        Ether(src=PROBER.mac, dst=MOVER.mac)
+        / Dot1Q(vlan=PROBER.vlan)
+        / IP(src=PROBER.ips[0], dst=MOVER.ips[0])
+        / UDP(sport=7, dport=7)
+    )
     with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sock:
         sock.bind((iface, 0))
         while not stop.is_set():
@@ -97,8 +103,9 @@ def main() -> None:
         print(f"{args.vms} VMs installed in {time.perf_counter() - started:.1f} s", flush=True)
         acked, delivered = [], []
         stop = threading.Event()
-        sender = threading.Thread(target=probe_sender, args=(sf.host_ifaces["s11"], stop),
-                                  daemon=True)
+        sender = threading.Thread(
+            target=probe_sender, args=(sf.host_ifaces["s11"], stop), daemon=True
+        )
         with ProbeWatch({s: sf.host_ifaces[s] for s, _ in PLACES}) as watch:
             sender.start()
             time.sleep(0.5)
@@ -109,24 +116,36 @@ def main() -> None:
                 assert controller.wait_version(version, 60)
                 acked.append(time.perf_counter() - t0)
                 deadline = time.perf_counter() + 5
-                while (first := watch.first_after(server, t0)) is None and \
-                        time.perf_counter() < deadline:
+                while (
+                    first := watch.first_after(server, t0)
+                ) is None and time.perf_counter() < deadline:
                     time.sleep(0.001)
                 delivered.append((first - t0) if first else float("nan"))
             stop.set()
         controller.stop()
     ok = [d for d in delivered if d == d]
     result = {
-        "vms": args.vms, "moves": args.moves,
-        "ack_seconds": {**summary(acked), "p50": percentile(acked, 50), "p99": percentile(acked, 99)},
-        "first_packet_seconds": {**summary(ok), "p50": percentile(ok, 50),
-                                 "p99": percentile(ok, 99), "missing": len(delivered) - len(ok)},
+        "vms": args.vms,
+        "moves": args.moves,
+        "ack_seconds": {
+            **summary(acked),
+            "p50": percentile(acked, 50),
+            "p99": percentile(acked, 99),
+        },
+        "first_packet_seconds": {
+            **summary(ok),
+            "p50": percentile(ok, 50),
+            "p99": percentile(ok, 99),
+            "missing": len(delivered) - len(ok),
+        },
         "samples": {"ack": acked, "first_packet": delivered},
     }
-    print(f"ack p50 {result['ack_seconds']['p50'] * 1e3:.0f} ms p99 "
-          f"{result['ack_seconds']['p99'] * 1e3:.0f} ms; first packet p50 "
-          f"{result['first_packet_seconds']['p50'] * 1e3:.0f} ms p99 "
-          f"{result['first_packet_seconds']['p99'] * 1e3:.0f} ms")
+    print(
+        f"ack p50 {result['ack_seconds']['p50'] * 1e3:.0f} ms p99 "
+        f"{result['ack_seconds']['p99'] * 1e3:.0f} ms; first packet p50 "
+        f"{result['first_packet_seconds']['p50'] * 1e3:.0f} ms p99 "
+        f"{result['first_packet_seconds']['p99'] * 1e3:.0f} ms"
+    )
     write_result("vm_move", result)
 
 

@@ -1,9 +1,10 @@
 """Synthetic fabrics and VM populations for the benchmarks."""
+
 from __future__ import annotations
 
 from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
 
-SERVER_PORTS = (1, 2, 5, 6)        # ports 3 and 4 are uplinks
+SERVER_PORTS = (1, 2, 5, 6)  # ports 3 and 4 are uplinks
 VNI_BASE = 10000
 
 
@@ -11,9 +12,14 @@ def fabric(addresses: list[str], vnis: int) -> Fabric:
     f = Fabric()
     for t, address in enumerate(addresses, start=1):
         name = f"tor{t}"
-        f.tors[name] = Tor(name, address, t, f"10.0.{t // 256}.{t % 256}",
-                           f"00:aa:00:00:{t // 256:02x}:{t % 256:02x}",
-                           (Uplink(3, "00:5e:00:00:01:01"), Uplink(4, "00:5e:00:00:01:02")))
+        f.tors[name] = Tor(
+            name,
+            address,
+            t,
+            f"10.0.{t // 256}.{t % 256}",
+            f"00:aa:00:00:{t // 256:02x}:{t % 256:02x}",
+            (Uplink(3, "00:5e:00:00:01:01"), Uplink(4, "00:5e:00:00:01:02")),
+        )
         for port in SERVER_PORTS:
             f.servers[f"s{t}-{port}"] = Server(f"s{t}-{port}", name, port)
     for v in range(vnis):
@@ -36,7 +42,7 @@ def vms(count: int, tors: int, vnis: int, tors_per_vni: int | None = None) -> li
         port = SERVER_PORTS[(i // tors) % len(SERVER_PORTS)]
         server = f"s{tor}-{port}"
         slots[server] = slots.get(server, 0) + 1
-        mac = f"02:00:{(i >> 24) & 0xff:02x}:{(i >> 16) & 0xff:02x}:{(i >> 8) & 0xff:02x}:{i & 0xff:02x}"
-        ip = f"10.{(i >> 16) & 0xff}.{(i >> 8) & 0xff}.{i & 0xff}"
+        mac = f"02:00:{(i >> 24) & 0xFF:02x}:{(i >> 16) & 0xFF:02x}:{(i >> 8) & 0xFF:02x}:{i & 0xFF:02x}"
+        ip = f"10.{(i >> 16) & 0xFF}.{(i >> 8) & 0xFF}.{i & 0xFF}"
         result.append(Vm(f"vm{i}", mac, (ip,), VNI_BASE + vni_index, server, slots[server]))
     return result

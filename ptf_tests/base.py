@@ -5,6 +5,7 @@ a primary P4Runtime connection, and the entry builders of the controller's
 own library. ``VtepFabricTest`` installs the reference fabric described in
 ``fabric`` below; most tests start from it and add or break one thing.
 """
+
 from __future__ import annotations
 
 import sys
@@ -23,20 +24,25 @@ from scapy.packet import Packet, Raw
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "control_plane"))
 
-from p4vtep.dataplane.artifacts import Pipeline  # noqa: E402
-from p4vtep.dataplane.drop_reasons import DropReason  # noqa: E402
-from p4vtep.dataplane.entries import (EGRESS_DROP_COUNTER, INGRESS_DROP_COUNTER,  # noqa: E402
-                                      MeterRates, PipelineEntries, PortRole)
-from p4vtep.runtime.client import SwitchConnection  # noqa: E402
+from p4vtep.dataplane.artifacts import Pipeline
+from p4vtep.dataplane.drop_reasons import DropReason
+from p4vtep.dataplane.entries import (
+    EGRESS_DROP_COUNTER,
+    INGRESS_DROP_COUNTER,
+    MeterRates,
+    PipelineEntries,
+    PortRole,
+)
+from p4vtep.runtime.client import SwitchConnection
 
 __all__ = ["DropReason", "MeterRates", "tu"]  # re-exported for the tests
 
 # --- the reference fabric ------------------------------------------------------
 # Ports as BMv2 numbers them; PTF sees the same numbers on device 0.
-ACCESS_PORT_1 = 1      # server 1: VFs of VMs a1, b1
-ACCESS_PORT_2 = 2      # server 2: VFs of VMs a2, b2
-UPLINK_1 = 3           # to spine 1
-UPLINK_2 = 4           # to spine 2
+ACCESS_PORT_1 = 1  # server 1: VFs of VMs a1, b1
+ACCESS_PORT_2 = 2  # server 2: VFs of VMs a2, b2
+UPLINK_1 = 3  # to spine 1
+UPLINK_2 = 4  # to spine 2
 UPLINKS = (UPLINK_1, UPLINK_2)
 SPINE_MAC = {UPLINK_1: "00:5e:00:00:01:01", UPLINK_2: "00:5e:00:00:01:02"}
 
@@ -45,8 +51,8 @@ ROUTER_MAC = "00:aa:00:00:00:01"
 REMOTE_VTEP_1 = "10.0.0.2"
 REMOTE_VTEP_2 = "10.0.0.3"
 
-VNI_A = 5000           # tenant A
-VNI_B = 6000           # tenant B: same IP subnet as A
+VNI_A = 5000  # tenant A
+VNI_B = 6000  # tenant B: same IP subnet as A
 TC_A = 2
 TC_B = 1
 
@@ -57,10 +63,10 @@ class Vm:
     vni: int
     mac: str
     ip: str
-    port: int = 0        # local VMs: access port and VF VLAN
+    port: int = 0  # local VMs: access port and VF VLAN
     vlan: int = 0
-    index: int = 0       # local VMs: meter/counter index
-    vtep: str = ""       # remote VMs: their VTEP
+    index: int = 0  # local VMs: meter/counter index
+    vtep: str = ""  # remote VMs: their VTEP
 
 
 A1 = Vm("a1", VNI_A, "00:00:0a:00:00:01", "192.168.1.1", ACCESS_PORT_1, 10, 1)
@@ -78,8 +84,11 @@ VNI_INDEX = {VNI_A: 1, VNI_B: 2}
 FLOOD_GROUP = {VNI_A: 1, VNI_B: 3}
 LOCAL_FLOOD_GROUP = {VNI_A: 2, VNI_B: 4}
 REPLICA_ID = {"a1": 1, "a2": 2, "b1": 3, "b2": 4}
-VTEP_REPLICA_ID = {(VNI_A, REMOTE_VTEP_1): 101, (VNI_A, REMOTE_VTEP_2): 102,
-                   (VNI_B, REMOTE_VTEP_1): 103}
+VTEP_REPLICA_ID = {
+    (VNI_A, REMOTE_VTEP_1): 101,
+    (VNI_A, REMOTE_VTEP_2): 102,
+    (VNI_B, REMOTE_VTEP_1): 103,
+}
 # Which uplink carries the flood copies for each remote VTEP.
 VTEP_FLOOD_UPLINK = {REMOTE_VTEP_1: UPLINK_1, REMOTE_VTEP_2: UPLINK_2}
 
@@ -88,14 +97,27 @@ BROADCAST = "ff:ff:ff:ff:ff:ff"
 
 
 # --- packet builders -----------------------------------------------------------
-def vm_frame(src: Vm, dst_mac: str, dst_ip: str, *, vlan: int | None = None,
-             sport: int = 1234, dport: int = 80, payload_len: int = 64, tcp: bool = False,
-             src_mac: str | None = None) -> Packet:
+def vm_frame(
+    src: Vm,
+    dst_mac: str,
+    dst_ip: str,
+    *,
+    vlan: int | None = None,
+    sport: int = 1234,
+    dport: int = 80,
+    payload_len: int = 64,
+    tcp: bool = False,
+    src_mac: str | None = None,
+) -> Packet:
     """A frame as VM ``src`` sends it through its VF: tagged with the VF VLAN."""
     l4 = TCP(sport=sport, dport=dport, flags="S") if tcp else UDP(sport=sport, dport=dport)
-    return (Ether(src=src_mac or src.mac, dst=dst_mac)
-            / Dot1Q(vlan=src.vlan if vlan is None else vlan)
-            / IP(src=src.ip, dst=dst_ip, ttl=64) / l4 / Raw(b"\xab" * payload_len))
+    return (
+        Ether(src=src_mac or src.mac, dst=dst_mac)
+        / Dot1Q(vlan=src.vlan if vlan is None else vlan)
+        / IP(src=src.ip, dst=dst_ip, ttl=64)
+        / l4
+        / Raw(b"\xab" * payload_len)
+    )
 
 
 def untag(frame: Packet) -> Packet:
@@ -114,38 +136,69 @@ def retag(frame: Packet, vlan: int) -> Packet:
     return Ether(src=frame[Ether].src, dst=frame[Ether].dst) / Dot1Q(vlan=vlan) / inner
 
 
-def vxlan_packet(inner: Packet, *, vni: int, outer_src: str, outer_dst: str, src_mac: str,
-                 dst_mac: str, sport: int = 49152, dport: int = 4789, ttl: int = 64,
-                 flags: int = 0x08, tos: int = 0) -> Packet:
-    return (Ether(src=src_mac, dst=dst_mac)
-            / IP(src=outer_src, dst=outer_dst, ttl=ttl, id=0, flags=0, tos=tos)
-            / UDP(sport=sport, dport=dport, chksum=0)
-            / VXLAN(vni=vni, flags=flags) / inner)
+def vxlan_packet(
+    inner: Packet,
+    *,
+    vni: int,
+    outer_src: str,
+    outer_dst: str,
+    src_mac: str,
+    dst_mac: str,
+    sport: int = 49152,
+    dport: int = 4789,
+    ttl: int = 64,
+    flags: int = 0x08,
+    tos: int = 0,
+) -> Packet:
+    return (
+        Ether(src=src_mac, dst=dst_mac)
+        / IP(src=outer_src, dst=outer_dst, ttl=ttl, id=0, flags=0, tos=tos)
+        / UDP(sport=sport, dport=dport, chksum=0)
+        / VXLAN(vni=vni, flags=flags)
+        / inner
+    )
 
 
-def from_remote(inner: Packet, vni: int, remote_vtep: str, uplink: int = UPLINK_1,
-                **kwargs) -> Packet:
+def from_remote(
+    inner: Packet, vni: int, remote_vtep: str, uplink: int = UPLINK_1, **kwargs
+) -> Packet:
     """A VXLAN packet a remote VTEP sends us through a spine."""
-    return vxlan_packet(inner, vni=vni, outer_src=remote_vtep, outer_dst=LOCAL_VTEP_IP,
-                        src_mac=SPINE_MAC[uplink], dst_mac=ROUTER_MAC, **kwargs)
+    return vxlan_packet(
+        inner,
+        vni=vni,
+        outer_src=remote_vtep,
+        outer_dst=LOCAL_VTEP_IP,
+        src_mac=SPINE_MAC[uplink],
+        dst_mac=ROUTER_MAC,
+        **kwargs,
+    )
 
 
-def expected_encap(inner: Packet, vni: int, remote_vtep: str, uplink: int,
-                   tos: int = 0) -> Mask:
+def expected_encap(inner: Packet, vni: int, remote_vtep: str, uplink: int, tos: int = 0) -> Mask:
     """What we must send toward ``remote_vtep``: every outer field checked
     except the UDP source port, which is a hash the test cannot predict (its
     range and stability are tested separately)."""
-    pkt = vxlan_packet(inner, vni=vni, outer_src=LOCAL_VTEP_IP, outer_dst=remote_vtep,
-                       src_mac=ROUTER_MAC, dst_mac=SPINE_MAC[uplink], tos=tos)
-    pkt = Ether(bytes(pkt))          # fills lengths and the IPv4 checksum
+    pkt = vxlan_packet(
+        inner,
+        vni=vni,
+        outer_src=LOCAL_VTEP_IP,
+        outer_dst=remote_vtep,
+        src_mac=ROUTER_MAC,
+        dst_mac=SPINE_MAC[uplink],
+        tos=tos,
+    )
+    pkt = Ether(bytes(pkt))  # fills lengths and the IPv4 checksum
     mask = Mask(pkt)
     mask.set_do_not_care_scapy(UDP, "sport")
     return mask
 
 
 def arp_request(src: Vm, target_ip: str, vlan: int | None = None) -> Packet:
-    return (Ether(src=src.mac, dst=BROADCAST) / Dot1Q(vlan=src.vlan if vlan is None else vlan)
-            / ARP(op=1, hwsrc=src.mac, psrc=src.ip, hwdst="00:00:00:00:00:00", pdst=target_ip))
+    return (
+        Ether(src=src.mac, dst=BROADCAST)
+        / Dot1Q(vlan=src.vlan if vlan is None else vlan)
+        / ARP(op=1, hwsrc=src.mac, psrc=src.ip, hwdst="00:00:00:00:00:00", pdst=target_ip)
+    )
 
 
 # --- base classes --------------------------------------------------------------
@@ -156,15 +209,16 @@ class P4VtepTest(BaseTest):
         BaseTest.setUp(self)
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
-        self.pipeline = Pipeline(Path(tu.test_param_get("p4info")),
-                                 Path(tu.test_param_get("bmv2_json")))
+        self.pipeline = Pipeline(
+            Path(tu.test_param_get("p4info")), Path(tu.test_param_get("bmv2_json"))
+        )
         self.p4info = self.pipeline.p4info
         self.entries = PipelineEntries(self.p4info)
-        self.sw = SwitchConnection(tu.test_param_get("grpc_addr"),
-                                   int(tu.test_param_get("device_id")), election_id=10)
+        self.sw = SwitchConnection(
+            tu.test_param_get("grpc_addr"), int(tu.test_param_get("device_id")), election_id=10
+        )
         self.assertTrue(self.sw.connect(), "could not become primary")
-        self.sw.set_pipeline(self.p4info.message, self.pipeline.device_config,
-                             self.pipeline.cookie)
+        self.sw.set_pipeline(self.p4info.message, self.pipeline.device_config, self.pipeline.cookie)
 
     def tearDown(self) -> None:
         # BMv2 keeps multicast groups across SetForwardingPipelineConfig;
@@ -181,8 +235,10 @@ class P4VtepTest(BaseTest):
         return data.packet_count, data.byte_count
 
     def drops(self, reason: DropReason) -> int:
-        return (self.counter(INGRESS_DROP_COUNTER, reason)[0]
-                + self.counter(EGRESS_DROP_COUNTER, reason)[0])
+        return (
+            self.counter(INGRESS_DROP_COUNTER, reason)[0]
+            + self.counter(EGRESS_DROP_COUNTER, reason)[0]
+        )
 
     def assert_dropped(self, send_port: int, pkt: Packet, reason: DropReason) -> None:
         """Send ``pkt``; nothing may come out and the drop counter of ``reason``
@@ -222,41 +278,58 @@ class P4VtepTest(BaseTest):
         self.assertIn(result.port, ports, f"packet on unexpected port {result.port}")
         return result.port, result.packet
 
-    def verify_encap_any_uplink(self, inner: Packet, vni: int, remote_vtep: str,
-                                tos: int = 0) -> tuple[int, Packet]:
+    def verify_encap_any_uplink(
+        self, inner: Packet, vni: int, remote_vtep: str, tos: int = 0
+    ) -> tuple[int, Packet]:
         """One encapsulated copy on one uplink, exact but for the UDP source port."""
         port, raw = self.receive_any(UPLINKS)
         expected = expected_encap(inner, vni, remote_vtep, port, tos)
         if not expected.pkt_match(raw):
-            self.fail(f"encapsulated packet on port {port} differs:\n"
-                      f"got      {Ether(raw)!r}\nexpected {expected.exp_pkt!r}")
+            self.fail(
+                f"encapsulated packet on port {port} differs:\n"
+                f"got      {Ether(raw)!r}\nexpected {expected.exp_pkt!r}"
+            )
         return port, Ether(raw)
 
 
 class VtepFabricTest(P4VtepTest):
     """The reference fabric: two access ports with two tenants, two uplinks in
     one ECMP group toward the remote VTEPs, head-end flood groups."""
+
     configure_local_vtep = True
 
     def setUp(self) -> None:
         super().setUp()
         e = self.entries
-        updates = [e.port_role(ACCESS_PORT_1, PortRole.ACCESS),
-                   e.port_role(ACCESS_PORT_2, PortRole.ACCESS),
-                   e.port_role(UPLINK_1, PortRole.FABRIC),
-                   e.port_role(UPLINK_2, PortRole.FABRIC),
-                   e.my_vtep(LOCAL_VTEP_IP)]
+        updates = [
+            e.port_role(ACCESS_PORT_1, PortRole.ACCESS),
+            e.port_role(ACCESS_PORT_2, PortRole.ACCESS),
+            e.port_role(UPLINK_1, PortRole.FABRIC),
+            e.port_role(UPLINK_2, PortRole.FABRIC),
+            e.my_vtep(LOCAL_VTEP_IP),
+        ]
         for vni in (VNI_A, VNI_B):
-            updates.append(e.vni_config(vni, VNI_INDEX[vni], TC_A if vni == VNI_A else TC_B,
-                                        FLOOD_GROUP[vni], LOCAL_FLOOD_GROUP[vni]))
+            updates.append(
+                e.vni_config(
+                    vni,
+                    VNI_INDEX[vni],
+                    TC_A if vni == VNI_A else TC_B,
+                    FLOOD_GROUP[vni],
+                    LOCAL_FLOOD_GROUP[vni],
+                )
+            )
         for vm in LOCAL_VMS:
-            updates += [e.access_binding(vm.port, vm.vlan, vm.vni, vm.index, vm.mac),
-                        e.mac_to_local_vm(vm.vni, vm.mac, vm.port, vm.vlan, vm.index),
-                        e.arp_suppression(vm.vni, vm.ip, vm.mac),
-                        e.replica_to_vm(REPLICA_ID[vm.name], vm.vlan, vm.index)]
+            updates += [
+                e.access_binding(vm.port, vm.vlan, vm.vni, vm.index, vm.mac),
+                e.mac_to_local_vm(vm.vni, vm.mac, vm.port, vm.vlan, vm.index),
+                e.arp_suppression(vm.vni, vm.ip, vm.mac),
+                e.replica_to_vm(REPLICA_ID[vm.name], vm.vlan, vm.index),
+            ]
         for vm in REMOTE_VMS:
-            updates += [e.mac_to_remote_vtep(vm.vni, vm.mac, vm.vtep),
-                        e.arp_suppression(vm.vni, vm.ip, vm.mac)]
+            updates += [
+                e.mac_to_remote_vtep(vm.vni, vm.mac, vm.vtep),
+                e.arp_suppression(vm.vni, vm.ip, vm.mac),
+            ]
         for (vni, vtep), rid in VTEP_REPLICA_ID.items():
             uplink = VTEP_FLOOD_UPLINK[vtep]
             updates.append(e.replica_to_vtep(rid, vtep, SPINE_MAC[uplink]))
@@ -266,9 +339,14 @@ class VtepFabricTest(P4VtepTest):
         self.sw.insert(e.underlay_route("10.0.0.0", 24, group_id=ECMP_GROUP_ID))
         for vni in (VNI_A, VNI_B):
             local = [(vm.port, REPLICA_ID[vm.name]) for vm in LOCAL_VMS if vm.vni == vni]
-            remote = [(VTEP_FLOOD_UPLINK[vtep], rid)
-                      for (v, vtep), rid in VTEP_REPLICA_ID.items() if v == vni]
-            self.sw.insert(e.flood_group(FLOOD_GROUP[vni], local + remote),
-                           e.flood_group(LOCAL_FLOOD_GROUP[vni], local))
+            remote = [
+                (VTEP_FLOOD_UPLINK[vtep], rid)
+                for (v, vtep), rid in VTEP_REPLICA_ID.items()
+                if v == vni
+            ]
+            self.sw.insert(
+                e.flood_group(FLOOD_GROUP[vni], local + remote),
+                e.flood_group(LOCAL_FLOOD_GROUP[vni], local),
+            )
         if self.configure_local_vtep:
             self.sw.modify(e.local_vtep(LOCAL_VTEP_IP, ROUTER_MAC))

@@ -10,6 +10,7 @@ PTF. Nothing is left in the host's namespace.
 
 Prints one line "N passed, N failed" at the end; exits non-zero on failure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,10 +24,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "control_plane"))
 
-from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc  # noqa: E402
-from p4vtep.dataplane.artifacts import bmv2_pipeline  # noqa: E402
+from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc
+from p4vtep.dataplane.artifacts import bmv2_pipeline
 
-PORT_COUNT = 8               # switch ports 1..8, PTF device 0 ports 1..8
+PORT_COUNT = 8  # switch ports 1..8, PTF device 0 ports 1..8
 GRPC_PORT = 9559
 
 
@@ -40,11 +41,18 @@ class Namespace:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def __enter__(self) -> "Namespace":
+    def __enter__(self) -> Namespace:
         sh("ip", "netns", "add", self.name)
         for key in ("all", "default"):
-            sh("ip", "netns", "exec", self.name, "sysctl", "-qw",
-               f"net.ipv6.conf.{key}.disable_ipv6=1")
+            sh(
+                "ip",
+                "netns",
+                "exec",
+                self.name,
+                "sysctl",
+                "-qw",
+                f"net.ipv6.conf.{key}.disable_ipv6=1",
+            )
         sh("ip", "-n", self.name, "link", "set", "lo", "up")
         return self
 
@@ -57,10 +65,10 @@ class Namespace:
 
 def summarise(output: str) -> tuple[int, int, int]:
     """(passed, failed, skipped) from unittest's closing lines."""
-    ran = re.search(r"^Ran (\d+) tests?", output, re.M)
+    ran = re.search(r"^Ran (\d+) tests?", output, re.MULTILINE)
     total = int(ran.group(1)) if ran else 0
     failed = skipped = 0
-    closing = re.search(r"^(OK|FAILED)(?: \((.*)\))?$", output, re.M)
+    closing = re.search(r"^(OK|FAILED)(?: \((.*)\))?$", output, re.MULTILINE)
     if closing and closing.group(2):
         for part in closing.group(2).split(","):
             key, _, value = part.strip().partition("=")
@@ -77,13 +85,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tests", nargs="*", help="PTF test selection")
     parser.add_argument("--log-dir", default=str(REPO / "logs" / "ptf"))
-    parser.add_argument("--switch-log", action="store_true",
-                        help="run the switch with --log-console (slow; for debugging)")
+    parser.add_argument(
+        "--switch-log",
+        action="store_true",
+        help="run the switch with --log-console (slow; for debugging)",
+    )
     args = parser.parse_args()
 
     if find_simple_switch_grpc() is None:
-        print("SKIP ptf: simple_switch_grpc not found (set SIMPLE_SWITCH_GRPC or see "
-              "docs/toolchain.md)")
+        print(
+            "SKIP ptf: simple_switch_grpc not found (set SIMPLE_SWITCH_GRPC or see "
+            "docs/toolchain.md)"
+        )
         return 0
     if os.geteuid() != 0:
         print("SKIP ptf: needs root to create a network namespace and veths")
@@ -93,23 +106,47 @@ def main() -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     ptf_bin = str(Path(sys.executable).with_name("ptf"))
 
-    with Namespace(f"p4vtep-ptf-{os.getpid()}") as ns, \
-            VethSet("", PORT_COUNT, netns=ns.name) as veths:
-        switch = Bmv2Switch("switch", 1, GRPC_PORT, 9090, log_dir=log_dir, netns=ns.name,
-                            debug_log=args.switch_log,
-                            ports={i + 1: sw for i, (sw, _) in enumerate(veths.pairs)})
+    with (
+        Namespace(f"p4vtep-ptf-{os.getpid()}") as ns,
+        VethSet("", PORT_COUNT, netns=ns.name) as veths,
+    ):
+        switch = Bmv2Switch(
+            "switch",
+            1,
+            GRPC_PORT,
+            9090,
+            log_dir=log_dir,
+            netns=ns.name,
+            debug_log=args.switch_log,
+            ports={i + 1: sw for i, (sw, _) in enumerate(veths.pairs)},
+        )
         switch.start()
         try:
-            params = (f"grpc_addr='{switch.grpc_address}';device_id=1;"
-                      f"p4info='{pipeline.p4info_path}';bmv2_json='{pipeline.device_config_path}'")
-            ptf_cmd = [ptf_bin, "--test-dir", str(HERE), "--test-params", params,
-                       "--log-file", str(log_dir / "ptf.log"),
-                       "--socket-recv-size", "10240000"]
+            params = (
+                f"grpc_addr='{switch.grpc_address}';device_id=1;"
+                f"p4info='{pipeline.p4info_path}';bmv2_json='{pipeline.device_config_path}'"
+            )
+            ptf_cmd = [
+                ptf_bin,
+                "--test-dir",
+                str(HERE),
+                "--test-params",
+                params,
+                "--log-file",
+                str(log_dir / "ptf.log"),
+                "--socket-recv-size",
+                "10240000",
+            ]
             for i, (_, host) in enumerate(veths.pairs):
                 ptf_cmd += ["--interface", f"0-{i + 1}@{host}"]
             ptf_cmd += args.tests
-            result = ns.popen(ptf_cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, cwd=str(log_dir))
+            result = ns.popen(
+                ptf_cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                cwd=str(log_dir),
+            )
             output, _ = result.communicate()
             print(output, end="")
         finally:

@@ -1,10 +1,9 @@
 """Access ingress: (port, VLAN) -> VM, anti-spoofing, malformed frames."""
+
+from base import A1, A2, ACCESS_PORT_1, B1, DropReason, VtepFabricTest, vm_frame
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
-
-from base import A1, A2, B1, DropReason, VtepFabricTest, vm_frame
-from base import ACCESS_PORT_1
 
 
 class SpoofedSourceMacTest(VtepFabricTest):
@@ -37,8 +36,14 @@ class UntaggedAccessFrameTest(VtepFabricTest):
 
 class DoubleTaggedFrameTest(VtepFabricTest):
     def runTest(self):
-        frame = (Ether(src=A1.mac, dst=A2.mac) / Dot1Q(vlan=A1.vlan) / Dot1Q(vlan=A2.vlan)
-                 / IP(src=A1.ip, dst=A2.ip) / UDP() / Raw(b"x" * 40))
+        frame = (
+            Ether(src=A1.mac, dst=A2.mac)
+            / Dot1Q(vlan=A1.vlan)
+            / Dot1Q(vlan=A2.vlan)
+            / IP(src=A1.ip, dst=A2.ip)
+            / UDP()
+            / Raw(b"x" * 40)
+        )
         self.assert_dropped(A1.port, frame, DropReason.DOUBLE_TAGGED)
 
 

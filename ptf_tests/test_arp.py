@@ -1,15 +1,32 @@
 """ARP suppression: the ToR answers for IPs it knows in the asker's VNI."""
-from scapy.layers.l2 import ARP, Dot1Q, Ether
 
-from base import A1, A2, A3, A4, B1, B2, VtepFabricTest, arp_request, tu, untag
-from base import (REMOTE_VTEP_1, UPLINK_1, VNI_A, VNI_B,
-                  retag)
+from base import (
+    A1,
+    A2,
+    A3,
+    A4,
+    B1,
+    B2,
+    REMOTE_VTEP_1,
+    UPLINK_1,
+    VNI_A,
+    VNI_B,
+    VtepFabricTest,
+    arp_request,
+    retag,
+    tu,
+    untag,
+)
 from p4vtep.runtime import entities
+from scapy.layers.l2 import ARP, Dot1Q, Ether
 
 
 def arp_reply(asker, target_ip: str, target_mac: str):
-    return (Ether(src=target_mac, dst=asker.mac) / Dot1Q(vlan=asker.vlan)
-            / ARP(op=2, hwsrc=target_mac, psrc=target_ip, hwdst=asker.mac, pdst=asker.ip))
+    return (
+        Ether(src=target_mac, dst=asker.mac)
+        / Dot1Q(vlan=asker.vlan)
+        / ARP(op=2, hwsrc=target_mac, psrc=target_ip, hwdst=asker.mac, pdst=asker.ip)
+    )
 
 
 class ArpSuppressionTest(VtepFabricTest):

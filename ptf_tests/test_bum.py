@@ -1,10 +1,27 @@
 """Head-end replication of broadcast, unknown unicast and multicast, with
 split horizon."""
 
-from base import (A1, A2, A3, B1, B2, VtepFabricTest, expected_encap, from_remote, retag, tu,
-                  untag, vm_frame)
-from base import (BROADCAST, REMOTE_VTEP_1, REMOTE_VTEP_2, UPLINK_1, VNI_A, VNI_B,
-                  VTEP_FLOOD_UPLINK)
+from base import (
+    A1,
+    A2,
+    A3,
+    B1,
+    B2,
+    BROADCAST,
+    REMOTE_VTEP_1,
+    REMOTE_VTEP_2,
+    UPLINK_1,
+    VNI_A,
+    VNI_B,
+    VTEP_FLOOD_UPLINK,
+    VtepFabricTest,
+    expected_encap,
+    from_remote,
+    retag,
+    tu,
+    untag,
+    vm_frame,
+)
 
 
 class BumTest(VtepFabricTest):
@@ -66,7 +83,9 @@ class FloodGroupRemovedTest(BumTest):
     """A VNI whose flood groups are deleted floods nowhere (counted)."""
 
     def runTest(self):
-        from base import VNI_INDEX, TC_A, DropReason
+        from base import TC_A, VNI_INDEX, DropReason
+
         self.sw.modify(self.entries.vni_config(VNI_A, VNI_INDEX[VNI_A], TC_A, 0, 0))
-        self.assert_dropped(A1.port, vm_frame(A1, BROADCAST, "192.168.1.255"),
-                            DropReason.NO_FLOOD_GROUP)
+        self.assert_dropped(
+            A1.port, vm_frame(A1, BROADCAST, "192.168.1.255"), DropReason.NO_FLOOD_GROUP
+        )

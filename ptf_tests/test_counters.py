@@ -1,7 +1,14 @@
 """Counters read back exactly over P4Runtime."""
-from base import A1, A2, DropReason, VNI_A, VNI_INDEX, VtepFabricTest, retag, tu, vm_frame
-from p4vtep.dataplane.entries import (PORT_RX_COUNTER, PORT_TX_COUNTER, VM_RX_COUNTER,
-                                      VM_TX_COUNTER, VNI_RX_COUNTER, VNI_TX_COUNTER)
+
+from base import A1, A2, VNI_A, VNI_INDEX, DropReason, VtepFabricTest, retag, tu, vm_frame
+from p4vtep.dataplane.entries import (
+    PORT_RX_COUNTER,
+    PORT_TX_COUNTER,
+    VM_RX_COUNTER,
+    VM_TX_COUNTER,
+    VNI_RX_COUNTER,
+    VNI_TX_COUNTER,
+)
 
 PACKETS = 3
 

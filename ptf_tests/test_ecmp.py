@@ -1,7 +1,7 @@
 """Underlay ECMP: flows spread over every uplink; a flow keeps its uplink."""
-from scapy.layers.inet import UDP
 
 from base import A1, A3, REMOTE_VTEP_1, UPLINKS, VNI_A, VtepFabricTest, tu, untag, vm_frame
+from scapy.layers.inet import UDP
 
 FLOWS = 256
 

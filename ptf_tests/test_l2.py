@@ -1,7 +1,24 @@
 """Local switching within a VNI, VLAN rewrite per VF, and no leak between VNIs."""
-from base import A1, A2, B1, B2, DropReason, VtepFabricTest, retag, tu, vm_frame
-from base import (ACCESS_PORT_1, UPLINK_1, UPLINK_2, VNI_A, REMOTE_VTEP_1,
-                  REMOTE_VTEP_2, expected_encap, untag)
+
+from base import (
+    A1,
+    A2,
+    ACCESS_PORT_1,
+    B1,
+    B2,
+    REMOTE_VTEP_1,
+    REMOTE_VTEP_2,
+    UPLINK_1,
+    UPLINK_2,
+    VNI_A,
+    DropReason,
+    VtepFabricTest,
+    expected_encap,
+    retag,
+    tu,
+    untag,
+    vm_frame,
+)
 
 
 class LocalUnicastTest(VtepFabricTest):
@@ -40,7 +57,9 @@ class NoUnicastLeakBetweenVnisTest(VtepFabricTest):
             received[port] = pkt
         for port, vtep in ((UPLINK_1, REMOTE_VTEP_1), (UPLINK_2, REMOTE_VTEP_2)):
             self.assertIn(port, received)
-            self.assertTrue(expected_encap(inner, VNI_A, vtep, port).pkt_match(bytes(received[port])))
+            self.assertTrue(
+                expected_encap(inner, VNI_A, vtep, port).pkt_match(bytes(received[port]))
+            )
         tu.verify_no_other_packets(self)
 
 
@@ -58,8 +77,10 @@ class SameServerOtherVfTest(VtepFabricTest):
     def runTest(self):
         a5_vlan, a5_mac = 50, "00:00:0a:00:00:05"
         e = self.entries
-        self.sw.insert(e.access_binding(ACCESS_PORT_1, a5_vlan, VNI_A, 5, a5_mac),
-                       e.mac_to_local_vm(VNI_A, a5_mac, ACCESS_PORT_1, a5_vlan, 5))
+        self.sw.insert(
+            e.access_binding(ACCESS_PORT_1, a5_vlan, VNI_A, 5, a5_mac),
+            e.mac_to_local_vm(VNI_A, a5_mac, ACCESS_PORT_1, a5_vlan, 5),
+        )
         frame = vm_frame(A1, a5_mac, "192.168.1.5")
         tu.send_packet(self, A1.port, frame)
         tu.verify_packet(self, retag(frame, a5_vlan), ACCESS_PORT_1)

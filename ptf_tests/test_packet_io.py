@@ -1,6 +1,6 @@
 """Packet-out from the controller and packet-in to it (CPU port)."""
-import queue
 
+import queue
 
 from base import A1, A2, VNI_A, VtepFabricTest, tu, vm_frame
 from p4vtep.runtime import codec

@@ -1,12 +1,32 @@
 """VTEP: encap toward remote VTEPs, decap toward local VFs, termination checks."""
+
+from base import (
+    A1,
+    A2,
+    A3,
+    A4,
+    B1,
+    B3,
+    LOCAL_VTEP_IP,
+    REMOTE_VTEP_1,
+    REMOTE_VTEP_2,
+    ROUTER_MAC,
+    SPINE_MAC,
+    UPLINK_1,
+    VNI_A,
+    VNI_B,
+    DropReason,
+    VtepFabricTest,
+    from_remote,
+    retag,
+    tu,
+    untag,
+    vm_frame,
+    vxlan_packet,
+)
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
-
-from base import (A1, A2, A3, A4, B1, B3, DropReason, VtepFabricTest, from_remote, retag, tu,
-                  untag, vm_frame, vxlan_packet)
-from base import (LOCAL_VTEP_IP, REMOTE_VTEP_1, REMOTE_VTEP_2, ROUTER_MAC, SPINE_MAC, UPLINK_1,
-                  VNI_A, VNI_B)
 
 
 class EncapToRemoteVtepTest(VtepFabricTest):
@@ -33,9 +53,9 @@ class EncapOtherTenantTest(VtepFabricTest):
 class EncapCopiesInnerDscpTest(VtepFabricTest):
     def runTest(self):
         frame = vm_frame(A1, A4.mac, A4.ip)
-        frame[IP].tos = 0xb8                      # EF
+        frame[IP].tos = 0xB8  # EF
         tu.send_packet(self, A1.port, frame)
-        self.verify_encap_any_uplink(untag(frame), VNI_A, REMOTE_VTEP_2, tos=0xb8)
+        self.verify_encap_any_uplink(untag(frame), VNI_A, REMOTE_VTEP_2, tos=0xB8)
         tu.verify_no_other_packets(self)
 
 
@@ -85,8 +105,9 @@ class DecapPerVniTest(VtepFabricTest):
 class UnknownVniTest(VtepFabricTest):
     def runTest(self):
         inner = untag(vm_frame(A3, A1.mac, A1.ip))
-        self.assert_dropped(UPLINK_1, from_remote(inner, 7777, REMOTE_VTEP_1),
-                            DropReason.UNKNOWN_VNI)
+        self.assert_dropped(
+            UPLINK_1, from_remote(inner, 7777, REMOTE_VTEP_1), DropReason.UNKNOWN_VNI
+        )
 
 
 class WrongUdpPortTest(VtepFabricTest):
@@ -102,8 +123,14 @@ class ForeignVtepTest(VtepFabricTest):
 
     def runTest(self):
         inner = untag(vm_frame(A3, A1.mac, A1.ip))
-        pkt = vxlan_packet(inner, vni=VNI_A, outer_src=REMOTE_VTEP_1, outer_dst="10.0.0.99",
-                           src_mac=SPINE_MAC[UPLINK_1], dst_mac=ROUTER_MAC)
+        pkt = vxlan_packet(
+            inner,
+            vni=VNI_A,
+            outer_src=REMOTE_VTEP_1,
+            outer_dst="10.0.0.99",
+            src_mac=SPINE_MAC[UPLINK_1],
+            dst_mac=ROUTER_MAC,
+        )
         self.assert_dropped(UPLINK_1, pkt, DropReason.NOT_FOR_VTEP)
 
 
@@ -111,24 +138,29 @@ class TruncatedVxlanTest(VtepFabricTest):
     """UDP 4789 to our VTEP with only 4 bytes of VXLAN header."""
 
     def runTest(self):
-        pkt = (Ether(src=SPINE_MAC[UPLINK_1], dst=ROUTER_MAC)
-               / IP(src=REMOTE_VTEP_1, dst=LOCAL_VTEP_IP) / UDP(sport=50000, dport=4789)
-               / Raw(b"\x08\x00\x00\x00"))
+        pkt = (
+            Ether(src=SPINE_MAC[UPLINK_1], dst=ROUTER_MAC)
+            / IP(src=REMOTE_VTEP_1, dst=LOCAL_VTEP_IP)
+            / UDP(sport=50000, dport=4789)
+            / Raw(b"\x08\x00\x00\x00")
+        )
         self.assert_dropped(UPLINK_1, pkt, DropReason.BAD_VXLAN)
 
 
 class VxlanFlagClearTest(VtepFabricTest):
     def runTest(self):
         inner = untag(vm_frame(A3, A1.mac, A1.ip))
-        self.assert_dropped(UPLINK_1, from_remote(inner, VNI_A, REMOTE_VTEP_1, flags=0),
-                            DropReason.BAD_VXLAN)
+        self.assert_dropped(
+            UPLINK_1, from_remote(inner, VNI_A, REMOTE_VTEP_1, flags=0), DropReason.BAD_VXLAN
+        )
 
 
 class OuterTtlZeroTest(VtepFabricTest):
     def runTest(self):
         inner = untag(vm_frame(A3, A1.mac, A1.ip))
-        self.assert_dropped(UPLINK_1, from_remote(inner, VNI_A, REMOTE_VTEP_1, ttl=0),
-                            DropReason.TTL_EXPIRED)
+        self.assert_dropped(
+            UPLINK_1, from_remote(inner, VNI_A, REMOTE_VTEP_1, ttl=0), DropReason.TTL_EXPIRED
+        )
 
 
 class OuterChecksumWrongTest(VtepFabricTest):
@@ -145,8 +177,9 @@ class FabricToFabricTest(VtepFabricTest):
 
     def runTest(self):
         inner = untag(vm_frame(A3, A4.mac, A4.ip))
-        self.assert_dropped(UPLINK_1, from_remote(inner, VNI_A, REMOTE_VTEP_1),
-                            DropReason.SPLIT_HORIZON)
+        self.assert_dropped(
+            UPLINK_1, from_remote(inner, VNI_A, REMOTE_VTEP_1), DropReason.SPLIT_HORIZON
+        )
 
 
 class NoRouteToVtepTest(VtepFabricTest):
@@ -161,6 +194,7 @@ class NoRouteToVtepTest(VtepFabricTest):
 class NoLocalVtepTest(VtepFabricTest):
     """Encap before the controller set the local VTEP: dropped, never sent
     with a zero source address."""
+
     configure_local_vtep = False
 
     def runTest(self):

@@ -1,19 +1,28 @@
 """A small fabric for controller unit tests: two ToRs, two servers each."""
+
 from p4vtep.model import Fabric, QosPolicy, Rates, Server, Tor, Uplink, Vm, Vni
 
 
 def two_tor_fabric() -> Fabric:
     fabric = Fabric()
     for i, name in enumerate(("tor1", "tor2"), start=1):
-        fabric.tors[name] = Tor(name, f"127.0.0.1:{9559 + i}", i, f"10.0.0.{i}",
-                                f"00:aa:00:00:00:0{i}",
-                                (Uplink(3, f"00:5e:00:0{i}:01:01"), Uplink(4, f"00:5e:00:0{i}:01:02")))
+        fabric.tors[name] = Tor(
+            name,
+            f"127.0.0.1:{9559 + i}",
+            i,
+            f"10.0.0.{i}",
+            f"00:aa:00:00:00:0{i}",
+            (Uplink(3, f"00:5e:00:0{i}:01:01"), Uplink(4, f"00:5e:00:0{i}:01:02")),
+        )
         for j in (1, 2):
             fabric.servers[f"s{i}{j}"] = Server(f"s{i}{j}", name, j)
     fabric.vnis[5000] = Vni(5000, "tenant-a", traffic_class=2)
     fabric.vnis[6000] = Vni(6000, "tenant-b", traffic_class=1)
-    fabric.policies["gold"] = QosPolicy("gold", tx=Rates(1_000_000, 10_000, 2_000_000, 20_000),
-                                        rx=Rates(1_000_000, 10_000, 2_000_000, 20_000))
+    fabric.policies["gold"] = QosPolicy(
+        "gold",
+        tx=Rates(1_000_000, 10_000, 2_000_000, 20_000),
+        rx=Rates(1_000_000, 10_000, 2_000_000, 20_000),
+    )
     return fabric
 
 

@@ -1,10 +1,10 @@
 """The Overlay service: calls, status codes and messages (no switch needed:
 supervisors are not started, so nothing is written anywhere)."""
+
 from __future__ import annotations
 
 import grpc
 import pytest
-
 from fabric_fixture import two_tor_fabric
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
@@ -28,8 +28,9 @@ def api(tmp_path):
 
 
 def vm(**kw) -> pb.VM:
-    base = dict(name="a1", mac="00:00:0A:00:00:01", ips=["192.168.1.1"], vni=5000,
-                server="s11", vlan=10)
+    base = dict(
+        name="a1", mac="00:00:0A:00:00:01", ips=["192.168.1.1"], vni=5000, server="s11", vlan=10
+    )
     base.update(kw)
     return pb.VM(**base)
 
@@ -55,12 +56,15 @@ def test_invalid_attach_is_refused_whole(api):
     with pytest.raises(grpc.RpcError) as info:
         client.AttachVM(pb.AttachVMRequest(vm=vm(name="a9", vlan=99, ips=["192.168.1.9"])))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert info.value.details() == \
-        "vm a9: mac: 00:00:0a:00:00:01 is already used by vm a1 in VNI 5000"
+    assert (
+        info.value.details() == "vm a9: mac: 00:00:0a:00:00:01 is already used by vm a1 in VNI 5000"
+    )
     assert controller.vms == before
-    for bad, message in ((vm(name="x", vlan=5000), "vm x: vlan: 5000 outside 1-4094"),
-                         (vm(name="x", vni=0), "vm x: vni: 0 outside 1-16777215"),
-                         (vm(name="x", mac="zz"), "vm x: mac: 'zz' is not a MAC address")):
+    for bad, message in (
+        (vm(name="x", vlan=5000), "vm x: vlan: 5000 outside 1-4094"),
+        (vm(name="x", vni=0), "vm x: vni: 0 outside 1-16777215"),
+        (vm(name="x", mac="zz"), "vm x: mac: 'zz' is not a MAC address"),
+    ):
         with pytest.raises(grpc.RpcError) as info:
             client.AttachVM(pb.AttachVMRequest(vm=bad))
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -70,9 +74,11 @@ def test_invalid_attach_is_refused_whole(api):
 
 def test_unknown_vm_is_not_found(api):
     _, client, _ = api
-    for call, request in ((client.GetVM, pb.GetVMRequest(name="ghost")),
-                          (client.DetachVM, pb.DetachVMRequest(name="ghost")),
-                          (client.MigrateVM, pb.MigrateVMRequest(name="ghost", server="s21"))):
+    for call, request in (
+        (client.GetVM, pb.GetVMRequest(name="ghost")),
+        (client.DetachVM, pb.DetachVMRequest(name="ghost")),
+        (client.MigrateVM, pb.MigrateVMRequest(name="ghost", server="s21")),
+    ):
         with pytest.raises(grpc.RpcError) as info:
             call(request)
         assert info.value.code() == grpc.StatusCode.NOT_FOUND
@@ -98,16 +104,54 @@ def test_set_qos(api):
 
 def test_cli_prints_aligned_tables(api, capsys):
     _, _, address = api
-    assert cli_main(["--api", address, "vm", "attach", "a1", "--mac", "00:00:0a:00:00:01",
-                     "--ip", "192.168.1.1", "--vni", "5000", "--server", "s11", "--vlan", "10",
-                     "--no-wait"]) == 0
+    assert (
+        cli_main(
+            [
+                "--api",
+                address,
+                "vm",
+                "attach",
+                "a1",
+                "--mac",
+                "00:00:0a:00:00:01",
+                "--ip",
+                "192.168.1.1",
+                "--vni",
+                "5000",
+                "--server",
+                "s11",
+                "--vlan",
+                "10",
+                "--no-wait",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert cli_main(["--api", address, "vm", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["NAME", "MAC", "IPS", "VNI", "SERVER", "TOR", "VLAN", "QOS",
-                                "SOURCE"]
-    assert lines[2].split() == ["a1", "00:00:0a:00:00:01", "192.168.1.1", "5000", "s11", "tor1",
-                                "10", "-", "api"]
+    assert lines[0].split() == [
+        "NAME",
+        "MAC",
+        "IPS",
+        "VNI",
+        "SERVER",
+        "TOR",
+        "VLAN",
+        "QOS",
+        "SOURCE",
+    ]
+    assert lines[2].split() == [
+        "a1",
+        "00:00:0a:00:00:01",
+        "192.168.1.1",
+        "5000",
+        "s11",
+        "tor1",
+        "10",
+        "-",
+        "api",
+    ]
     assert lines[0].index("MAC") == lines[2].index("00:00")
     assert cli_main(["--api", address, "vm", "detach", "nope"]) == 1
     assert "NOT_FOUND: no VM named 'nope'" in capsys.readouterr().err
@@ -120,6 +164,7 @@ def test_watch_events_streams_changes(api):
     _, client, _ = api
     stream = client.WatchEvents(pb.WatchEventsRequest())
     import threading
+
     threading.Timer(0.3, lambda: client.AttachVM(pb.AttachVMRequest(vm=vm()))).start()
     event = next(iter(stream))
     assert event.kind == "DesiredStateChanged"
@@ -129,13 +174,16 @@ def test_watch_events_streams_changes(api):
 
 def test_metrics_endpoint(api):
     import urllib.request
+
     from p4vtep.bmv2 import free_port
     from p4vtep.metrics import start_metrics
+
     controller, client, _ = api
     port = free_port()
     start_metrics(controller, port)
     client.AttachVM(pb.AttachVMRequest(vm=vm()))
     import time
+
     time.sleep(0.3)
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     assert "p4vtep_vms 1.0" in body

@@ -1,6 +1,7 @@
 """Sustained churn: 10,000 VMs installed, then 60 s of attach / detach /
 migrate at 50 events/s; afterwards each switch holds exactly the desired
 state, compared entry by entry. (Figure in docs/reliability.md.)"""
+
 from __future__ import annotations
 
 import os
@@ -8,7 +9,6 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-
 
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -26,8 +26,9 @@ SERVERS = ("s11", "s12", "s21", "s22")
 def test_churn_leaves_exactly_the_desired_state(tmp_path):
     rng = random.Random(7)
     with two_tor_fabric(tmp_path / "logs") as sf:
-        controller = Controller(sf.fabric, bmv2_pipeline(), Store(tmp_path / "s.db"),
-                                resync_seconds=3600)
+        controller = Controller(
+            sf.fabric, bmv2_pipeline(), Store(tmp_path / "s.db"), resync_seconds=3600
+        )
         controller.replace_source("inventory", background_vms(VMS))
         controller.start()
         try:
@@ -46,13 +47,19 @@ def test_churn_leaves_exactly_the_desired_state(tmp_path):
                         serial[0] += 1
                         server = rng.choice(SERVERS)
                         n = serial[0]
-                        vm = Vm(f"churn{n}", f"02:cc:00:00:{n >> 8 & 255:02x}:{n & 255:02x}",
-                                (f"172.20.{n >> 8 & 255}.{n & 255}",), 5000, server,
-                                free_vlans[server].pop())
+                        vm = Vm(
+                            f"churn{n}",
+                            f"02:cc:00:00:{n >> 8 & 255:02x}:{n & 255:02x}",
+                            (f"172.20.{n >> 8 & 255}.{n & 255}",),
+                            5000,
+                            server,
+                            free_vlans[server].pop(),
+                        )
                         busy.add(vm.name)
                         return kind, vm
-                    candidates = [n for n in rng.sample(sorted(controller.vms), 20)
-                                  if n not in busy]
+                    candidates = [
+                        n for n in rng.sample(sorted(controller.vms), 20) if n not in busy
+                    ]
                     if not candidates:
                         return "none", None
                     vm = controller.vms[candidates[0]]
@@ -67,8 +74,7 @@ def test_churn_leaves_exactly_the_desired_state(tmp_path):
                         controller.detach(vm.name)
                     elif kind == "migrate":
                         tor = sf.fabric.servers[vm.server].tor
-                        target = rng.choice([s for s in SERVERS
-                                             if sf.fabric.servers[s].tor != tor])
+                        target = rng.choice([s for s in SERVERS if sf.fabric.servers[s].tor != tor])
                         with lock:
                             vlan = free_vlans[target].pop()
                         controller.migrate(vm.name, target, vlan, timeout=30)
@@ -95,8 +101,10 @@ def test_churn_leaves_exactly_the_desired_state(tmp_path):
             assert controller.wait_converged(300)
             read_back_matches(sf, controller)
             done = sum(counts.values())
-            print(f"\nchurn: {done} events in {elapsed:.0f} s ({done / elapsed:.1f}/s: {counts}); "
-                  f"switches equal the desired state entry by entry")
+            print(
+                f"\nchurn: {done} events in {elapsed:.0f} s ({done / elapsed:.1f}/s: {counts}); "
+                f"switches equal the desired state entry by entry"
+            )
             assert done >= 0.9 * RATE * SECONDS
         finally:
             controller.stop()

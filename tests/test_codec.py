@@ -1,18 +1,20 @@
 import pytest
-
 from p4vtep.runtime import codec
 
 
-@pytest.mark.parametrize("value,width,expected", [
-    (0, 9, b"\x00"),
-    (1, 9, b"\x01"),
-    (256, 9, b"\x01\x00"),
-    ("00:00:0a:00:00:01", 48, b"\x0a\x00\x00\x01"),
-    ("10.0.0.1", 32, b"\x0a\x00\x00\x01"),
-    ("0.0.0.0", 32, b"\x00"),
-    (5000, 24, b"\x13\x88"),
-    (b"\x00\x00\x07", 16, b"\x07"),
-])
+@pytest.mark.parametrize(
+    "value,width,expected",
+    [
+        (0, 9, b"\x00"),
+        (1, 9, b"\x01"),
+        (256, 9, b"\x01\x00"),
+        ("00:00:0a:00:00:01", 48, b"\x0a\x00\x00\x01"),
+        ("10.0.0.1", 32, b"\x0a\x00\x00\x01"),
+        ("0.0.0.0", 32, b"\x00"),
+        (5000, 24, b"\x13\x88"),
+        (b"\x00\x00\x07", 16, b"\x07"),
+    ],
+)
 def test_canonical_encoding(value, width, expected):
     assert codec.encode(value, width) == expected
 

@@ -1,9 +1,8 @@
+from fabric_fixture import two_tor_fabric, vms
 from p4vtep.compiler import Allocations, compile_tor, flood_groups
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.reconciler import diff
-
-from fabric_fixture import two_tor_fabric, vms
 
 
 def compiled(tor="tor1", vm_list=None, alloc=None):
@@ -26,27 +25,28 @@ def test_tor1_holds_its_vms_and_the_remote_ones_of_its_vnis():
     t = tables(c)
     # tor1 hosts a1 (VNI A) and b1, b2 (VNI B); a2 is remote on tor2.
     assert t["access_binding"] == 3
-    assert t["mac_table"] == 4          # 3 local + a2 remote
+    assert t["mac_table"] == 4  # 3 local + a2 remote
     assert t["arp_suppression"] == 4
     assert t["vni_config"] == 2
-    assert t["port_role"] == 4          # 2 server ports + 2 uplinks
-    assert t["underlay_route"] == 1     # tor2's VTEP
+    assert t["port_role"] == 4  # 2 server ports + 2 uplinks
+    assert t["underlay_route"] == 1  # tor2's VTEP
     assert t["flood_replica"] == 3 + 1  # 3 local VFs + tor2's VTEP
-    assert len(c.meters) == 2           # a1's gold policy, both directions
+    assert len(c.meters) == 2  # a1's gold policy, both directions
 
 
 def test_flood_group_has_local_vfs_and_one_copy_per_remote_vtep():
     alloc = Allocations()
     c = compiled(alloc=alloc)
-    groups = {e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id:
-              e.packet_replication_engine_entry.multicast_group_entry
-              for e in c.entities.values()
-              if e.WhichOneof("entity") == "packet_replication_engine_entry"}
+    groups = {
+        e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id: e.packet_replication_engine_entry.multicast_group_entry
+        for e in c.entities.values()
+        if e.WhichOneof("entity") == "packet_replication_engine_entry"
+    }
     group_a, local_a = flood_groups(alloc.vni.peek(5000))
-    assert len(groups[group_a].replicas) == 2       # a1's VF + tor2
-    assert len(groups[local_a].replicas) == 1       # a1's VF only
+    assert len(groups[group_a].replicas) == 2  # a1's VF + tor2
+    assert len(groups[local_a].replicas) == 1  # a1's VF only
     group_b, local_b = flood_groups(alloc.vni.peek(6000))
-    assert len(groups[group_b].replicas) == 2       # b1, b2; no remote VTEP hosts VNI B
+    assert len(groups[group_b].replicas) == 2  # b1, b2; no remote VTEP hosts VNI B
     assert {r.egress_port for r in groups[group_b].replicas} == {2}
 
 
@@ -65,8 +65,10 @@ def test_diff_against_itself_is_empty():
 def test_diff_inserts_modifies_and_deletes_in_dependency_order():
     alloc = Allocations()
     before = compiled(alloc=alloc)
-    moved = [vm if vm.name != "a2" else vm.__class__(**{**vm.__dict__, "server": "s11",
-                                                         "vlan": 21}) for vm in vms()]
+    moved = [
+        vm if vm.name != "a2" else vm.__class__(**{**vm.__dict__, "server": "s11", "vlan": 21})
+        for vm in vms()
+    ]
     after = compiled(vm_list=moved, alloc=alloc)
     delta = diff(after, dict(before.entities), dict(before.meters), dict(before.defaults))
     kinds = [u.type for u in delta.updates()]

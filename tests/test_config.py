@@ -1,7 +1,6 @@
 from pathlib import Path
 
 import pytest
-
 from p4vtep.config import ConfigError, load_fabric, load_inventory
 from p4vtep.validation import validate
 
@@ -26,16 +25,19 @@ def write(tmp_path, text):
 
 
 def test_error_names_file_line_and_field(tmp_path):
-    path = write(tmp_path, "vms:\n  - {name: a1, mac: '00:00:0a:00:00:01', vni: 5000,\n"
-                           "     server: s11, vlan: ten}\n")
+    path = write(
+        tmp_path,
+        "vms:\n  - {name: a1, mac: '00:00:0a:00:00:01', vni: 5000,\n     server: s11, vlan: ten}\n",
+    )
     with pytest.raises(ConfigError) as info:
         load_inventory(path)
     assert str(info.value) == f"{path}:3: vms[0].vlan: expected an integer, got 'ten'"
 
 
 def test_missing_field(tmp_path):
-    path = write(tmp_path, "vms:\n  - name: a1\n    mac: '00:00:0a:00:00:01'\n    vni: 5000\n"
-                           "    vlan: 10\n")
+    path = write(
+        tmp_path, "vms:\n  - name: a1\n    mac: '00:00:0a:00:00:01'\n    vni: 5000\n    vlan: 10\n"
+    )
     with pytest.raises(ConfigError, match=r":2: vms\[0\].server: missing"):
         load_inventory(path)
 
@@ -57,7 +59,8 @@ def test_tls_section(tmp_path):
         (tmp_path / name).write_text("x")
     text = (EXAMPLES / "fabric.yaml").read_text() + (
         f"tls:\n  p4runtime: {{ca: {tmp_path}/ca.pem, cert: {tmp_path}/c.pem, key: {tmp_path}/c.key}}\n"
-        f"  api: {{ca: {tmp_path}/ca.pem, cert: {tmp_path}/c.pem, key: {tmp_path}/nope.key}}\n")
+        f"  api: {{ca: {tmp_path}/ca.pem, cert: {tmp_path}/c.pem, key: {tmp_path}/nope.key}}\n"
+    )
     path = tmp_path / "fabric.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError, match=r"tls.api.key: no such file: .*nope.key"):

@@ -1,6 +1,7 @@
 """The controller against two real BMv2 ToRs: attach, read back, forward,
 restart the controller (zero writes), restart a switch (state restored),
 migrate a VM (traffic follows)."""
+
 from __future__ import annotations
 
 import socket
@@ -8,16 +9,15 @@ import struct
 import time
 
 import pytest
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Dot1Q, Ether
-from scapy.packet import Raw
-
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Vm
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.store import Store
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.packet import Raw
 from switch_fabric import needs_switch, two_tor_fabric, wait_until
 
 pytestmark = needs_switch()
@@ -43,8 +43,9 @@ def store_path(tmp_path):
 
 
 def start_controller(sf, store_path, vms=(), election_id=1) -> Controller:
-    controller = Controller(sf.fabric, bmv2_pipeline(), Store(store_path),
-                            election_id=election_id, resync_seconds=3600)
+    controller = Controller(
+        sf.fabric, bmv2_pipeline(), Store(store_path), election_id=election_id, resync_seconds=3600
+    )
     controller.start()
     for vm in vms:
         controller.attach(vm)
@@ -53,15 +54,21 @@ def start_controller(sf, store_path, vms=(), election_id=1) -> Controller:
 
 
 def frame(src: Vm, dst: Vm, tag: int = 0) -> Ether:
-    return (Ether(src=src.mac, dst=dst.mac) / Dot1Q(vlan=src.vlan)
-            / IP(src=src.ips[0], dst=dst.ips[0]) / UDP(sport=1000 + tag, dport=80)
-            / Raw(b"p4vtep" * 10))
+    return (
+        Ether(src=src.mac, dst=dst.mac)
+        / Dot1Q(vlan=src.vlan)
+        / IP(src=src.ips[0], dst=dst.ips[0])
+        / UDP(sport=1000 + tag, dport=80)
+        / Raw(b"p4vtep" * 10)
+    )
 
 
 def send_and_receive(send_iface: str, pkt, recv_iface: str, timeout: float = 2.0) -> list[Ether]:
     """Send one frame on ``send_iface``; return what arrives on ``recv_iface``."""
-    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as rx, \
-            socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx:
+    with (
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as rx,
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx,
+    ):
         rx.bind((recv_iface, 0))
         # The kernel strips a received VLAN tag into ancillary data; put it back.
         rx.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
@@ -73,7 +80,7 @@ def send_and_receive(send_iface: str, pkt, recv_iface: str, timeout: float = 2.0
             rx.settimeout(left)
             try:
                 data, ancillary, _, addr = rx.recvmsg(65535, socket.CMSG_SPACE(64))
-            except socket.timeout:
+            except TimeoutError:
                 break
             if addr[2] == PACKET_OUTGOING:
                 continue
@@ -87,19 +94,24 @@ def send_and_receive(send_iface: str, pkt, recv_iface: str, timeout: float = 2.0
         return got
 
 
-def delivered(sf, src: Vm, dst: Vm, dst_server: str | None = None, dst_vlan: int | None = None,
-              tag: int = 0) -> bool:
+def delivered(
+    sf, src: Vm, dst: Vm, dst_server: str | None = None, dst_vlan: int | None = None, tag: int = 0
+) -> bool:
     sent = frame(src, dst, tag)
-    got = send_and_receive(sf.host_ifaces[src.server], sent, sf.host_ifaces[dst_server or dst.server])
-    want = bytes(Ether(src=src.mac, dst=dst.mac) / Dot1Q(vlan=dst_vlan or dst.vlan)
-                 / sent[Dot1Q].payload)
+    got = send_and_receive(
+        sf.host_ifaces[src.server], sent, sf.host_ifaces[dst_server or dst.server]
+    )
+    want = bytes(
+        Ether(src=src.mac, dst=dst.mac) / Dot1Q(vlan=dst_vlan or dst.vlan) / sent[Dot1Q].payload
+    )
     return any(bytes(p) == want for p in got)
 
 
 def read_table(sf, tor: str, table: str) -> list:
     pipeline = bmv2_pipeline()
-    with SwitchConnection(sf.switches[tor].grpc_address, sf.fabric.tors[tor].device_id,
-                          election_id=0) as conn:
+    with SwitchConnection(
+        sf.switches[tor].grpc_address, sf.fabric.tors[tor].device_id, election_id=0
+    ) as conn:
         query = entities.table_entry(pipeline.p4info, table)
         return [e.table_entry for e in conn.read(query)]
 
@@ -111,12 +123,16 @@ def test_attach_reads_back_and_forwards(sf, store_path):
         e = controller.entries
         bindings = read_table(sf, "tor1", "access_binding")
         assert sorted(b.SerializeToString() for b in bindings) == sorted(
-            e.access_binding(p, v, vni, i, mac).SerializeToString() for p, v, vni, i, mac in [
+            e.access_binding(p, v, vni, i, mac).SerializeToString()
+            for p, v, vni, i, mac in [
                 (1, 10, 5000, controller.alloc.vm_space("tor1").peek("a1"), A1.mac),
-                (2, 30, 6000, controller.alloc.vm_space("tor1").peek("b1"), B1.mac)])
+                (2, 30, 6000, controller.alloc.vm_space("tor1").peek("b1"), B1.mac),
+            ]
+        )
         macs = read_table(sf, "tor2", "mac_table")
-        assert e.mac_to_remote_vtep(5000, A1.mac, "10.0.0.1").SerializeToString() in \
-            [m.SerializeToString() for m in macs]
+        assert e.mac_to_remote_vtep(5000, A1.mac, "10.0.0.1").SerializeToString() in [
+            m.SerializeToString() for m in macs
+        ]
         assert pipeline.p4info.alias_of(macs[0].table_id) == "mac_table"
         assert delivered(sf, A1, A2)
         assert delivered(sf, A2, A1)
@@ -141,8 +157,15 @@ def test_switch_restart_is_restored(sf, store_path):
     try:
         sf.switches["tor2"].restart()
         tor2 = controller.supervisors["tor2"]
-        assert wait_until(lambda: tor2.status.reconciles >= 1 and tor2.status.connected
-                          and tor2.status.writes > 0 and delivered(sf, A1, A2), timeout=30)
+        assert wait_until(
+            lambda: (
+                tor2.status.reconciles >= 1
+                and tor2.status.connected
+                and tor2.status.writes > 0
+                and delivered(sf, A1, A2)
+            ),
+            timeout=30,
+        )
     finally:
         controller.stop()
 
@@ -154,18 +177,18 @@ def test_migration_moves_traffic(sf, store_path):
         controller.migrate("a2", "s12", vlan=21)
         assert controller.wait_converged(30)
         assert delivered(sf, A1, A2, dst_server="s12", dst_vlan=21)
-        assert not delivered(sf, A1, A2, tag=1)   # nothing left at the old place
+        assert not delivered(sf, A1, A2, tag=1)  # nothing left at the old place
     finally:
         controller.stop()
 
 
 def test_api_attach_counters_and_cli(sf, store_path, capsys):
+    import grpc
     from p4vtep.api import overlay_pb2 as pb
     from p4vtep.api import overlay_pb2_grpc as pb_grpc
     from p4vtep.api.server import serve
     from p4vtep.bmv2 import free_port
     from p4vtep.cli import main as cli_main
-    import grpc
 
     controller = start_controller(sf, store_path)
     address = f"127.0.0.1:{free_port()}"
@@ -173,10 +196,21 @@ def test_api_attach_counters_and_cli(sf, store_path, capsys):
     try:
         client = pb_grpc.OverlayStub(grpc.insecure_channel(address))
         for vm in (A1, A2):
-            reply = client.AttachVM(pb.AttachVMRequest(wait=True, vm=pb.VM(
-                name=vm.name, mac=vm.mac, ips=list(vm.ips), vni=vm.vni, server=vm.server,
-                vlan=vm.vlan)))
+            reply = client.AttachVM(
+                pb.AttachVMRequest(
+                    wait=True,
+                    vm=pb.VM(
+                        name=vm.name,
+                        mac=vm.mac,
+                        ips=list(vm.ips),
+                        vni=vm.vni,
+                        server=vm.server,
+                        vlan=vm.vlan,
+                    ),
+                )
+            )
             assert reply.applied
+
         def read():
             reply = client.GetCounters(pb.GetCountersRequest(vms=["a1", "a2"], vnis=[5000]))
             vms = {c.name: c for c in reply.vms}
@@ -217,12 +251,17 @@ def test_drift_is_repaired(sf, store_path):
         controller.attach(A2)
         assert controller.wait_converged(30)
         e = controller.entries
-        binding = e.access_binding(1, A1.vlan, A1.vni, controller.alloc.vm_space("tor1").peek("a1"),
-                                   A1.mac)
-        controller.supervisors["tor1"].conn.delete(binding)     # behind the reconciler's back
-        assert wait_until(lambda: binding.SerializeToString() in
-                          [b.SerializeToString() for b in read_table(sf, "tor1", "access_binding")],
-                          timeout=10)
+        binding = e.access_binding(
+            1, A1.vlan, A1.vni, controller.alloc.vm_space("tor1").peek("a1"), A1.mac
+        )
+        controller.supervisors["tor1"].conn.delete(binding)  # behind the reconciler's back
+        assert wait_until(
+            lambda: (
+                binding.SerializeToString()
+                in [b.SerializeToString() for b in read_table(sf, "tor1", "access_binding")]
+            ),
+            timeout=10,
+        )
         assert delivered(sf, A1, A2)
     finally:
         controller.stop()
@@ -230,8 +269,13 @@ def test_drift_is_repaired(sf, store_path):
 
 def test_backup_takes_over_and_finishes_pending_changes(sf, store_path, tmp_path):
     primary = start_controller(sf, store_path, [A1, A2], election_id=10)
-    backup = Controller(sf.fabric, bmv2_pipeline(), Store(tmp_path / "backup.db"),
-                        election_id=5, resync_seconds=3600)
+    backup = Controller(
+        sf.fabric,
+        bmv2_pipeline(),
+        Store(tmp_path / "backup.db"),
+        election_id=5,
+        resync_seconds=3600,
+    )
     backup.start()
     try:
         for vm in (A1, A2):
@@ -242,15 +286,18 @@ def test_backup_takes_over_and_finishes_pending_changes(sf, store_path, tmp_path
         backup.attach(B1)
         time.sleep(1)
         assert all(s.status.writes == 0 for s in backup.supervisors.values())
-        assert not any(b.match[1].exact.value == b"\x1e"
-                       for b in read_table(sf, "tor1", "access_binding"))
+        assert not any(
+            b.match[1].exact.value == b"\x1e" for b in read_table(sf, "tor1", "access_binding")
+        )
         started = time.monotonic()
         primary.stop()
         assert backup.wait_converged(30)
         failover = time.monotonic() - started
         assert all(s.status.primary for s in backup.supervisors.values())
-        assert any(b.match[1].exact.value == b"\x1e"       # b1's VLAN 30
-                   for b in read_table(sf, "tor1", "access_binding"))
+        assert any(
+            b.match[1].exact.value == b"\x1e"  # b1's VLAN 30
+            for b in read_table(sf, "tor1", "access_binding")
+        )
         assert delivered(sf, A1, A2)
         print(f"failover to backup and pending change applied in {failover:.2f} s")
     finally:
@@ -260,6 +307,7 @@ def test_backup_takes_over_and_finishes_pending_changes(sf, store_path, tmp_path
 
 def test_reconciled_events_carry_the_counts(sf, store_path):
     from p4vtep.events import Reconciled
+
     controller = Controller(sf.fabric, bmv2_pipeline(), Store(store_path), resync_seconds=3600)
     seen = controller.bus.subscribe()
     controller.start()
@@ -274,6 +322,6 @@ def test_reconciled_events_carry_the_counts(sf, store_path):
             if isinstance(event, Reconciled):
                 reconciled.append(event)
         assert any(e.switch == "tor1" and e.inserts > 0 and e.seconds >= 0 for e in reconciled)
-        assert all(e.at > 1e9 for e in reconciled)      # a wall-clock time, not a count
+        assert all(e.at > 1e9 for e in reconciled)  # a wall-clock time, not a count
     finally:
         controller.stop()

@@ -1,5 +1,6 @@
 """End to end: the Mininet demo fabric with the controller, the same checks
 as `make demo`, asserted one by one."""
+
 from __future__ import annotations
 
 import sys
@@ -10,11 +11,12 @@ import pytest
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
 sys.path.insert(0, str(TOPOLOGIES))
 
-import demo  # noqa: E402
+import demo
 
 missing = demo.missing_requirements()
-pytestmark = pytest.mark.skipif(bool(missing),
-                                reason=f"missing {', '.join(missing)}: demo fabric tests skipped")
+pytestmark = pytest.mark.skipif(
+    bool(missing), reason=f"missing {', '.join(missing)}: demo fabric tests skipped"
+)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """Property-based fuzzing of the controller's inputs: whatever arrives, the
 answer is a result or a clear error, never a crash, and a refused change
 changes nothing."""
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -8,10 +9,9 @@ import xml.etree.ElementTree as ET
 import grpc
 import pytest
 import yaml
+from fabric_fixture import two_tor_fabric
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from fabric_fixture import two_tor_fabric
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.api.server import serve
@@ -24,17 +24,36 @@ from p4vtep.sources.libvirt_domains import MetadataError, parse_domain
 from p4vtep.store import Store
 from p4vtep.validation import ValidationError, validate
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 1 << 25), st.text(max_size=20),
-                    st.sampled_from(["00:00:0a:00:00:01", "192.168.1.1", "s11", "gold", "5000"]))
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
-    max_leaves=12)
-vm_fields = st.fixed_dictionaries({}, optional={
-    "name": values, "mac": values, "ips": values, "vni": values, "server": values,
-    "vlan": values, "qos": values})
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 1 << 25),
+    st.text(max_size=20),
+    st.sampled_from(["00:00:0a:00:00:01", "192.168.1.1", "s11", "gold", "5000"]),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+vm_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": values,
+        "mac": values,
+        "ips": values,
+        "vni": values,
+        "server": values,
+        "vlan": values,
+        "qos": values,
+    },
+)
 
 
 @SETTINGS
@@ -64,20 +83,35 @@ def test_inventory_garbage_text(tmp_path, text):
         pass
 
 
-xml_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",),
-                                          blacklist_characters="<>&\x00"), max_size=12)
+xml_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="<>&\x00"),
+    max_size=12,
+)
 
 
 @SETTINGS
-@given(vni=xml_text, ips=st.lists(xml_text, max_size=3), qos=xml_text, mac=xml_text,
-       vlan=xml_text, interfaces=st.integers(0, 2))
+@given(
+    vni=xml_text,
+    ips=st.lists(xml_text, max_size=3),
+    qos=xml_text,
+    mac=xml_text,
+    vlan=xml_text,
+    interfaces=st.integers(0, 2),
+)
 def test_libvirt_metadata_never_crashes(vni, ips, qos, mac, vlan, interfaces):
-    meta = (f"<p4vtep:vni>{vni}</p4vtep:vni>" + "".join(f"<p4vtep:ip>{ip}</p4vtep:ip>" for ip in ips)
-            + f"<p4vtep:qos>{qos}</p4vtep:qos>")
-    iface = (f"<interface type='hostdev'><mac address='{mac}'/>"
-             f"<vlan><tag id='{vlan}'/></vlan></interface>")
-    xml = (f"<domain><name>d</name><metadata><p4vtep:vm xmlns:p4vtep='https://p4vtep.dev/xmlns/vm/1'>"
-           f"{meta}</p4vtep:vm></metadata><devices>{iface * interfaces}</devices></domain>")
+    meta = (
+        f"<p4vtep:vni>{vni}</p4vtep:vni>"
+        + "".join(f"<p4vtep:ip>{ip}</p4vtep:ip>" for ip in ips)
+        + f"<p4vtep:qos>{qos}</p4vtep:qos>"
+    )
+    iface = (
+        f"<interface type='hostdev'><mac address='{mac}'/>"
+        f"<vlan><tag id='{vlan}'/></vlan></interface>"
+    )
+    xml = (
+        f"<domain><name>d</name><metadata><p4vtep:vm xmlns:p4vtep='https://p4vtep.dev/xmlns/vm/1'>"
+        f"{meta}</p4vtep:vm></metadata><devices>{iface * interfaces}</devices></domain>"
+    )
     try:
         vm = parse_domain(xml, "s11")
     except (MetadataError, ET.ParseError) as exc:
@@ -91,8 +125,9 @@ def test_libvirt_metadata_never_crashes(vni, ips, qos, mac, vlan, interfaces):
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
-    controller = Controller(two_tor_fabric(), bmv2_pipeline(),
-                            Store(tmp_path_factory.mktemp("fuzz") / "s.db"))
+    controller = Controller(
+        two_tor_fabric(), bmv2_pipeline(), Store(tmp_path_factory.mktemp("fuzz") / "s.db")
+    )
     controller.attach(Vm("keep", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10))
     address = f"127.0.0.1:{free_port()}"
     server = serve(controller, address)
@@ -103,14 +138,21 @@ def api(tmp_path_factory):
 
 
 @SETTINGS
-@given(name=st.text(max_size=10), mac=st.text(max_size=20), ips=st.lists(st.text(max_size=16), max_size=3),
-       vni=st.integers(0, (1 << 32) - 1), server=st.sampled_from(["s11", "s22", "", "nope"]),
-       vlan=st.integers(0, (1 << 32) - 1), qos=st.sampled_from(["", "gold", "nope"]))
+@given(
+    name=st.text(max_size=10),
+    mac=st.text(max_size=20),
+    ips=st.lists(st.text(max_size=16), max_size=3),
+    vni=st.integers(0, (1 << 32) - 1),
+    server=st.sampled_from(["s11", "s22", "", "nope"]),
+    vlan=st.integers(0, (1 << 32) - 1),
+    qos=st.sampled_from(["", "gold", "nope"]),
+)
 def test_api_attach_answers_cleanly(api, name, mac, ips, vni, server, vlan, qos):
     controller, client = api
     before = dict(controller.vms)
-    request = pb.AttachVMRequest(vm=pb.VM(name=name, mac=mac, ips=ips, vni=vni, server=server,
-                                          vlan=vlan, qos=qos))
+    request = pb.AttachVMRequest(
+        vm=pb.VM(name=name, mac=mac, ips=ips, vni=vni, server=server, vlan=vlan, qos=qos)
+    )
     try:
         client.AttachVM(request)
     except grpc.RpcError as exc:
@@ -127,33 +169,45 @@ def test_api_attach_answers_cleanly(api, name, mac, ips, vni, server, vlan, qos)
 def test_api_migrate_and_detach_answer_cleanly(api, name, server, vlan):
     controller, client = api
     before = dict(controller.vms)
-    for call in (lambda: client.MigrateVM(pb.MigrateVMRequest(name=name, server=server, vlan=vlan)),
-                 lambda: client.DetachVM(pb.DetachVMRequest(name=name + "-ghost"))):
+    for call in (
+        lambda: client.MigrateVM(pb.MigrateVMRequest(name=name, server=server, vlan=vlan)),
+        lambda: client.DetachVM(pb.DetachVMRequest(name=name + "-ghost")),
+    ):
         try:
             call()
         except grpc.RpcError as exc:
-            assert exc.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND), \
+            assert exc.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND), (
                 f"{exc.code()}: {exc.details()}"
+            )
     if name != "keep":
         assert controller.vms == before
 
 
 @SETTINGS
-@given(name=st.text(max_size=10), qos=st.text(max_size=8), vni=st.integers(0, (1 << 32) - 1),
-       server=st.text(max_size=6), vms=st.lists(st.text(max_size=6), max_size=3),
-       vnis=st.lists(st.integers(0, (1 << 32) - 1), max_size=3))
+@given(
+    name=st.text(max_size=10),
+    qos=st.text(max_size=8),
+    vni=st.integers(0, (1 << 32) - 1),
+    server=st.text(max_size=6),
+    vms=st.lists(st.text(max_size=6), max_size=3),
+    vnis=st.lists(st.integers(0, (1 << 32) - 1), max_size=3),
+)
 def test_every_other_api_call_answers_cleanly(api, name, qos, vni, server, vms, vnis):
     controller, client = api
     before = dict(controller.vms)
     calls = (
-        (lambda: client.SetQoS(pb.SetQoSRequest(name=name, qos=qos)),
-         {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND}),
+        (
+            lambda: client.SetQoS(pb.SetQoSRequest(name=name, qos=qos)),
+            {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND},
+        ),
         (lambda: client.GetVM(pb.GetVMRequest(name=name)), {grpc.StatusCode.NOT_FOUND}),
         (lambda: client.ListVMs(pb.ListVMsRequest(vni=vni, server=server)), set()),
         (lambda: client.ListSwitches(pb.ListSwitchesRequest()), set()),
         # No switch is connected here: counters are UNAVAILABLE, or NOT_FOUND for a ghost VM.
-        (lambda: client.GetCounters(pb.GetCountersRequest(vms=vms, vnis=vnis)),
-         {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND}),
+        (
+            lambda: client.GetCounters(pb.GetCountersRequest(vms=vms, vnis=vnis)),
+            {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND},
+        ),
     )
     for call, allowed in calls:
         try:

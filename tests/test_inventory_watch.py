@@ -1,21 +1,28 @@
 """Edits to the inventory file are picked up; a bad edit changes nothing."""
+
 import time
 from pathlib import Path
 
 from fabric_fixture import two_tor_fabric
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.sources.inventory_file import InventoryWatcher
 from p4vtep.model import Vm
+from p4vtep.sources.inventory_file import InventoryWatcher
 from p4vtep.store import Store
 
 GOOD = """vms:
   - {name: a1, mac: "00:00:0a:00:00:01", ips: [192.168.1.1], vni: 5000, server: s11, vlan: 10}
 """
-MORE = GOOD + """  - {name: a2, mac: "00:00:0a:00:00:02", ips: [192.168.1.2], vni: 5000, server: s21, vlan: 20}
+MORE = (
+    GOOD
+    + """  - {name: a2, mac: "00:00:0a:00:00:02", ips: [192.168.1.2], vni: 5000, server: s21, vlan: 20}
 """
-DUPLICATE = GOOD + """  - {name: a3, mac: "00:00:0a:00:00:01", ips: [192.168.1.3], vni: 5000, server: s21, vlan: 30}
+)
+DUPLICATE = (
+    GOOD
+    + """  - {name: a3, mac: "00:00:0a:00:00:01", ips: [192.168.1.3], vni: 5000, server: s21, vlan: 30}
 """
+)
 
 
 def write(path: Path, text: str) -> None:
@@ -52,6 +59,6 @@ def test_edits_apply_and_bad_edits_change_nothing(tmp_path: Path):
         assert wait_for(lambda: "not valid YAML" in watcher.last_error)
         write(path, GOOD)
         assert wait_for(lambda: set(controller.vms) == {"a1", "api-vm"})
-        assert controller.vms["api-vm"].source == "api"   # other sources untouched
+        assert controller.vms["api-vm"].source == "api"  # other sources untouched
     finally:
         watcher.stop()

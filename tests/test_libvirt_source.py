@@ -1,10 +1,10 @@
 """VM bindings from libvirt's test driver (the real libvirt API, no daemon)."""
+
 from __future__ import annotations
 
 import time
 
 import pytest
-
 from fabric_fixture import two_tor_fabric
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -12,14 +12,19 @@ from p4vtep.model import Server
 from p4vtep.sources.libvirt_domains import MetadataError, parse_domain
 from p4vtep.store import Store
 
-libvirt = pytest.importorskip("libvirt", reason="libvirt-python not installed: libvirt tests skipped")
+libvirt = pytest.importorskip(
+    "libvirt", reason="libvirt-python not installed: libvirt tests skipped"
+)
 
-NODE = "<node><cpu><nodes>1</nodes><sockets>1</sockets><cores>2</cores><threads>1</threads>" \
-       "</cpu><memory>8388608</memory></node>"
+NODE = (
+    "<node><cpu><nodes>1</nodes><sockets>1</sockets><cores>2</cores><threads>1</threads>"
+    "</cpu><memory>8388608</memory></node>"
+)
 
 
-def domain(name: str, mac: str, vlan: int, vni: int = 5000, ips=("192.168.1.10",),
-           meta: str | None = None) -> str:
+def domain(
+    name: str, mac: str, vlan: int, vni: int = 5000, ips=("192.168.1.10",), meta: str | None = None
+) -> str:
     ip_xml = "".join(f"<p4vtep:ip>{ip}</p4vtep:ip>" for ip in ips)
     meta = meta if meta is not None else f"<p4vtep:vni>{vni}</p4vtep:vni>{ip_xml}"
     return f"""<domain type='test'>
@@ -39,12 +44,20 @@ def domain(name: str, mac: str, vlan: int, vni: int = 5000, ips=("192.168.1.10",
 
 def test_parse_domain():
     vm = parse_domain(domain("web-1", "52:54:00:AA:00:01", 10), "s11")
-    assert (vm.name, vm.mac, vm.vlan, vm.vni, vm.ips, vm.server, vm.source) == \
-        ("web-1", "52:54:00:aa:00:01", 10, 5000, ("192.168.1.10",), "s11", "libvirt")
+    assert (vm.name, vm.mac, vm.vlan, vm.vni, vm.ips, vm.server, vm.source) == (
+        "web-1",
+        "52:54:00:aa:00:01",
+        10,
+        5000,
+        ("192.168.1.10",),
+        "s11",
+        "libvirt",
+    )
     assert parse_domain("<domain><name>plain</name></domain>", "s11") is None
     with pytest.raises(MetadataError, match="domain web-1 on s11: vni: expected a number"):
-        parse_domain(domain("web-1", "52:54:00:aa:00:01", 10, meta="<p4vtep:vni>x</p4vtep:vni>"),
-                     "s11")
+        parse_domain(
+            domain("web-1", "52:54:00:aa:00:01", 10, meta="<p4vtep:vni>x</p4vtep:vni>"), "s11"
+        )
 
 
 def wait_for(predicate, timeout=10.0):
@@ -57,14 +70,16 @@ def wait_for(predicate, timeout=10.0):
 @pytest.fixture
 def source(tmp_path):
     from p4vtep.sources.libvirt_domains import LibvirtSource
+
     fabric = two_tor_fabric()
     uris = {}
     for name in ("s11", "s21"):
         node = tmp_path / f"{name}.xml"
         node.write_text(NODE)
         uris[name] = f"test://{node}"
-        fabric.servers[name] = Server(name, fabric.servers[name].tor, fabric.servers[name].port,
-                                      uris[name])
+        fabric.servers[name] = Server(
+            name, fabric.servers[name].tor, fabric.servers[name].port, uris[name]
+        )
     controller = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
     src = LibvirtSource(controller, uris)
     src.start()
@@ -76,7 +91,7 @@ def test_lifecycle_events_add_and_remove_bindings(source):
     controller, src = source
     dom = src.connections["s11"].defineXML(domain("web-1", "52:54:00:aa:00:01", 10))
     time.sleep(0.3)
-    assert "web-1" not in controller.vms            # defined, not running: no binding
+    assert "web-1" not in controller.vms  # defined, not running: no binding
     dom.create()
     assert wait_for(lambda: "web-1" in controller.vms)
     vm = controller.vms["web-1"]
@@ -92,10 +107,10 @@ def test_move_between_hypervisors_is_a_migration(source):
     assert wait_for(lambda: "web-2" in controller.vms)
     events = controller.bus.subscribe()
     new = src.connections["s21"].defineXML(domain("web-2", "52:54:00:aa:00:02", 22))
-    new.create()                                     # destination starts first...
+    new.create()  # destination starts first...
     assert wait_for(lambda: controller.vms["web-2"].server == "s21")
     assert controller.vms["web-2"].vlan == 22
-    old.destroy()                                    # ...then the source stops
+    old.destroy()  # ...then the source stops
     old.undefine()
     time.sleep(0.3)
     assert controller.vms["web-2"].server == "s21"
@@ -108,7 +123,8 @@ def test_move_between_hypervisors_is_a_migration(source):
 def test_bad_metadata_is_reported_not_applied(source):
     controller, src = source
     bad = src.connections["s11"].defineXML(
-        domain("web-3", "52:54:00:aa:00:03", 10, meta="<p4vtep:vni>none</p4vtep:vni>"))
+        domain("web-3", "52:54:00:aa:00:03", 10, meta="<p4vtep:vni>none</p4vtep:vni>")
+    )
     bad.create()
     assert wait_for(lambda: any("web-3" in e for e in src.errors))
     assert "web-3" not in controller.vms

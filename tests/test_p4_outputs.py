@@ -1,5 +1,6 @@
 """The committed BMv2 JSON and P4Info are what p4c makes of p4src/ today,
 and p4c has nothing to warn about."""
+
 from __future__ import annotations
 
 import os
@@ -16,18 +17,25 @@ P4C = os.environ.get("P4C", "p4c")
 # p4c's BMv2 backend warns about every table with an action selector, because
 # the frontend gives each table a NoAction default; nothing in the program
 # can avoid it (backends/bmv2/common/control.h).
-KNOWN_WARNINGS = ("Target does not support default_action for VtepIngress.underlay."
-                  "underlay_route (due to action profiles)",)
+KNOWN_WARNINGS = (
+    "Target does not support default_action for VtepIngress.underlay."
+    "underlay_route (due to action profiles)",
+)
 
-pytestmark = pytest.mark.skipif(shutil.which(P4C) is None,
-                                reason="p4c not found: P4 output freshness not checked")
+pytestmark = pytest.mark.skipif(
+    shutil.which(P4C) is None, reason="p4c not found: P4 output freshness not checked"
+)
 
 
 @pytest.fixture(scope="module")
 def fresh_build(tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("p4build")
-    result = subprocess.run(["make", "--no-print-directory", "-s", "p4", f"P4_BUILD={out}",
-                             f"P4C={P4C}"], cwd=REPO, capture_output=True, text=True)
+    result = subprocess.run(
+        ["make", "--no-print-directory", "-s", "p4", f"P4_BUILD={out}", f"P4C={P4C}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return out, result.stdout + result.stderr
 
@@ -37,14 +45,19 @@ def test_committed_output_is_fresh(fresh_build, name):
     out, _ = fresh_build
     committed = (BUILD / name).read_bytes()
     # The JSON names the preprocessed file it came from, i.e. the build dir.
-    fresh = (out / name).read_bytes().replace(
-        f"{out}/p4vtep.p4i".encode(), b"p4src/v1model/build/p4vtep.p4i")
-    assert fresh == committed, \
-        f"p4src/v1model/build/{name} is stale: run 'make p4' and commit it"
+    fresh = (
+        (out / name)
+        .read_bytes()
+        .replace(f"{out}/p4vtep.p4i".encode(), b"p4src/v1model/build/p4vtep.p4i")
+    )
+    assert fresh == committed, f"p4src/v1model/build/{name} is stale: run 'make p4' and commit it"
 
 
 def test_compiles_without_warnings(fresh_build):
     _, messages = fresh_build
-    warnings = [line for line in messages.splitlines() if "warning:" in line
-                and not any(known in line for known in KNOWN_WARNINGS)]
+    warnings = [
+        line
+        for line in messages.splitlines()
+        if "warning:" in line and not any(known in line for known in KNOWN_WARNINGS)
+    ]
     assert not warnings, "\n".join(warnings)

@@ -1,9 +1,9 @@
 """The controller's view of the pipeline agrees with the committed P4Info and
 with the P4 sources."""
+
 import re
 
 import pytest
-
 from p4vtep.dataplane.artifacts import P4SRC, bmv2_pipeline
 from p4vtep.dataplane.drop_reasons import DROP_REASON_COUNT, DropReason
 from p4vtep.dataplane.entries import MeterRates, PipelineEntries, PortRole
@@ -18,8 +18,10 @@ def e() -> PipelineEntries:
 
 def test_drop_reasons_match_p4_constants():
     text = (P4SRC / "include" / "defines.p4").read_text()
-    in_p4 = {name: int(value) for name, value in
-             re.findall(r"const drop_reason_t DROP_(\w+)\s*=\s*(\d+);", text)}
+    in_p4 = {
+        name: int(value)
+        for name, value in re.findall(r"const drop_reason_t DROP_(\w+)\s*=\s*(\d+);", text)
+    }
     in_p4.pop("NONE")
     assert in_p4 == {r.name: r.value for r in DropReason}
     assert f"DROP_REASON_COUNT = {DROP_REASON_COUNT};" in text
@@ -27,17 +29,21 @@ def test_drop_reasons_match_p4_constants():
 
 def test_every_builder_encodes_against_the_real_p4info(e):
     built = [
-        e.port_role(1, PortRole.ACCESS), e.port_role(2, PortRole.FABRIC),
-        e.my_vtep("10.0.0.1"), e.local_vtep("10.0.0.1", "00:aa:00:00:00:01"),
+        e.port_role(1, PortRole.ACCESS),
+        e.port_role(2, PortRole.FABRIC),
+        e.my_vtep("10.0.0.1"),
+        e.local_vtep("10.0.0.1", "00:aa:00:00:00:01"),
         e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01"),
         e.vni_config(5000, 1, 2, 1, 2),
         e.mac_to_local_vm(5000, "00:00:0a:00:00:01", 1, 10, 1),
         e.mac_to_remote_vtep(5000, "00:00:0a:00:00:03", "10.0.0.2"),
         e.mac_to_cpu(5000, "00:00:0a:00:00:fe"),
         e.arp_suppression(5000, "192.168.1.1", "00:00:0a:00:00:01"),
-        e.next_hop_member(3, 3, "00:5e:00:00:01:01"), e.ecmp_group(1, [3, 4]),
+        e.next_hop_member(3, 3, "00:5e:00:00:01:01"),
+        e.ecmp_group(1, [3, 4]),
         e.underlay_route("10.0.0.0", 24, group_id=1),
-        e.replica_to_vm(1, 10, 1), e.replica_to_vtep(101, "10.0.0.2", "00:5e:00:00:01:01"),
+        e.replica_to_vm(1, 10, 1),
+        e.replica_to_vtep(101, "10.0.0.2", "00:5e:00:00:01:01"),
         e.vm_meter("tx", 1, MeterRates(1000, 1000, 2000, 2000)),
         e.counter("vm_tx_counter", 1),
     ]
@@ -47,8 +53,11 @@ def test_every_builder_encodes_against_the_real_p4info(e):
 def test_binding_is_canonical(e):
     entry = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01")
     assert [m.exact.value for m in entry.match] == [b"\x01", b"\x0a"]
-    assert [p.value for p in entry.action.action.params] == [b"\x13\x88", b"\x01",
-                                                             b"\x0a\x00\x00\x01"]
+    assert [p.value for p in entry.action.action.params] == [
+        b"\x13\x88",
+        b"\x01",
+        b"\x0a\x00\x00\x01",
+    ]
 
 
 def test_lpm_value_is_masked(e):
@@ -58,12 +67,15 @@ def test_lpm_value_is_masked(e):
     assert entry.action.action_profile_group_id == 1
 
 
-@pytest.mark.parametrize("build,message", [
-    (lambda e: e.access_binding(1, 4096, 5000, 1, "00:00:0a:00:00:01"), "vlan_id"),
-    (lambda e: e.access_binding(1, 10, 1 << 24, 1, "00:00:0a:00:00:01"), "vni"),
-    (lambda e: e.port_role(512, PortRole.ACCESS), "port"),
-    (lambda e: e.my_vtep("10.0.0.300"), "vtep_ip"),
-])
+@pytest.mark.parametrize(
+    "build,message",
+    [
+        (lambda e: e.access_binding(1, 4096, 5000, 1, "00:00:0a:00:00:01"), "vlan_id"),
+        (lambda e: e.access_binding(1, 10, 1 << 24, 1, "00:00:0a:00:00:01"), "vni"),
+        (lambda e: e.port_role(512, PortRole.ACCESS), "port"),
+        (lambda e: e.my_vtep("10.0.0.300"), "vtep_ip"),
+    ],
+)
 def test_out_of_range_values_name_the_field(e, build, message):
     with pytest.raises(codec.EncodingError, match=message):
         build(e)

@@ -15,7 +15,7 @@ def test_round_trip_and_incremental_saves(tmp_path):
         compile_tor(two_tor_fabric(), vms(), tor, alloc, entries)
     store = Store(path)
     store.save(vms(), alloc)
-    changed = [replace(vms()[0], vlan=99)] + vms()[2:]          # a2 gone, a1 changed
+    changed = [replace(vms()[0], vlan=99)] + vms()[2:]  # a2 gone, a1 changed
     alloc.vm_space("tor2").release("a2")
     store.save(changed, alloc)
     store.close()

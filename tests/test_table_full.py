@@ -1,7 +1,7 @@
 """A table filling up: the VM whose entries do not fit is reported (API,
 status, event, metric) and everything else keeps working."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 from p4vtep.api.server import vm_to_pb
 from p4vtep.controller import Controller
@@ -22,8 +22,9 @@ def test_full_arp_table_is_reported_per_vm(tmp_path):
     ips = tuple(f"10.{i >> 16}.{(i >> 8) & 255}.{i & 255}" for i in range(ARP_TABLE_SIZE + 100))
     big = Vm("zz-big", "00:00:0a:00:00:99", ips, 5000, "s12", 99)
     with two_tor_fabric(tmp_path / "logs") as sf:
-        controller = Controller(sf.fabric, bmv2_pipeline(), Store(tmp_path / "s.db"),
-                                resync_seconds=3600)
+        controller = Controller(
+            sf.fabric, bmv2_pipeline(), Store(tmp_path / "s.db"), resync_seconds=3600
+        )
         events = controller.bus.subscribe()
         controller.replace_source("inventory", [A1, A2, big])
         controller.start()
@@ -32,8 +33,11 @@ def test_full_arp_table_is_reported_per_vm(tmp_path):
             failed = None
             while failed is None:
                 event = events.get(timeout=120)
-                if isinstance(event, WriteFailed) and event.switch == "tor1" \
-                        and "zz-big" in event.vms:
+                if (
+                    isinstance(event, WriteFailed)
+                    and event.switch == "tor1"
+                    and "zz-big" in event.vms
+                ):
                     failed = event
             # zz-big overflows the table; a2's ARP entry on tor1 (written after
             # it) does not fit either, and is reported too. a1's entries fit.

@@ -1,6 +1,7 @@
 """Mutual TLS on the P4Runtime sessions and the service API, with
 certificates made by the test; a client without a valid certificate is
 refused."""
+
 from __future__ import annotations
 
 import shutil
@@ -9,7 +10,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-
 from fabric_fixture import two_tor_fabric
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
@@ -21,8 +21,9 @@ from p4vtep.model import Fabric, TlsFiles, Tor, Uplink
 from p4vtep.runtime.client import P4RuntimeError, SwitchConnection
 from p4vtep.store import Store
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None,
-                                reason="openssl not found: TLS tests skipped")
+pytestmark = pytest.mark.skipif(
+    shutil.which("openssl") is None, reason="openssl not found: TLS tests skipped"
+)
 
 
 def openssl(*args: str, cwd: Path) -> None:
@@ -30,18 +31,60 @@ def openssl(*args: str, cwd: Path) -> None:
 
 
 def make_ca(d: Path, name: str) -> None:
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            "-subj", f"/CN={name}", "-keyout", f"{name}.key", "-out", f"{name}.pem", cwd=d)
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        f"/CN={name}",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.pem",
+        cwd=d,
+    )
 
 
 def make_cert(d: Path, ca: str, name: str, server: bool) -> None:
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
-            "-keyout", f"{name}.key", "-out", f"{name}.csr", cwd=d)
+    openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        f"/CN={name}",
+        "-keyout",
+        f"{name}.key",
+        "-out",
+        f"{name}.csr",
+        cwd=d,
+    )
     ext = d / f"{name}.ext"
-    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n" if server else
-                   "extendedKeyUsage=clientAuth\n")
-    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
-            "-CAcreateserial", "-days", "2", "-out", f"{name}.pem", "-extfile", ext.name, cwd=d)
+    ext.write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n" if server else "extendedKeyUsage=clientAuth\n"
+    )
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        f"{name}.csr",
+        "-CA",
+        f"{ca}.pem",
+        "-CAkey",
+        f"{ca}.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-out",
+        f"{name}.pem",
+        "-extfile",
+        ext.name,
+        cwd=d,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +106,11 @@ def channel_credentials(d: Path, who: str | None) -> grpc.ChannelCredentials:
     root = (d / "ca.pem").read_bytes()
     if who is None:
         return grpc.ssl_channel_credentials(root_certificates=root)
-    return grpc.ssl_channel_credentials(root_certificates=root,
-                                        private_key=(d / f"{who}.key").read_bytes(),
-                                        certificate_chain=(d / f"{who}.pem").read_bytes())
+    return grpc.ssl_channel_credentials(
+        root_certificates=root,
+        private_key=(d / f"{who}.key").read_bytes(),
+        certificate_chain=(d / f"{who}.pem").read_bytes(),
+    )
 
 
 def test_api_requires_a_client_certificate(pki, tmp_path):
@@ -87,25 +132,40 @@ def test_api_requires_a_client_certificate(pki, tmp_path):
         server.stop(0)
 
 
-@pytest.mark.skipif(find_simple_switch_grpc() is None,
-                    reason="simple_switch_grpc not found: P4Runtime TLS test skipped")
+@pytest.mark.skipif(
+    find_simple_switch_grpc() is None,
+    reason="simple_switch_grpc not found: P4Runtime TLS test skipped",
+)
 def test_p4runtime_over_mutual_tls(pki, tmp_path):
-    switch = Bmv2Switch("tls", 1, free_port(), free_port(), log_dir=tmp_path,
-                        tls=files(pki, "server"))
+    switch = Bmv2Switch(
+        "tls", 1, free_port(), free_port(), log_dir=tmp_path, tls=files(pki, "server")
+    )
     switch.start()
     try:
-        with SwitchConnection(switch.grpc_address, 1, 1,
-                              credentials=channel_credentials(pki, "client")) as conn:
+        with SwitchConnection(
+            switch.grpc_address, 1, 1, credentials=channel_credentials(pki, "client")
+        ) as conn:
             assert conn.connect(timeout=5)
         for who in (None, "rogue"):
-            with SwitchConnection(switch.grpc_address, 1, 2,
-                                  credentials=channel_credentials(pki, who)) as conn:
-                with pytest.raises((grpc.FutureTimeoutError, P4RuntimeError)):
-                    conn.connect(timeout=3)
+            with SwitchConnection(
+                switch.grpc_address, 1, 2, credentials=channel_credentials(pki, who)
+            ) as conn, pytest.raises((grpc.FutureTimeoutError, P4RuntimeError)):
+                conn.connect(timeout=3)
         # The controller, configured through the fabric, converges over TLS.
-        fabric = Fabric(tors={"tor1": Tor("tor1", switch.grpc_address, 1, "10.0.0.1",
-                                          "00:aa:00:00:00:01", (Uplink(3, "00:5e:00:00:01:01"),))},
-                        vnis=two_tor_fabric().vnis, p4runtime_tls=files(pki, "client"))
+        fabric = Fabric(
+            tors={
+                "tor1": Tor(
+                    "tor1",
+                    switch.grpc_address,
+                    1,
+                    "10.0.0.1",
+                    "00:aa:00:00:00:01",
+                    (Uplink(3, "00:5e:00:00:01:01"),),
+                )
+            },
+            vnis=two_tor_fabric().vnis,
+            p4runtime_tls=files(pki, "client"),
+        )
         controller = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
         controller.start()
         try:

@@ -1,7 +1,6 @@
 from dataclasses import replace
 
 import pytest
-
 from fabric_fixture import two_tor_fabric, vms
 from p4vtep.validation import ValidationError, validate
 
@@ -22,8 +21,10 @@ def test_duplicate_mac_in_a_vni_names_both_vms():
 
 
 def test_same_mac_in_two_vnis_is_fine():
-    validate(two_tor_fabric(), vms() + [replace(vms()[0], name="b9", vni=6000, vlan=99,
-                                                ips=("192.168.1.9",))])
+    validate(
+        two_tor_fabric(),
+        vms() + [replace(vms()[0], name="b9", vni=6000, vlan=99, ips=("192.168.1.9",))],
+    )
 
 
 def test_duplicate_ip_in_a_vni():
@@ -31,18 +32,21 @@ def test_duplicate_ip_in_a_vni():
     assert problems(bad) == ["vm a9: ips: 192.168.1.2 is already used by vm a2 in VNI 5000"]
 
 
-@pytest.mark.parametrize("field,value,message", [
-    ("vlan", 0, "vm a1: vlan: 0 outside 1-4094"),
-    ("vlan", 4095, "vm a1: vlan: 4095 outside 1-4094"),
-    ("vni", 0, "vm a1: vni: 0 outside 1-16777215"),
-    ("vni", 1 << 24, "vm a1: vni: 16777216 outside 1-16777215"),
-    ("vni", 7000, "vm a1: vni: VNI 7000 is not defined in the fabric"),
-    ("server", "nowhere", "vm a1: server: unknown server 'nowhere'"),
-    ("qos", "platinum", "vm a1: qos: unknown QoS policy 'platinum'"),
-    ("mac", "00:00:0a:00:00", "vm a1: mac: '00:00:0a:00:00' is not a MAC address"),
-    ("mac", "01:00:5e:00:00:01", "vm a1: mac: 01:00:5e:00:00:01 is a multicast MAC"),
-    ("ips", ("192.168.1.300",), "vm a1: ips: '192.168.1.300' is not an IPv4 address"),
-])
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("vlan", 0, "vm a1: vlan: 0 outside 1-4094"),
+        ("vlan", 4095, "vm a1: vlan: 4095 outside 1-4094"),
+        ("vni", 0, "vm a1: vni: 0 outside 1-16777215"),
+        ("vni", 1 << 24, "vm a1: vni: 16777216 outside 1-16777215"),
+        ("vni", 7000, "vm a1: vni: VNI 7000 is not defined in the fabric"),
+        ("server", "nowhere", "vm a1: server: unknown server 'nowhere'"),
+        ("qos", "platinum", "vm a1: qos: unknown QoS policy 'platinum'"),
+        ("mac", "00:00:0a:00:00", "vm a1: mac: '00:00:0a:00:00' is not a MAC address"),
+        ("mac", "01:00:5e:00:00:01", "vm a1: mac: 01:00:5e:00:00:01 is a multicast MAC"),
+        ("ips", ("192.168.1.300",), "vm a1: ips: '192.168.1.300' is not an IPv4 address"),
+    ],
+)
 def test_bad_field_is_named(field, value, message):
     bad = [replace(vms()[0], **{field: value})] + vms()[1:]
     assert problems(bad) == [message]

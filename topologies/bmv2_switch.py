@@ -7,23 +7,36 @@ instance needs its own gRPC and Thrift ports. Options: ``log_dir`` (switch
 console output, and BMv2's own log with ``debug_log=True``), ``pcap_dir``
 (per-port captures), priority queues (always 8, for traffic classes).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from mininet.node import Switch
-
 from p4vtep.bmv2 import Bmv2Switch as Bmv2Process
 
 
 class Bmv2Switch(Switch):
-    def __init__(self, name: str, grpc_port: int, device_id: int, thrift_port: int | None = None,
-                 log_dir: str = "logs/mininet", pcap_dir: str | None = None,
-                 debug_log: bool = False, **params) -> None:
+    def __init__(
+        self,
+        name: str,
+        grpc_port: int,
+        device_id: int,
+        thrift_port: int | None = None,
+        log_dir: str = "logs/mininet",
+        pcap_dir: str | None = None,
+        debug_log: bool = False,
+        **params,
+    ) -> None:
         Switch.__init__(self, name, **params)
-        self.process = Bmv2Process(name, device_id, grpc_port,
-                                   thrift_port or grpc_port + 1000, log_dir=Path(log_dir),
-                                   debug_log=debug_log)
+        self.process = Bmv2Process(
+            name,
+            device_id,
+            grpc_port,
+            thrift_port or grpc_port + 1000,
+            log_dir=Path(log_dir),
+            debug_log=debug_log,
+        )
         self.pcap_dir = pcap_dir
 
     @property
@@ -32,15 +45,18 @@ class Bmv2Switch(Switch):
 
     def start(self, controllers) -> None:
         # Port numbers as given to addLink; port 0 is Mininet's loopback.
-        self.process.ports = {port: intf.name for port, intf in self.intfs.items()
-                              if port != 0 and intf.name != "lo"}
+        self.process.ports = {
+            port: intf.name for port, intf in self.intfs.items() if port != 0 and intf.name != "lo"
+        }
         for intf in self.intfList():
             if intf.name != "lo":
                 # Room for VXLAN (+50 bytes) and VLAN tags on every port.
                 self.cmd(f"ip link set {intf.name} mtu 9000")
                 # Frames must reach BMv2 as they are on the wire.
-                self.cmd(f"ethtool -K {intf.name} tx off rx off tso off gso off gro off "
-                         "rxvlan off txvlan off >/dev/null 2>&1")
+                self.cmd(
+                    f"ethtool -K {intf.name} tx off rx off tso off gso off gro off "
+                    "rxvlan off txvlan off >/dev/null 2>&1"
+                )
         if self.pcap_dir:
             Path(self.pcap_dir).mkdir(parents=True, exist_ok=True)
             self.process.extra_args = ["--pcap", self.pcap_dir]

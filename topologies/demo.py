@@ -5,6 +5,7 @@ checks a network engineer would run. Exits 0 only if every check holds.
     sudo .venv/bin/python topologies/demo.py          # run the checks
     sudo .venv/bin/python topologies/demo.py --cli    # then leave the Mininet CLI open
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,19 +24,18 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(HERE), str(REPO / "control_plane")]
 
-import grpc  # noqa: E402
-
-from p4vtep.api import overlay_pb2 as pb  # noqa: E402
-from p4vtep.api import overlay_pb2_grpc as pb_grpc  # noqa: E402
-from p4vtep.bmv2 import find_simple_switch_grpc  # noqa: E402
-from p4vtep.dataplane.artifacts import bmv2_pipeline  # noqa: E402
-from p4vtep.dataplane.entries import PORT_TX_COUNTER, PipelineEntries  # noqa: E402
-from p4vtep.runtime import entities  # noqa: E402
-from p4vtep.runtime.client import SwitchConnection  # noqa: E402
+import grpc
+from p4vtep.api import overlay_pb2 as pb
+from p4vtep.api import overlay_pb2_grpc as pb_grpc
+from p4vtep.bmv2 import find_simple_switch_grpc
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PORT_TX_COUNTER, PipelineEntries
+from p4vtep.runtime import entities
+from p4vtep.runtime.client import SwitchConnection
 
 API = "127.0.0.1:50061"
 MIGRATING_VM, MIGRATION_TARGET, MIGRATION_VLAN = "a3", "s12", 15
-POLICED_VM, POLICED_PEER = "a2", "a4"       # a2 has the 5 Mbit/s "bronze" policy
+POLICED_VM, POLICED_PEER = "a2", "a4"  # a2 has the 5 Mbit/s "bronze" policy
 UNPOLICED_VM, UNPOLICED_PEER = "a1", "a3"
 POLICED_RATE_MBPS = 5.0
 
@@ -75,8 +75,9 @@ class Demo:
         self.entries = PipelineEntries(self.pipeline.p4info)
 
     # --- lifecycle ----------------------------------------------------------------
-    def __enter__(self) -> "Demo":
+    def __enter__(self) -> Demo:
         import leaf_spine
+
         self.leaf_spine = leaf_spine
         self.log_dir.mkdir(parents=True, exist_ok=True)
         try:
@@ -85,12 +86,25 @@ class Demo:
             leaf_spine.configure(self.layout)
             with open(self.log_dir / "controller.log", "w") as out:
                 self.controller = subprocess.Popen(
-                    [sys.executable, "-m", "p4vtep.cli", "controller", "run",
-                     "--fabric", str(leaf_spine.FABRIC_FILE),
-                     "--inventory", str(leaf_spine.INVENTORY_FILE),
-                     "--state", str(self.state_dir / "state.db"), "--listen", API],
-                    stdout=out, stderr=subprocess.STDOUT,
-                    env={**os.environ, "PYTHONPATH": str(REPO / "control_plane")})
+                    [
+                        sys.executable,
+                        "-m",
+                        "p4vtep.cli",
+                        "controller",
+                        "run",
+                        "--fabric",
+                        str(leaf_spine.FABRIC_FILE),
+                        "--inventory",
+                        str(leaf_spine.INVENTORY_FILE),
+                        "--state",
+                        str(self.state_dir / "state.db"),
+                        "--listen",
+                        API,
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, "PYTHONPATH": str(REPO / "control_plane")},
+                )
             self.api = pb_grpc.OverlayStub(grpc.insecure_channel(API))
             self.wait_converged()
         except BaseException:
@@ -115,8 +129,10 @@ class Demo:
         while time.monotonic() < deadline:
             try:
                 switches = self.api.ListSwitches(pb.ListSwitchesRequest(), timeout=2).switches
-                if switches and all(s.connected and s.primary and s.reconciles and not s.last_error
-                                    for s in switches):
+                if switches and all(
+                    s.connected and s.primary and s.reconciles and not s.last_error
+                    for s in switches
+                ):
                     return
             except grpc.RpcError:
                 pass
@@ -142,9 +158,11 @@ class Demo:
         total = 0
         for tor in self.layout.fabric.tors:
             query = entities.direct_counter_entry(
-                entities.table_entry(self.pipeline.p4info, "arp_suppression"))
-            total += sum(e.direct_counter_entry.data.packet_count
-                         for e in self.switch_read(tor, query))
+                entities.table_entry(self.pipeline.p4info, "arp_suppression")
+            )
+            total += sum(
+                e.direct_counter_entry.data.packet_count for e in self.switch_read(tor, query)
+            )
         return total
 
     def reached(self, src: str, dst: str) -> bool:
@@ -162,10 +180,11 @@ class Demo:
         srv = self.host(server)
         srv.cmd("iperf3 -s -1 -D --logfile /dev/null")
         time.sleep(0.5)
-        out = self.host(client).cmd(f"iperf3 -c {self.layout.vms[server].ips[0]} -t {seconds} "
-                                    f"-P {parallel} -J")
+        out = self.host(client).cmd(
+            f"iperf3 -c {self.layout.vms[server].ips[0]} -t {seconds} -P {parallel} -J"
+        )
         try:
-            result = json.loads(out[out.index("{"):])
+            result = json.loads(out[out.index("{") :])
             return result["end"]["sum_received"]["bits_per_second"] / 1e6
         except (ValueError, KeyError):
             return 0.0
@@ -187,9 +206,12 @@ class Demo:
                 cross_ok += (not same_tenant) and got
                 if got != same_tenant:
                     wrong.append(f"{src}->{dst}")
-        return Check("ping matrix", not wrong,
-                     f"same tenant {same_ok}/{same} reached, other tenant {cross_ok}/{cross}"
-                     + (f"; wrong: {', '.join(wrong)}" if wrong else ""))
+        return Check(
+            "ping matrix",
+            not wrong,
+            f"same tenant {same_ok}/{same} reached, other tenant {cross_ok}/{cross}"
+            + (f"; wrong: {', '.join(wrong)}" if wrong else ""),
+        )
 
     def check_arp_suppression(self, before: int) -> Check:
         replies = self.arp_replies() - before
@@ -201,18 +223,28 @@ class Demo:
         used = {p: self.port_tx("tor1", p) - before[p] for p in (3, 4)}
         total = sum(used.values())
         ok = total > 0 and min(used.values()) > 0.1 * total
-        return Check("ECMP", ok, f"tor1 uplinks: port 3 {used[3]} pkts, port 4 {used[4]} pkts "
-                                 f"(8 TCP flows, {mbps:.1f} Mbit/s)")
+        return Check(
+            "ECMP",
+            ok,
+            f"tor1 uplinks: port 3 {used[3]} pkts, port 4 {used[4]} pkts "
+            f"(8 TCP flows, {mbps:.1f} Mbit/s)",
+        )
 
     def check_migration(self) -> Check:
         src = self.host("a1")
         target_ip = self.layout.vms[MIGRATING_VM].ips[0]
-        ping = src.popen(["ping", "-i", "0.02", "-w", "8", target_ip],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        ping = src.popen(
+            ["ping", "-i", "0.02", "-w", "8", target_ip],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         time.sleep(2)
         started = time.monotonic()
-        reply = self.api.MigrateVM(pb.MigrateVMRequest(name=MIGRATING_VM, server=MIGRATION_TARGET,
-                                                       vlan=MIGRATION_VLAN), timeout=60)
+        reply = self.api.MigrateVM(
+            pb.MigrateVMRequest(name=MIGRATING_VM, server=MIGRATION_TARGET, vlan=MIGRATION_VLAN),
+            timeout=60,
+        )
         self.leaf_spine.move_vm(self.layout, MIGRATING_VM, MIGRATION_TARGET, MIGRATION_VLAN)
         took = time.monotonic() - started
         out, _ = ping.communicate(timeout=30)
@@ -221,16 +253,23 @@ class Demo:
         lost = sent - received
         after = self.reached("a4", MIGRATING_VM) and self.reached("a1", MIGRATING_VM)
         ok = reply.applied and received > 0 and after and lost < sent // 2
-        return Check("live migration", ok,
-                     f"{MIGRATING_VM} s21/tor2 -> {MIGRATION_TARGET}/tor1 in {took:.2f} s; ping "
-                     f"every 20 ms: {lost} of {sent} lost; reachable after: {after}")
+        return Check(
+            "live migration",
+            ok,
+            f"{MIGRATING_VM} s21/tor2 -> {MIGRATION_TARGET}/tor1 in {took:.2f} s; ping "
+            f"every 20 ms: {lost} of {sent} lost; reachable after: {after}",
+        )
 
     def check_qos(self) -> Check:
         policed = self.iperf_mbps(POLICED_VM, POLICED_PEER)
         free = self.iperf_mbps(UNPOLICED_VM, UNPOLICED_PEER)
         ok = 0 < policed <= POLICED_RATE_MBPS * 1.25 and free >= 2 * policed
-        return Check("QoS", ok, f"{POLICED_VM} policed at {POLICED_RATE_MBPS:.0f} Mbit/s: "
-                                f"{policed:.2f} Mbit/s; {UNPOLICED_VM} unpoliced: {free:.2f} Mbit/s")
+        return Check(
+            "QoS",
+            ok,
+            f"{POLICED_VM} policed at {POLICED_RATE_MBPS:.0f} Mbit/s: "
+            f"{policed:.2f} Mbit/s; {UNPOLICED_VM} unpoliced: {free:.2f} Mbit/s",
+        )
 
     def run_checks(self) -> list[Check]:
         arp_before = self.arp_replies()
@@ -266,6 +305,7 @@ def main() -> int:
         print(f"demo finished in {time.monotonic() - started:.1f} s")
         if args.cli:
             from mininet.cli import CLI
+
             CLI(demo.layout.net)
     return 0 if all(c.ok for c in checks) else 1
 

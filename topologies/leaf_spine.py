@@ -13,6 +13,7 @@ A server does no overlay work: its "NIC" (sriov_nic.py) tags each VM's
 frames with the VF's VLAN toward the ToR and hands each VM only the frames of
 its VLAN, untagged, exactly what an SR-IOV VF with a port VLAN does.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -22,10 +23,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bmv2_switch import Bmv2Switch
 from mininet.net import Mininet
 from mininet.node import Host
-
-from bmv2_switch import Bmv2Switch
 from p4vtep.config import load_fabric, load_inventory
 from p4vtep.model import Fabric, Vm
 
@@ -42,7 +42,7 @@ class LeafSpine:
     net: Mininet
     fabric: Fabric
     vms: dict[str, Vm]
-    vm_port: dict[str, str] = field(default_factory=dict)   # VM -> its server-side port
+    vm_port: dict[str, str] = field(default_factory=dict)  # VM -> its server-side port
     run_dir: Path = Path("/tmp")
     nics: dict[str, subprocess.Popen] = field(default_factory=dict)
 
@@ -54,16 +54,21 @@ def spine_mac(spine: int, tor: int) -> str:
     return f"00:5e:00:{spine:02x}:00:{tor:02x}"
 
 
-def build(log_dir: str = "logs/mininet", run_dir: Path = Path("/tmp"), fabric_file: Path = FABRIC_FILE,
-          inventory_file: Path = INVENTORY_FILE) -> LeafSpine:
+def build(
+    log_dir: str = "logs/mininet",
+    run_dir: Path = Path("/tmp"),
+    fabric_file: Path = FABRIC_FILE,
+    inventory_file: Path = INVENTORY_FILE,
+) -> LeafSpine:
     fabric = load_fabric(fabric_file)
     vms = {vm.name: vm for vm in load_inventory(inventory_file)}
     net = Mininet(controller=None, autoSetMacs=False, autoStaticArp=False, cleanup=False)
     tors = {}
     for tor in fabric.tors.values():
         grpc_port = int(tor.address.rsplit(":", 1)[1])
-        tors[tor.name] = net.addSwitch(tor.name, cls=Bmv2Switch, grpc_port=grpc_port,
-                                       device_id=tor.device_id, log_dir=log_dir)
+        tors[tor.name] = net.addSwitch(
+            tor.name, cls=Bmv2Switch, grpc_port=grpc_port, device_id=tor.device_id, log_dir=log_dir
+        )
     spines = [net.addHost(name, ip=None) for name in SPINES]
     for t, tor in enumerate(fabric.tors.values(), start=1):
         for s, (spine, uplink) in enumerate(zip(spines, tor.uplinks), start=1):
@@ -85,8 +90,10 @@ def configure(layout: LeafSpine) -> None:
     fabric = layout.fabric
     for host in layout.net.hosts:
         for intf in host.intfList():
-            host.cmd(f"ethtool -K {intf.name} tx off rx off tso off gso off gro off "
-                     "rxvlan off txvlan off >/dev/null 2>&1")
+            host.cmd(
+                f"ethtool -K {intf.name} tx off rx off tso off gso off gro off "
+                "rxvlan off txvlan off >/dev/null 2>&1"
+            )
         host.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
     # Spines: forward the underlay; a /32 and a static neighbour per VTEP.
     for spine_name in SPINES:
@@ -97,8 +104,10 @@ def configure(layout: LeafSpine) -> None:
             spine.cmd(f"ip link set {intf.name} mtu {UNDERLAY_MTU} up")
             spine.cmd(f"sysctl -qw net.ipv4.conf.{intf.name}.rp_filter=0")
             spine.cmd(f"ip route replace {tor.vtep_ip}/32 dev {intf.name}")
-            spine.cmd(f"ip neigh replace {tor.vtep_ip} lladdr {tor.router_mac} "
-                      f"dev {intf.name} nud permanent")
+            spine.cmd(
+                f"ip neigh replace {tor.vtep_ip} lladdr {tor.router_mac} "
+                f"dev {intf.name} nud permanent"
+            )
     # Servers: the SR-IOV NIC model.
     for server in fabric.servers.values():
         host = layout.net.get(server.name)
@@ -106,9 +115,17 @@ def configure(layout: LeafSpine) -> None:
         host.cmd(f"ip link set {uplink} mtu {UNDERLAY_MTU} up")
         write_vfs(layout, server.name)
         layout.nics[server.name] = host.popen(
-            [sys.executable, str(HERE / "sriov_nic.py"), "--uplink", uplink,
-             "--vfs", str(vf_file(layout, server.name))],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                str(HERE / "sriov_nic.py"),
+                "--uplink",
+                uplink,
+                "--vfs",
+                str(vf_file(layout, server.name)),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     for vm in layout.vms.values():
         host = layout.vm(vm.name)
         intf = host.intfList()[0].name
@@ -153,14 +170,18 @@ def move_vm(layout: LeafSpine, name: str, server: str, vlan: int) -> None:
     layout.vms[name] = moved
     layout.vm_port[name] = link.intf2.name
     for intf in (link.intf1, link.intf2):
-        intf.node.cmd(f"ethtool -K {intf.name} tx off rx off tso off gso off gro off "
-                      "rxvlan off txvlan off >/dev/null 2>&1")
+        intf.node.cmd(
+            f"ethtool -K {intf.name} tx off rx off tso off gso off gro off "
+            "rxvlan off txvlan off >/dev/null 2>&1"
+        )
     write_vfs(layout, server)
     write_vfs(layout, old.server)
     # The switch-over: the old vNIC goes down, the new one takes the address.
-    vm_host.cmd(f"ip link set {old_intf} down; ip addr flush dev {old_intf}; "
-                f"ip addr add {old.ips[0]}/{SUBNET_PREFIX} dev {new_intf}; "
-                f"ip link set {new_intf} up")
+    vm_host.cmd(
+        f"ip link set {old_intf} down; ip addr flush dev {old_intf}; "
+        f"ip addr add {old.ips[0]}/{SUBNET_PREFIX} dev {new_intf}; "
+        f"ip link set {new_intf} up"
+    )
 
 
 def subnet_of(vm: Vm) -> ipaddress.IPv4Network:

@@ -11,6 +11,7 @@ devices nor bridge VLAN filtering, so the NIC is modelled in user space).
 
 The VF file is re-read when it changes (a VM migrating in gets a new VF).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,7 +44,7 @@ def receive(sock: socket.socket) -> tuple[bytes, int | None] | None:
     for level, kind, aux in ancillary:
         if level == SOL_PACKET and kind == PACKET_AUXDATA:
             status, _, _, _, _, tci, _ = struct.unpack("IIIHHHH", aux[:20])
-            if status & TP_STATUS_VLAN_VALID:   # the kernel took the tag off
+            if status & TP_STATUS_VLAN_VALID:  # the kernel took the tag off
                 return data, tci & 0x0FFF
     if len(data) >= 18 and struct.unpack("!H", data[12:14])[0] == TPID:
         return data[:12] + data[16:], struct.unpack("!H", data[14:16])[0] & 0x0FFF
@@ -62,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     uplink = open_socket(args.uplink)
     vf_socks: dict[str, socket.socket] = {}
-    vlan_of: dict[int, int] = {}           # socket fd -> VLAN
+    vlan_of: dict[int, int] = {}  # socket fd -> VLAN
     sock_of_vlan: dict[int, socket.socket] = {}
     seen = None
 
@@ -83,7 +84,7 @@ def main() -> None:
                 try:
                     sock = open_socket(name)
                 except OSError:
-                    continue   # the interface is not there yet; next pass
+                    continue  # the interface is not there yet; next pass
                 vf_socks[name] = sock
             vlan_of[vf_socks[name].fileno()] = vlan
             sock_of_vlan[vlan] = vf_socks[name]
@@ -104,11 +105,11 @@ def main() -> None:
                     target = sock_of_vlan.get(vlan) if vlan is not None else None
                     if target is not None:
                         target.send(frame)
-                elif vlan is None:            # a VM cannot choose its VLAN
+                elif vlan is None:  # a VM cannot choose its VLAN
                     tag = struct.pack("!HH", TPID, vlan_of[sock.fileno()])
                     uplink.send(frame[:12] + tag + frame[12:])
             except OSError:
-                pass   # e.g. a VF interface that just went away
+                pass  # e.g. a VF interface that just went away
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Stable small integers for things the pipeline indexes: VNIs, VMs per ToR,
 replica ids. Stable across restarts (the store persists them), so a restarted
 controller compiles exactly the entries the switch already holds."""
+
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
 
 class SpaceFull(RuntimeError):
@@ -20,7 +21,7 @@ class IndexSpace:
         self._by_key: dict[Hashable, int] = {}
         self._used: set[int] = set()
         self._next = low
-        self.dirty = False        # changed since the store last saved it
+        self.dirty = False  # changed since the store last saved it
 
     def get(self, key: Hashable) -> int:
         index = self._by_key.get(key)

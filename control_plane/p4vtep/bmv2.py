@@ -1,6 +1,7 @@
 """Running BMv2 simple_switch_grpc: finding it, starting it with the options
 the pipeline needs, waiting for its gRPC port, stopping and restarting it.
 Used by the PTF runner, the integration tests and the Mininet topology."""
+
 from __future__ import annotations
 
 import os
@@ -34,6 +35,7 @@ def free_port() -> int:
 @dataclass
 class Bmv2Switch:
     """One simple_switch_grpc process. ``ports`` maps switch port -> interface."""
+
     name: str
     device_id: int
     grpc_port: int
@@ -45,7 +47,7 @@ class Bmv2Switch:
     debug_log: bool = False
     binary: str | None = None
     extra_args: list[str] = field(default_factory=list)
-    tls: object | None = None      # TlsFiles: serve P4Runtime over TLS, client certs required
+    tls: object | None = None  # TlsFiles: serve P4Runtime over TLS, client certs required
     process: subprocess.Popen | None = None
 
     @property
@@ -56,22 +58,45 @@ class Bmv2Switch:
         binary = self.binary or find_simple_switch_grpc()
         if binary is None:
             raise FileNotFoundError("simple_switch_grpc not found (see docs/toolchain.md)")
-        cmd = [binary, "--device-id", str(self.device_id), "--no-p4",
-               "--thrift-port", str(self.thrift_port)]
+        cmd = [
+            binary,
+            "--device-id",
+            str(self.device_id),
+            "--no-p4",
+            "--thrift-port",
+            str(self.thrift_port),
+        ]
         for port, iface in sorted(self.ports.items()):
             cmd += ["-i", f"{port}@{iface}"]
         if self.debug_log:
             cmd += ["--log-file", str(self.log_dir / f"{self.name}"), "--log-flush"]
         cmd += self.extra_args
-        cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(CPU_PORT),
-                "--priority-queues", str(PRIORITY_QUEUES),
-                "--max-mc-groups", str(MAX_MC_GROUPS),
-                "--max-l1-entries", str(MAX_MC_L1_ENTRIES),
-                "--max-l2-entries", str(MAX_MC_L2_ENTRIES)]
+        cmd += [
+            "--",
+            "--grpc-server-addr",
+            self.grpc_address,
+            "--cpu-port",
+            str(CPU_PORT),
+            "--priority-queues",
+            str(PRIORITY_QUEUES),
+            "--max-mc-groups",
+            str(MAX_MC_GROUPS),
+            "--max-l1-entries",
+            str(MAX_MC_L1_ENTRIES),
+            "--max-l2-entries",
+            str(MAX_MC_L2_ENTRIES),
+        ]
         if self.tls is not None:
-            cmd += ["--grpc-server-ssl", "--grpc-server-cacert", self.tls.ca,
-                    "--grpc-server-cert", self.tls.cert, "--grpc-server-key", self.tls.key,
-                    "--grpc-server-with-client-auth"]
+            cmd += [
+                "--grpc-server-ssl",
+                "--grpc-server-cacert",
+                self.tls.ca,
+                "--grpc-server-cert",
+                self.tls.cert,
+                "--grpc-server-key",
+                self.tls.key,
+                "--grpc-server-with-client-auth",
+            ]
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns] + cmd
         return cmd
@@ -87,8 +112,10 @@ class Bmv2Switch:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(f"{self.name}: simple_switch_grpc exited with "
-                                   f"{self.process.returncode} (see {self.log_dir}/{self.name}.out)")
+                raise RuntimeError(
+                    f"{self.name}: simple_switch_grpc exited with "
+                    f"{self.process.returncode} (see {self.log_dir}/{self.name}.out)"
+                )
             if self._port_open():
                 return
             time.sleep(0.1)
@@ -97,8 +124,12 @@ class Bmv2Switch:
     def _port_open(self) -> bool:
         if self.netns:
             probe = f"import socket; socket.create_connection(('{self.grpc_host}', {self.grpc_port}), 0.5)"
-            return subprocess.run(["ip", "netns", "exec", self.netns, "python3", "-c", probe],
-                                  capture_output=True).returncode == 0
+            return (
+                subprocess.run(
+                    ["ip", "netns", "exec", self.netns, "python3", "-c", probe], capture_output=True
+                ).returncode
+                == 0
+            )
         try:
             socket.create_connection((self.grpc_host, self.grpc_port), 0.5).close()
             return True
@@ -141,7 +172,7 @@ class VethSet:
         base = ["ip"] + (["-n", self.netns] if self.netns else [])
         subprocess.run(base + list(args), check=check, capture_output=True)
 
-    def __enter__(self) -> "VethSet":
+    def __enter__(self) -> VethSet:
         try:
             for sw, host in self.pairs:
                 self._ip("link", "add", sw, "type", "veth", "peer", "name", host)
@@ -152,8 +183,19 @@ class VethSet:
                     subprocess.run(sysctl, capture_output=True)
                     self._ip("link", "set", end, "mtu", "9500", "up")
                     # Frames must reach sockets as sent: no VLAN or checksum offload.
-                    ethtool = ["ethtool", "-K", end, "rxvlan", "off", "txvlan", "off",
-                               "tx", "off", "rx", "off"]
+                    ethtool = [
+                        "ethtool",
+                        "-K",
+                        end,
+                        "rxvlan",
+                        "off",
+                        "txvlan",
+                        "off",
+                        "tx",
+                        "off",
+                        "rx",
+                        "off",
+                    ]
                     if self.netns:
                         ethtool = ["ip", "netns", "exec", self.netns] + ethtool
                     subprocess.run(ethtool, capture_output=True)

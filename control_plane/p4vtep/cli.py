@@ -1,4 +1,5 @@
 """The p4vtep command: run the controller, or talk to a running one."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,7 +8,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 import grpc
 
@@ -32,11 +33,18 @@ def run_controller(args: argparse.Namespace) -> int:
     from .sources.inventory_file import InventoryWatcher
     from .store import Store
 
-    logging.basicConfig(level=logging.INFO if not args.verbose else logging.DEBUG,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if not args.verbose else logging.DEBUG,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     fabric = load_fabric(args.fabric)
-    controller = Controller(fabric, bmv2_pipeline(), Store(args.state),
-                            election_id=args.election_id, resync_seconds=args.resync)
+    controller = Controller(
+        fabric,
+        bmv2_pipeline(),
+        Store(args.state),
+        election_id=args.election_id,
+        resync_seconds=args.resync,
+    )
     watcher = None
     if args.inventory:
         watcher = InventoryWatcher(controller, args.inventory)
@@ -48,21 +56,27 @@ def run_controller(args: argparse.Namespace) -> int:
     libvirt_source = None
     if libvirt_uris:
         from .sources.libvirt_domains import LibvirtSource
+
         libvirt_source = LibvirtSource(controller, libvirt_uris)
         libvirt_source.start()
     credentials = None
     if fabric.api_tls is not None:
         from .api.server import server_credentials
+
         credentials = server_credentials(fabric.api_tls)
     server = serve(controller, args.listen, credentials=credentials)
     if args.metrics_port:
         from .metrics import start_metrics
+
         start_metrics(controller, args.metrics_port)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    print(f"p4vtep controller: {len(fabric.tors)} ToRs, {len(controller.vms)} VMs, "
-          f"API on {args.listen}", flush=True)
+    print(
+        f"p4vtep controller: {len(fabric.tors)} ToRs, {len(controller.vms)} VMs, "
+        f"API on {args.listen}",
+        flush=True,
+    )
     stop.wait()
     server.stop(grace=1)
     if watcher:
@@ -76,19 +90,24 @@ def run_controller(args: argparse.Namespace) -> int:
 # --- API client commands -------------------------------------------------------------
 def stub(args):
     from .api import overlay_pb2_grpc
+
     if args.ca:
         from pathlib import Path
+
         credentials = grpc.ssl_channel_credentials(
             root_certificates=Path(args.ca).read_bytes(),
             private_key=Path(args.key).read_bytes() if args.key else None,
-            certificate_chain=Path(args.cert).read_bytes() if args.cert else None)
+            certificate_chain=Path(args.cert).read_bytes() if args.cert else None,
+        )
         return overlay_pb2_grpc.OverlayStub(grpc.secure_channel(args.api, credentials))
     return overlay_pb2_grpc.OverlayStub(grpc.insecure_channel(args.api))
 
 
 def vm_rows(vms) -> list[list]:
-    return [[v.name, v.mac, ",".join(v.ips), v.vni, v.server, v.tor, v.vlan, v.qos or "-",
-             v.source] for v in vms]
+    return [
+        [v.name, v.mac, ",".join(v.ips), v.vni, v.server, v.tor, v.vlan, v.qos or "-", v.source]
+        for v in vms
+    ]
 
 
 VM_HEADERS = ["NAME", "MAC", "IPS", "VNI", "SERVER", "TOR", "VLAN", "QOS", "SOURCE"]
@@ -96,9 +115,21 @@ VM_HEADERS = ["NAME", "MAC", "IPS", "VNI", "SERVER", "TOR", "VLAN", "QOS", "SOUR
 
 def vm_attach(args) -> int:
     from .api import overlay_pb2 as pb
-    reply = stub(args).AttachVM(pb.AttachVMRequest(
-        vm=pb.VM(name=args.name, mac=args.mac, ips=args.ip or [], vni=args.vni,
-                 server=args.server, vlan=args.vlan, qos=args.qos or ""), wait=not args.no_wait))
+
+    reply = stub(args).AttachVM(
+        pb.AttachVMRequest(
+            vm=pb.VM(
+                name=args.name,
+                mac=args.mac,
+                ips=args.ip or [],
+                vni=args.vni,
+                server=args.server,
+                vlan=args.vlan,
+                qos=args.qos or "",
+            ),
+            wait=not args.no_wait,
+        )
+    )
     print(table(vm_rows([reply.vm]), VM_HEADERS))
     print(f"version {reply.version}" + (", applied on every ToR" if reply.applied else ""))
     return 0
@@ -108,13 +139,24 @@ def vm_bulk(args) -> int:
     """Attach every VM of an inventory file, showing progress."""
     from .api import overlay_pb2 as pb
     from .config import load_inventory
+
     vms = load_inventory(args.file)
     client = stub(args)
     last = 0
     for done, vm in enumerate(vms, start=1):
-        reply = client.AttachVM(pb.AttachVMRequest(vm=pb.VM(
-            name=vm.name, mac=vm.mac, ips=list(vm.ips), vni=vm.vni, server=vm.server,
-            vlan=vm.vlan, qos=vm.qos or "")))
+        reply = client.AttachVM(
+            pb.AttachVMRequest(
+                vm=pb.VM(
+                    name=vm.name,
+                    mac=vm.mac,
+                    ips=list(vm.ips),
+                    vni=vm.vni,
+                    server=vm.server,
+                    vlan=vm.vlan,
+                    qos=vm.qos or "",
+                )
+            )
+        )
         last = reply.version
         print(f"\rattached {done}/{len(vms)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
@@ -124,6 +166,7 @@ def vm_bulk(args) -> int:
 
 def vm_detach(args) -> int:
     from .api import overlay_pb2 as pb
+
     reply = stub(args).DetachVM(pb.DetachVMRequest(name=args.name, wait=not args.no_wait))
     print(f"detached {args.name} (version {reply.version})")
     return 0
@@ -131,14 +174,17 @@ def vm_detach(args) -> int:
 
 def vm_migrate(args) -> int:
     from .api import overlay_pb2 as pb
-    reply = stub(args).MigrateVM(pb.MigrateVMRequest(name=args.name, server=args.server,
-                                                     vlan=args.vlan or 0))
+
+    reply = stub(args).MigrateVM(
+        pb.MigrateVMRequest(name=args.name, server=args.server, vlan=args.vlan or 0)
+    )
     print(table(vm_rows([reply.vm]), VM_HEADERS))
     return 0
 
 
 def vm_list(args) -> int:
     from .api import overlay_pb2 as pb
+
     reply = stub(args).ListVMs(pb.ListVMsRequest(vni=args.vni or 0, server=args.server or ""))
     print(table(vm_rows(reply.vms), VM_HEADERS))
     return 0
@@ -146,6 +192,7 @@ def vm_list(args) -> int:
 
 def vm_show(args) -> int:
     from .api import overlay_pb2 as pb
+
     vm = stub(args).GetVM(pb.GetVMRequest(name=args.name))
     for key, value in zip(VM_HEADERS, vm_rows([vm])[0]):
         print(f"{key.lower():8} {value}")
@@ -156,51 +203,110 @@ def vm_show(args) -> int:
 
 def status(args) -> int:
     from .api import overlay_pb2 as pb
+
     reply = stub(args).ListSwitches(pb.ListSwitchesRequest())
-    rows = [[s.name, s.address, "yes" if s.connected else "no", "yes" if s.primary else "no",
-             f"{s.pipeline_cookie:016x}" if s.pipeline_cookie else "-", s.entries, s.reconciles,
-             s.writes, s.last_error or "-"] for s in reply.switches]
-    print(table(rows, ["SWITCH", "ADDRESS", "CONNECTED", "PRIMARY", "COOKIE", "ENTRIES",
-                       "RECONCILES", "WRITES", "LAST ERROR"]))
+    rows = [
+        [
+            s.name,
+            s.address,
+            "yes" if s.connected else "no",
+            "yes" if s.primary else "no",
+            f"{s.pipeline_cookie:016x}" if s.pipeline_cookie else "-",
+            s.entries,
+            s.reconciles,
+            s.writes,
+            s.last_error or "-",
+        ]
+        for s in reply.switches
+    ]
+    print(
+        table(
+            rows,
+            [
+                "SWITCH",
+                "ADDRESS",
+                "CONNECTED",
+                "PRIMARY",
+                "COOKIE",
+                "ENTRIES",
+                "RECONCILES",
+                "WRITES",
+                "LAST ERROR",
+            ],
+        )
+    )
     return 0
 
 
 def counters(args) -> int:
     from .api import overlay_pb2 as pb
+
     reply = stub(args).GetCounters(pb.GetCountersRequest(vms=args.vm or [], vnis=args.vni or []))
-    print(table([[c.name, c.tor, c.tx.packets, c.tx.bytes, c.rx.packets, c.rx.bytes]
-                 for c in reply.vms], ["VM", "TOR", "TX PKTS", "TX BYTES", "RX PKTS", "RX BYTES"]))
+    print(
+        table(
+            [
+                [c.name, c.tor, c.tx.packets, c.tx.bytes, c.rx.packets, c.rx.bytes]
+                for c in reply.vms
+            ],
+            ["VM", "TOR", "TX PKTS", "TX BYTES", "RX PKTS", "RX BYTES"],
+        )
+    )
     print()
-    print(table([[c.vni, c.tor, c.tx.packets, c.tx.bytes, c.rx.packets, c.rx.bytes]
-                 for c in reply.vnis], ["VNI", "TOR", "TX PKTS", "TX BYTES", "RX PKTS", "RX BYTES"]))
+    print(
+        table(
+            [
+                [c.vni, c.tor, c.tx.packets, c.tx.bytes, c.rx.packets, c.rx.bytes]
+                for c in reply.vnis
+            ],
+            ["VNI", "TOR", "TX PKTS", "TX BYTES", "RX PKTS", "RX BYTES"],
+        )
+    )
     if reply.drops:
         print()
-        print(table([[d.tor, d.reason, d.packets] for d in reply.drops],
-                    ["TOR", "DROP REASON", "PACKETS"]))
+        print(
+            table(
+                [[d.tor, d.reason, d.packets] for d in reply.drops],
+                ["TOR", "DROP REASON", "PACKETS"],
+            )
+        )
     return 0
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="p4vtep", description="VXLAN overlay offload to P4 ToRs")
     p.add_argument("--api", default=DEFAULT_API, help="controller API address (P4VTEP_API)")
-    p.add_argument("--ca", default=os.environ.get("P4VTEP_API_CA"),
-                   help="CA certificate of the API (enables TLS; P4VTEP_API_CA)")
-    p.add_argument("--cert", default=os.environ.get("P4VTEP_API_CERT"),
-                   help="client certificate for mutual TLS (P4VTEP_API_CERT)")
-    p.add_argument("--key", default=os.environ.get("P4VTEP_API_KEY"),
-                   help="client key for mutual TLS (P4VTEP_API_KEY)")
+    p.add_argument(
+        "--ca",
+        default=os.environ.get("P4VTEP_API_CA"),
+        help="CA certificate of the API (enables TLS; P4VTEP_API_CA)",
+    )
+    p.add_argument(
+        "--cert",
+        default=os.environ.get("P4VTEP_API_CERT"),
+        help="client certificate for mutual TLS (P4VTEP_API_CERT)",
+    )
+    p.add_argument(
+        "--key",
+        default=os.environ.get("P4VTEP_API_KEY"),
+        help="client key for mutual TLS (P4VTEP_API_KEY)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     ctl = sub.add_parser("controller", help="run the controller").add_subparsers(
-        dest="action", required=True)
+        dest="action", required=True
+    )
     run = ctl.add_parser("run", help="run the controller in the foreground")
     run.add_argument("--fabric", required=True, help="fabric YAML")
     run.add_argument("--inventory", help="inventory YAML (watched for edits)")
     run.add_argument("--state", default="p4vtep-state.db", help="SQLite file of desired state")
     run.add_argument("--listen", default=DEFAULT_API, help="API listen address")
     run.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (0: off)")
-    run.add_argument("--election-id", type=int, default=1,
-                     help="P4Runtime election id; the highest live one is primary")
+    run.add_argument(
+        "--election-id",
+        type=int,
+        default=1,
+        help="P4Runtime election id; the highest live one is primary",
+    )
     run.add_argument("--resync", type=float, default=30.0, help="seconds between drift repairs")
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=run_controller)
@@ -254,6 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # config errors and the like: one clear line
         from .config import ConfigError
         from .validation import ValidationError
+
         if isinstance(exc, (ConfigError, ValidationError, FileNotFoundError)):
             print(f"p4vtep: {exc}", file=sys.stderr)
             return 2

@@ -4,12 +4,13 @@ Pure: the same fabric, VMs and allocations always give the same entities, in
 canonical form, keyed by what identifies each on the switch. The reconciler
 diffs them against what it reads back.
 """
+
 from __future__ import annotations
 
 import zlib
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from .allocation import IndexSpace
 from .dataplane.entries import MeterRates, PipelineEntries, PortRole
@@ -18,17 +19,18 @@ from .runtime.entities import entity_key, to_entity
 from .runtime.protos import p4runtime_pb2
 
 ECMP_GROUP_ID = 1
-VM_INDEX_MAX = 8191          # vm_tx_meter/vm_rx_meter size - 1; index 0 means "no VM"
-VNI_INDEX_MAX = 8191         # two flood groups per VNI index must fit 16 bits
-VTEP_REPLICA_BASE = 16384    # replica ids of remote VTEPs start here
+VM_INDEX_MAX = 8191  # vm_tx_meter/vm_rx_meter size - 1; index 0 means "no VM"
+VNI_INDEX_MAX = 8191  # two flood groups per VNI index must fit 16 bits
+VTEP_REPLICA_BASE = 16384  # replica ids of remote VTEPs start here
 
 
 @dataclass
 class Allocations:
     """Every index the controller hands out, per fabric."""
+
     vni: IndexSpace = field(default_factory=lambda: IndexSpace("vni", 1, VNI_INDEX_MAX))
     tor: IndexSpace = field(default_factory=lambda: IndexSpace("tor", 0, 4095))
-    vm: dict[str, IndexSpace] = field(default_factory=dict)   # per ToR
+    vm: dict[str, IndexSpace] = field(default_factory=dict)  # per ToR
 
     def spaces(self) -> list[IndexSpace]:
         return [self.vni, self.tor, *self.vm.values()]
@@ -87,18 +89,20 @@ class CompileCache:
 class CompiledTor:
     """Entities keyed by identity, plus the default entry and meter configs,
     which P4Runtime can only MODIFY."""
+
     entities: dict[tuple, p4runtime_pb2.Entity] = field(default_factory=dict)
     defaults: dict[tuple, p4runtime_pb2.Entity] = field(default_factory=dict)
     meters: dict[tuple, p4runtime_pb2.Entity] = field(default_factory=dict)
     vm_index: dict[str, int] = field(default_factory=dict)
-    owner: dict[tuple, str] = field(default_factory=dict)    # entity key -> the VM it serves
+    owner: dict[tuple, str] = field(default_factory=dict)  # entity key -> the VM it serves
 
     def add(self, message) -> None:
         entity = to_entity(message)
         self.entities[entity_key(entity)] = entity
 
-    def add_keyed(self, items: list[tuple[tuple, p4runtime_pb2.Entity]],
-                  vm: str | None = None) -> None:
+    def add_keyed(
+        self, items: list[tuple[tuple, p4runtime_pb2.Entity]], vm: str | None = None
+    ) -> None:
         for key, entity in items:
             self.entities[key] = entity
             if vm is not None:
@@ -110,8 +114,14 @@ def _keyed(*messages) -> list[tuple[tuple, p4runtime_pb2.Entity]]:
     return [(entity_key(x), x) for x in entities]
 
 
-def compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Allocations,
-                entries: PipelineEntries, cache: CompileCache | None = None) -> CompiledTor:
+def compile_tor(
+    fabric: Fabric,
+    vms: Iterable[Vm],
+    tor_name: str,
+    alloc: Allocations,
+    entries: PipelineEntries,
+    cache: CompileCache | None = None,
+) -> CompiledTor:
     cache = cache or CompileCache()
     cache.begin(tor_name)
     try:
@@ -120,8 +130,14 @@ def compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Allocat
         cache.end(tor_name)
 
 
-def _compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Allocations,
-                 entries: PipelineEntries, cache: CompileCache) -> CompiledTor:
+def _compile_tor(
+    fabric: Fabric,
+    vms: Iterable[Vm],
+    tor_name: str,
+    alloc: Allocations,
+    entries: PipelineEntries,
+    cache: CompileCache,
+) -> CompiledTor:
     tor = fabric.tors[tor_name]
     out = CompiledTor()
     e = entries
@@ -144,8 +160,11 @@ def _compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Alloca
     # Underlay: one ECMP group over every uplink, a /32 per remote VTEP.
     for uplink in tor.uplinks:
         out.add(e.next_hop_member(uplink.port + 1, uplink.port, uplink.next_hop_mac))
-    out.add(e.ecmp_group(ECMP_GROUP_ID, [u.port + 1 for u in tor.uplinks],
-                         max_size=max(16, len(tor.uplinks))))
+    out.add(
+        e.ecmp_group(
+            ECMP_GROUP_ID, [u.port + 1 for u in tor.uplinks], max_size=max(16, len(tor.uplinks))
+        )
+    )
     for other in sorted(fabric.tors.values(), key=lambda t: t.name):
         if other.name != tor_name:
             out.add(e.underlay_route(other.vtep_ip, 32, group_id=ECMP_GROUP_ID))
@@ -153,7 +172,7 @@ def _compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Alloca
     # VNIs present here, and who else hosts them.
     vm_space = alloc.vm_space(tor_name)
     for gone in vm_space.keys() - {vm.name for vm in local}:
-        vm_space.release(gone)   # a VM that left this ToR frees its index
+        vm_space.release(gone)  # a VM that left this ToR frees its index
     remote_tors_of_vni: dict[int, set[str]] = defaultdict(set)
     for vm in remote:
         remote_tors_of_vni[vm.vni].add(fabric.servers[vm.server].tor)
@@ -171,25 +190,42 @@ def _compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Alloca
             remote_copies = []
             for other_name in sorted(remote_tors_of_vni[vni]):
                 other = fabric.tors[other_name]
-                remote_copies.append((flood_uplink(tor, other.vtep_ip).port,
-                                      VTEP_REPLICA_BASE + alloc.tor.get(other_name)))
+                remote_copies.append(
+                    (
+                        flood_uplink(tor, other.vtep_ip).port,
+                        VTEP_REPLICA_BASE + alloc.tor.get(other_name),
+                    )
+                )
             out.add(e.flood_group(group, local_copies + remote_copies))
             out.add(e.flood_group(local_group, local_copies))
 
     for other_name in sorted({t for tors in remote_tors_of_vni.values() for t in tors}):
         other = fabric.tors[other_name]
-        out.add(e.replica_to_vtep(VTEP_REPLICA_BASE + alloc.tor.get(other_name), other.vtep_ip,
-                                  flood_uplink(tor, other.vtep_ip).next_hop_mac))
+        out.add(
+            e.replica_to_vtep(
+                VTEP_REPLICA_BASE + alloc.tor.get(other_name),
+                other.vtep_ip,
+                flood_uplink(tor, other.vtep_ip).next_hop_mac,
+            )
+        )
 
     for vm in local:
         port = fabric.servers[vm.server].port
         index = vm_space.get(vm.name)
         out.vm_index[vm.name] = index
-        out.add_keyed(cache.get(tor_name, ("local", vm, index, port), lambda: _keyed(
-            e.access_binding(port, vm.vlan, vm.vni, index, vm.mac),
-            e.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index),
-            e.replica_to_vm(index, vm.vlan, index),
-            *(e.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips))), vm.name)
+        out.add_keyed(
+            cache.get(
+                tor_name,
+                ("local", vm, index, port),
+                lambda: _keyed(
+                    e.access_binding(port, vm.vlan, vm.vni, index, vm.mac),
+                    e.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index),
+                    e.replica_to_vm(index, vm.vlan, index),
+                    *(e.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips),
+                ),
+            ),
+            vm.name,
+        )
         policy = fabric.policies.get(vm.qos) if vm.qos else None
         for direction in ("tx", "rx"):
             r = getattr(policy, direction) if policy else None
@@ -198,7 +234,15 @@ def _compile_tor(fabric: Fabric, vms: Iterable[Vm], tor_name: str, alloc: Alloca
                 out.meters[entity_key(meter)] = meter
     for vm in remote:
         vtep_ip = fabric.tors[fabric.servers[vm.server].tor].vtep_ip
-        out.add_keyed(cache.get(tor_name, ("remote", vm, vtep_ip), lambda: _keyed(
-            e.mac_to_remote_vtep(vm.vni, vm.mac, vtep_ip),
-            *(e.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips))), vm.name)
+        out.add_keyed(
+            cache.get(
+                tor_name,
+                ("remote", vm, vtep_ip),
+                lambda: _keyed(
+                    e.mac_to_remote_vtep(vm.vni, vm.mac, vtep_ip),
+                    *(e.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips),
+                ),
+            ),
+            vm.name,
+        )
     return out

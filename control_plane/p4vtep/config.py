@@ -1,8 +1,10 @@
 """Fabric and inventory files (YAML). Errors name the file, line and field."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -72,9 +74,7 @@ class _Doc:
     def get(self, path: tuple, default: Any = None) -> Any:
         value: Any = self.data
         for part in path:
-            if isinstance(value, dict) and part in value:
-                value = value[part]
-            elif isinstance(value, list) and isinstance(part, int) and part < len(value):
+            if isinstance(value, dict) and part in value or isinstance(value, list) and isinstance(part, int) and part < len(value):
                 value = value[part]
             elif default is not None:
                 return default
@@ -120,33 +120,51 @@ def load_fabric(path: str | Path) -> Fabric:
     fabric = Fabric()
     for i, _ in enumerate(doc.list(("tors",))):
         p = ("tors", i)
-        uplinks = tuple(Uplink(doc.typed(p + ("uplinks", j, "port"), int),
-                               normalise_mac(doc.typed(p + ("uplinks", j, "next_hop_mac"), str)))
-                        for j, _ in enumerate(doc.list(p + ("uplinks",))))
-        tor = Tor(doc.typed(p + ("name",), str), doc.typed(p + ("p4runtime",), str),
-                  doc.typed(p + ("device_id",), int), doc.typed(p + ("vtep_ip",), str),
-                  normalise_mac(doc.typed(p + ("router_mac",), str)), uplinks)
+        uplinks = tuple(
+            Uplink(
+                doc.typed(p + ("uplinks", j, "port"), int),
+                normalise_mac(doc.typed(p + ("uplinks", j, "next_hop_mac"), str)),
+            )
+            for j, _ in enumerate(doc.list(p + ("uplinks",)))
+        )
+        tor = Tor(
+            doc.typed(p + ("name",), str),
+            doc.typed(p + ("p4runtime",), str),
+            doc.typed(p + ("device_id",), int),
+            doc.typed(p + ("vtep_ip",), str),
+            normalise_mac(doc.typed(p + ("router_mac",), str)),
+            uplinks,
+        )
         if tor.name in fabric.tors:
             raise doc.error(p + ("name",), f"ToR {tor.name!r} defined twice")
         fabric.tors[tor.name] = tor
     for i, _ in enumerate(doc.list(("servers",))):
         p = ("servers", i)
-        server = Server(doc.typed(p + ("name",), str), doc.typed(p + ("tor",), str),
-                        doc.typed(p + ("port",), int), doc.typed(p + ("libvirt",), str, None))
+        server = Server(
+            doc.typed(p + ("name",), str),
+            doc.typed(p + ("tor",), str),
+            doc.typed(p + ("port",), int),
+            doc.typed(p + ("libvirt",), str, None),
+        )
         if server.name in fabric.servers:
             raise doc.error(p + ("name",), f"server {server.name!r} defined twice")
         fabric.servers[server.name] = server
     for i, _ in enumerate(doc.list(("vnis",))):
         p = ("vnis", i)
-        vni = Vni(doc.typed(p + ("vni",), int), doc.typed(p + ("name",), str),
-                  doc.typed(p + ("traffic_class",), int, 0), doc.typed(p + ("flood",), bool, True))
+        vni = Vni(
+            doc.typed(p + ("vni",), int),
+            doc.typed(p + ("name",), str),
+            doc.typed(p + ("traffic_class",), int, 0),
+            doc.typed(p + ("flood",), bool, True),
+        )
         if vni.vni in fabric.vnis:
             raise doc.error(p + ("vni",), f"VNI {vni.vni} defined twice")
         fabric.vnis[vni.vni] = vni
     for i, _ in enumerate(doc.list(("qos_policies",), required=False)):
         p = ("qos_policies", i)
-        policy = QosPolicy(doc.typed(p + ("name",), str), _rates(doc, p + ("tx",)),
-                           _rates(doc, p + ("rx",)))
+        policy = QosPolicy(
+            doc.typed(p + ("name",), str), _rates(doc, p + ("tx",)), _rates(doc, p + ("rx",))
+        )
         fabric.policies[policy.name] = policy
     for side in ("p4runtime", "api"):
         p = ("tls", side)
@@ -167,12 +185,16 @@ def load_inventory(path: str | Path) -> list[Vm]:
         ips = doc.get(p + ("ips",), [])
         if not isinstance(ips, list):
             ips = [ips]
-        vms.append(Vm(name=doc.typed(p + ("name",), str),
-                      mac=normalise_mac(doc.typed(p + ("mac",), str)),
-                      ips=tuple(str(ip) for ip in ips),
-                      vni=doc.typed(p + ("vni",), int),
-                      server=doc.typed(p + ("server",), str),
-                      vlan=doc.typed(p + ("vlan",), int),
-                      qos=doc.typed(p + ("qos",), str, None),
-                      source="inventory"))
+        vms.append(
+            Vm(
+                name=doc.typed(p + ("name",), str),
+                mac=normalise_mac(doc.typed(p + ("mac",), str)),
+                ips=tuple(str(ip) for ip in ips),
+                vni=doc.typed(p + ("vni",), int),
+                server=doc.typed(p + ("server",), str),
+                vlan=doc.typed(p + ("vlan",), int),
+                qos=doc.typed(p + ("qos",), str, None),
+                source="inventory",
+            )
+        )
     return vms

@@ -4,6 +4,7 @@ Changes (from the inventory file, libvirt or the API) are validated against
 the whole resulting state and refused whole if anything is wrong; accepted
 ones are stored, then every supervisor is told to reconcile.
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,8 +18,7 @@ from .dataplane.entries import PipelineEntries
 from .model import Fabric, Vm
 from .store import Store
 from .supervisor import SwitchSupervisor
-from .validation import (Problem, ValidationError, VmIndex, check_fabric, validate,
-                         validate_change)
+from .validation import Problem, ValidationError, VmIndex, check_fabric, validate, validate_change
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +29,14 @@ class NotFound(KeyError):
 
 
 class Controller:
-    def __init__(self, fabric: Fabric, pipeline: Pipeline, store: Store | None = None,
-                 election_id: int = 1, resync_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        fabric: Fabric,
+        pipeline: Pipeline,
+        store: Store | None = None,
+        election_id: int = 1,
+        resync_seconds: float = 30.0,
+    ) -> None:
         problems = check_fabric(fabric)
         if problems:
             raise ValidationError(problems)
@@ -46,18 +52,28 @@ class Controller:
         self._pinned: dict[str, dict[str, Vm]] = {}
         self.version = 1
         self.cache = CompileCache()
-        self._checked: dict[Vm, list] = {}     # per-VM validation results
+        self._checked: dict[Vm, list] = {}  # per-VM validation results
         self._index = VmIndex.of(self.vms.values())
         credentials = None
         if fabric.p4runtime_tls is not None:
             import grpc
+
             ca, cert, key = fabric.p4runtime_tls.read()
-            credentials = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
-                                                       certificate_chain=cert)
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=ca, private_key=key, certificate_chain=cert
+            )
         self.supervisors = {
-            name: SwitchSupervisor(tor, pipeline, election_id, self.compile_for, self.bus,
-                                   resync_seconds=resync_seconds, credentials=credentials)
-            for name, tor in fabric.tors.items()}
+            name: SwitchSupervisor(
+                tor,
+                pipeline,
+                election_id,
+                self.compile_for,
+                self.bus,
+                resync_seconds=resync_seconds,
+                credentials=credentials,
+            )
+            for name, tor in fabric.tors.items()
+        }
 
     # --- lifecycle -------------------------------------------------------------
     def start(self) -> None:
@@ -76,8 +92,9 @@ class Controller:
     def compile_for(self, tor: str) -> tuple[int, CompiledTor]:
         with self._lock:
             vms = self._pinned.get(tor, self.vms)
-            compiled = compile_tor(self.fabric, vms.values(), tor, self.alloc, self.entries,
-                                   self.cache)
+            compiled = compile_tor(
+                self.fabric, vms.values(), tor, self.alloc, self.entries, self.cache
+            )
             if self.alloc.dirty:
                 # Indices are handed out while compiling; store them before
                 # the switch sees them, so a restart compiles the same.
@@ -85,8 +102,13 @@ class Controller:
             return self.version, compiled
 
     # --- changes ------------------------------------------------------------------
-    def _commit(self, new_vms: dict[str, Vm], change: events.DesiredStateChanged,
-                upserts: list[Vm] | None = None, removals: list[str] | None = None) -> int:
+    def _commit(
+        self,
+        new_vms: dict[str, Vm],
+        change: events.DesiredStateChanged,
+        upserts: list[Vm] | None = None,
+        removals: list[str] | None = None,
+    ) -> int:
         """Validate the new state (only the changed VMs when the change is
         given as upserts/removals), store it and wake the supervisors."""
         with self._lock:
@@ -97,8 +119,9 @@ class Controller:
                 index = VmIndex.of(new_vms.values())
                 self.store.save(new_vms.values(), self.alloc)
             else:
-                index = validate_change(self.fabric, self.vms, self._index, upserts or [],
-                                        removals or [], self._checked)
+                index = validate_change(
+                    self.fabric, self.vms, self._index, upserts or [], removals or [], self._checked
+                )
                 self.store.save_changes(upserts or [], removals or [])
             self._index = index
             self.vms = new_vms
@@ -115,8 +138,9 @@ class Controller:
                 return self.version
             new = dict(self.vms)
             new[vm.name] = vm
-            return self._commit(new, events.DesiredStateChanged(vm=vm.name, change="attached"),
-                                upserts=[vm])
+            return self._commit(
+                new, events.DesiredStateChanged(vm=vm.name, change="attached"), upserts=[vm]
+            )
 
     def detach(self, name: str) -> int:
         with self._lock:
@@ -124,8 +148,9 @@ class Controller:
                 raise NotFound(f"no VM named {name!r}")
             new = dict(self.vms)
             del new[name]
-            return self._commit(new, events.DesiredStateChanged(vm=name, change="detached"),
-                                removals=[name])
+            return self._commit(
+                new, events.DesiredStateChanged(vm=name, change="detached"), removals=[name]
+            )
 
     def replace_source(self, source: str, vms: list[Vm]) -> int:
         """Make the VMs from one source (e.g. the inventory file) exactly ``vms``."""
@@ -133,12 +158,21 @@ class Controller:
             new = {k: v for k, v in self.vms.items() if v.source != source}
             for vm in vms:
                 if vm.name in new:
-                    raise ValidationError([Problem(f"vm {vm.name}", "name",
-                                                   f"already declared by {new[vm.name].source}")])
+                    raise ValidationError(
+                        [
+                            Problem(
+                                f"vm {vm.name}",
+                                "name",
+                                f"already declared by {new[vm.name].source}",
+                            )
+                        ]
+                    )
                 new[vm.name] = replace(vm, source=source)
             if new == self.vms:
                 return self.version
-            return self._commit(new, events.DesiredStateChanged(vm="*", change=f"{source} reloaded"))
+            return self._commit(
+                new, events.DesiredStateChanged(vm="*", change=f"{source} reloaded")
+            )
 
     def get(self, name: str) -> Vm:
         with self._lock:
@@ -154,14 +188,16 @@ class Controller:
             vm = self.get(name)
             new = dict(self.vms)
             new[name] = replace(vm, qos=qos or None)
-            return self._commit(new, events.DesiredStateChanged(vm=name, change="qos"),
-                                upserts=[new[name]])
+            return self._commit(
+                new, events.DesiredStateChanged(vm=name, change="qos"), upserts=[new[name]]
+            )
 
     def wait_version(self, version: int, timeout: float) -> bool:
         return all(sup.wait_applied(version, timeout) for sup in self.supervisors.values())
 
-    def migrate(self, name: str, server: str, vlan: int | None = None,
-                timeout: float = 30.0) -> int:
+    def migrate(
+        self, name: str, server: str, vlan: int | None = None, timeout: float = 30.0
+    ) -> int:
         """Make-before-break: every ToR but the old one gets the new location
         first; only when they hold it does the old ToR let go."""
         with self._lock:
@@ -170,8 +206,9 @@ class Controller:
             old = self.vms[name]
             moved = replace(old, server=server, vlan=old.vlan if vlan is None else vlan)
             if moved.server not in self.fabric.servers:
-                raise ValidationError([Problem(f"vm {name}", "server",
-                                               f"unknown server {server!r}")])
+                raise ValidationError(
+                    [Problem(f"vm {name}", "server", f"unknown server {server!r}")]
+                )
             old_tor = self.fabric.servers[old.server].tor
             new_tor = self.fabric.servers[moved.server].tor
             new = dict(self.vms)
@@ -179,8 +216,9 @@ class Controller:
             if old_tor != new_tor:
                 self._pinned[old_tor] = dict(self.vms)
             try:
-                version = self._commit(new, events.DesiredStateChanged(vm=name, change="migrated"),
-                                       upserts=[moved])
+                version = self._commit(
+                    new, events.DesiredStateChanged(vm=name, change="migrated"), upserts=[moved]
+                )
             except Exception:
                 self._pinned.pop(old_tor, None)
                 raise
@@ -193,7 +231,7 @@ class Controller:
                 self._pinned.pop(old_tor, None)
                 self.version += 1
                 version = self.version
-            for sup in self.supervisors.values():   # the old ToR lets go; others confirm
+            for sup in self.supervisors.values():  # the old ToR lets go; others confirm
                 sup.notify()
         return version
 
@@ -213,13 +251,18 @@ class CounterReader:
 
     def _read(self, tor: str, counter: str, index: int | None = None) -> dict[int, tuple[int, int]]:
         entry = self.c.entries.counter(counter, index)
-        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count,
-                                              e.counter_entry.data.byte_count)
-                for e in self._conn(tor).read(entry)}
+        return {
+            e.counter_entry.index.index: (
+                e.counter_entry.data.packet_count,
+                e.counter_entry.data.byte_count,
+            )
+            for e in self._conn(tor).read(entry)
+        }
 
     def vm(self, name: str) -> tuple[str, tuple[int, int], tuple[int, int]]:
         """(ToR, tx, rx) of one VM."""
         from .dataplane.entries import VM_RX_COUNTER, VM_TX_COUNTER
+
         with self.c._lock:
             vm = self.c.vms.get(name)
             if vm is None:
@@ -235,19 +278,30 @@ class CounterReader:
     def vni(self, vni: int) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
         """[(ToR, tx, rx)] for every ToR that hosts the VNI."""
         from .dataplane.entries import VNI_RX_COUNTER, VNI_TX_COUNTER
+
         with self.c._lock:
             index = self.c.alloc.vni.peek(vni)
-            tors = sorted({self.c.fabric.servers[v.server].tor for v in self.c.vms.values()
-                           if v.vni == vni})
+            tors = sorted(
+                {self.c.fabric.servers[v.server].tor for v in self.c.vms.values() if v.vni == vni}
+            )
         if index is None:
             return []
-        return [(tor, self._read(tor, VNI_TX_COUNTER, index).get(index, (0, 0)),
-                 self._read(tor, VNI_RX_COUNTER, index).get(index, (0, 0))) for tor in tors]
+        return [
+            (
+                tor,
+                self._read(tor, VNI_TX_COUNTER, index).get(index, (0, 0)),
+                self._read(tor, VNI_RX_COUNTER, index).get(index, (0, 0)),
+            )
+            for tor in tors
+        ]
 
     def drops(self, tor: str) -> dict[str, int]:
         from .dataplane.drop_reasons import DropReason
         from .dataplane.entries import EGRESS_DROP_COUNTER, INGRESS_DROP_COUNTER
+
         ingress = self._read(tor, INGRESS_DROP_COUNTER)
         egress = self._read(tor, EGRESS_DROP_COUNTER)
-        return {reason.name.lower(): ingress.get(reason, (0, 0))[0] + egress.get(reason, (0, 0))[0]
-                for reason in DropReason}
+        return {
+            reason.name.lower(): ingress.get(reason, (0, 0))[0] + egress.get(reason, (0, 0))[0]
+            for reason in DropReason
+        }

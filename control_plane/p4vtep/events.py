@@ -1,4 +1,5 @@
 """Typed events the controller publishes (WatchEvents, logs, metrics)."""
+
 from __future__ import annotations
 
 import queue
@@ -44,13 +45,13 @@ class Reconciled(Event):
 @dataclass(frozen=True)
 class WriteFailed(Event):
     errors: tuple[str, ...] = ()
-    vms: tuple[str, ...] = ()     # VMs whose entries were refused (e.g. a full table)
+    vms: tuple[str, ...] = ()  # VMs whose entries were refused (e.g. a full table)
 
 
 @dataclass(frozen=True)
 class DesiredStateChanged(Event):
     vm: str = ""
-    change: str = ""     # attached, detached, migrated, updated
+    change: str = ""  # attached, detached, migrated, updated
 
 
 class EventBus:
@@ -76,4 +77,4 @@ class EventBus:
             try:
                 q.put_nowait(event)
             except queue.Full:
-                pass   # a stalled watcher must not stall the controller
+                pass  # a stalled watcher must not stall the controller

@@ -1,4 +1,5 @@
 """The fabric and the VMs on it: the controller's desired state, as plain data."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ class Uplink:
 @dataclass(frozen=True)
 class Tor:
     name: str
-    address: str          # P4Runtime gRPC address
+    address: str  # P4Runtime gRPC address
     device_id: int
     vtep_ip: str
     router_mac: str
@@ -24,8 +25,8 @@ class Tor:
 class Server:
     name: str
     tor: str
-    port: int             # the ToR port the server's NIC is cabled to
-    libvirt: str | None = None   # hypervisor URI, if its VMs come from libvirt
+    port: int  # the ToR port the server's NIC is cabled to
+    libvirt: str | None = None  # hypervisor URI, if its VMs come from libvirt
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,13 @@ class Vni:
     vni: int
     name: str
     traffic_class: int = 0
-    flood: bool = True    # head-end replication of BUM; False drops BUM
+    flood: bool = True  # head-end replication of BUM; False drops BUM
 
 
 @dataclass(frozen=True)
 class Rates:
     """RFC 2698 trTCM: committed/peak rate in bytes/s, bursts in bytes."""
+
     cir: int
     cburst: int
     pir: int
@@ -48,8 +50,8 @@ class Rates:
 @dataclass(frozen=True)
 class QosPolicy:
     name: str
-    tx: Rates | None = None   # what the VM sends
-    rx: Rates | None = None   # what is delivered to the VM
+    tx: Rates | None = None  # what the VM sends
+    rx: Rates | None = None  # what is delivered to the VM
 
 
 @dataclass(frozen=True)
@@ -59,20 +61,22 @@ class Vm:
     ips: tuple[str, ...]
     vni: int
     server: str
-    vlan: int             # VF VLAN
+    vlan: int  # VF VLAN
     qos: str | None = None
-    source: str = "inventory"   # which input declared it (inventory, libvirt, api)
+    source: str = "inventory"  # which input declared it (inventory, libvirt, api)
 
 
 @dataclass(frozen=True)
 class TlsFiles:
     """PEM files for one side of a mutually authenticated TLS connection."""
-    ca: str       # verifies the peer
-    cert: str     # our certificate (chain)
-    key: str      # our private key
+
+    ca: str  # verifies the peer
+    cert: str  # our certificate (chain)
+    key: str  # our private key
 
     def read(self) -> tuple[bytes, bytes, bytes]:
         from pathlib import Path
+
         return tuple(Path(p).read_bytes() for p in (self.ca, self.cert, self.key))
 
 
@@ -82,8 +86,8 @@ class Fabric:
     servers: dict[str, Server] = field(default_factory=dict)
     vnis: dict[int, Vni] = field(default_factory=dict)
     policies: dict[str, QosPolicy] = field(default_factory=dict)
-    p4runtime_tls: TlsFiles | None = None   # controller -> switches, client certificate
-    api_tls: TlsFiles | None = None         # service API, requires client certificates
+    p4runtime_tls: TlsFiles | None = None  # controller -> switches, client certificate
+    api_tls: TlsFiles | None = None  # service API, requires client certificates
 
     def tor_of(self, vm: Vm) -> Tor:
         return self.tors[self.servers[vm.server].tor]

@@ -7,6 +7,7 @@ bytes on both sides); then write inserts and modifies in dependency order
 (members, groups, multicast groups, table entries) and deletes in the reverse
 order. Steady state writes nothing.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,8 +22,13 @@ from .runtime.protos import p4runtime_pb2
 log = logging.getLogger(__name__)
 
 # Write order for inserts/modifies; deletes go in reverse.
-_ORDER = {"action_profile_member": 0, "action_profile_group": 1,
-          "packet_replication_engine_entry": 2, "table_entry": 3, "meter_entry": 4}
+_ORDER = {
+    "action_profile_member": 0,
+    "action_profile_group": 1,
+    "packet_replication_engine_entry": 2,
+    "table_entry": 3,
+    "meter_entry": 4,
+}
 
 
 @dataclass
@@ -37,6 +43,7 @@ class Diff:
     def updates(self) -> list[Update]:
         def rank(entity):
             return _ORDER[entity.WhichOneof("entity")]
+
         ups = [Update(type=INSERT, entity=x) for x in sorted(self.inserts, key=rank)]
         ups += [Update(type=MODIFY, entity=x) for x in sorted(self.modifies, key=rank)]
         dels = sorted(self.deletes, key=rank, reverse=True)
@@ -73,9 +80,12 @@ def _normalise_read(entity: p4runtime_pb2.Entity) -> p4runtime_pb2.Entity:
     return entity
 
 
-def diff(desired: CompiledTor, actual: dict[tuple, p4runtime_pb2.Entity],
-         actual_meters: dict[tuple, p4runtime_pb2.Entity],
-         actual_defaults: dict[tuple, p4runtime_pb2.Entity]) -> Diff:
+def diff(
+    desired: CompiledTor,
+    actual: dict[tuple, p4runtime_pb2.Entity],
+    actual_meters: dict[tuple, p4runtime_pb2.Entity],
+    actual_defaults: dict[tuple, p4runtime_pb2.Entity],
+) -> Diff:
     result = Diff()
     for key, entity in desired.entities.items():
         have = actual.get(key)
@@ -108,21 +118,35 @@ def diff(desired: CompiledTor, actual: dict[tuple, p4runtime_pb2.Entity],
 class SwitchReader:
     """Reads the state one switch holds for the p4vtep pipeline."""
 
-    def __init__(self, p4info: P4Info, managed_meters: tuple[str, ...] = ("vm_tx_meter",
-                                                                          "vm_rx_meter")):
+    def __init__(
+        self, p4info: P4Info, managed_meters: tuple[str, ...] = ("vm_tx_meter", "vm_rx_meter")
+    ):
         self.p4info = p4info
         self.managed_meters = managed_meters
 
     def read(self, conn: SwitchConnection):
         requests = []
         for table in self.p4info.message.tables:
-            requests.append(p4runtime_pb2.Entity(
-                table_entry=p4runtime_pb2.TableEntry(table_id=table.preamble.id)))
+            requests.append(
+                p4runtime_pb2.Entity(
+                    table_entry=p4runtime_pb2.TableEntry(table_id=table.preamble.id)
+                )
+            )
         for profile in self.p4info.message.action_profiles:
-            requests.append(p4runtime_pb2.Entity(action_profile_member=p4runtime_pb2.
-                            ActionProfileMember(action_profile_id=profile.preamble.id)))
-            requests.append(p4runtime_pb2.Entity(action_profile_group=p4runtime_pb2.
-                            ActionProfileGroup(action_profile_id=profile.preamble.id)))
+            requests.append(
+                p4runtime_pb2.Entity(
+                    action_profile_member=p4runtime_pb2.ActionProfileMember(
+                        action_profile_id=profile.preamble.id
+                    )
+                )
+            )
+            requests.append(
+                p4runtime_pb2.Entity(
+                    action_profile_group=p4runtime_pb2.ActionProfileGroup(
+                        action_profile_id=profile.preamble.id
+                    )
+                )
+            )
         pre = p4runtime_pb2.Entity()
         pre.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 0
         requests.append(pre)
@@ -132,16 +156,20 @@ class SwitchReader:
             actual[entity_key(entity)] = entity
         defaults = {}
         for table in self.p4info.message.tables:
-            if not table.match_fields:   # keyless: only a default action
-                request = p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(
-                    table_id=table.preamble.id, is_default_action=True))
+            if not table.match_fields:  # keyless: only a default action
+                request = p4runtime_pb2.Entity(
+                    table_entry=p4runtime_pb2.TableEntry(
+                        table_id=table.preamble.id, is_default_action=True
+                    )
+                )
                 for entity in conn.read(request):
                     entity = _normalise_read(entity)
                     defaults[entity_key(entity)] = entity
         meters = {}
         for name in self.managed_meters:
-            request = p4runtime_pb2.Entity(meter_entry=p4runtime_pb2.MeterEntry(
-                meter_id=self.p4info.meter(name).preamble.id))
+            request = p4runtime_pb2.Entity(
+                meter_entry=p4runtime_pb2.MeterEntry(meter_id=self.p4info.meter(name).preamble.id)
+            )
             for entity in conn.read(request):
                 if entity.meter_entry.HasField("config"):
                     meters[entity_key(entity)] = entity
@@ -154,8 +182,13 @@ def reconcile(conn: SwitchConnection, desired: CompiledTor, reader: SwitchReader
     actual, meters, defaults = reader.read(conn)
     delta = diff(desired, actual, meters, defaults)
     if delta:
-        log.info("%s: %d inserts, %d modifies, %d deletes", conn.address,
-                 len(delta.inserts), len(delta.modifies), len(delta.deletes))
+        log.info(
+            "%s: %d inserts, %d modifies, %d deletes",
+            conn.address,
+            len(delta.inserts),
+            len(delta.modifies),
+            len(delta.deletes),
+        )
         conn.write(delta.updates())
     return delta
 

@@ -3,14 +3,15 @@
 A restarted controller reloads both, compiles exactly what it compiled before
 and, against a switch that kept its state, writes nothing.
 """
+
 from __future__ import annotations
 
 import json
 import sqlite3
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterable
 
 from .compiler import Allocations
 from .model import Vm
@@ -67,8 +68,12 @@ class Store:
         vms = list(vms)
         saved = self._saved_vms
         # Serialise only VMs that differ from what was saved last time.
-        vm_rows = {vm.name: (self._vm_rows or {}).get(vm.name) if saved.get(vm.name) is vm
-                   or saved.get(vm.name) == vm else json.dumps(asdict(vm)) for vm in vms}
+        vm_rows = {
+            vm.name: (self._vm_rows or {}).get(vm.name)
+            if saved.get(vm.name) is vm or saved.get(vm.name) == vm
+            else json.dumps(asdict(vm))
+            for vm in vms
+        }
         alloc_rows = {("vni", str(k)): i for k, i in alloc.vni.items()}
         alloc_rows.update({("tor", str(k)): i for k, i in alloc.tor.items()})
         for tor, space in alloc.vm.items():
@@ -76,25 +81,30 @@ class Store:
         with self._lock:
             if self._vm_rows is None:
                 self._vm_rows = dict(self._db.execute("SELECT name, body FROM vms"))
-                self._alloc_rows = {(s, k): i for s, k, i in
-                                    self._db.execute("SELECT space, key, idx FROM allocations")}
+                self._alloc_rows = {
+                    (s, k): i
+                    for s, k, i in self._db.execute("SELECT space, key, idx FROM allocations")
+                }
             gone_vms = self._vm_rows.keys() - vm_rows.keys()
             put_vms = [(n, b) for n, b in vm_rows.items() if self._vm_rows.get(n) != b]
             gone_alloc = self._alloc_rows.keys() - alloc_rows.keys()
-            put_alloc = [(s, k, i) for (s, k), i in alloc_rows.items()
-                         if self._alloc_rows.get((s, k)) != i]
+            put_alloc = [
+                (s, k, i) for (s, k), i in alloc_rows.items() if self._alloc_rows.get((s, k)) != i
+            ]
             self._db.execute("BEGIN")
             try:
                 self._db.executemany("DELETE FROM vms WHERE name = ?", [(n,) for n in gone_vms])
                 self._db.executemany("INSERT OR REPLACE INTO vms VALUES (?, ?)", put_vms)
-                self._db.executemany("DELETE FROM allocations WHERE space = ? AND key = ?",
-                                     list(gone_alloc))
-                self._db.executemany("INSERT OR REPLACE INTO allocations VALUES (?, ?, ?)",
-                                     put_alloc)
+                self._db.executemany(
+                    "DELETE FROM allocations WHERE space = ? AND key = ?", list(gone_alloc)
+                )
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO allocations VALUES (?, ?, ?)", put_alloc
+                )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
-                self._vm_rows = None      # unknown: re-read next time
+                self._vm_rows = None  # unknown: re-read next time
                 self._saved_vms = {}
                 raise
             self._vm_rows = vm_rows
@@ -103,8 +113,9 @@ class Store:
         for space in alloc.spaces():
             space.dirty = False
 
-    def save_changes(self, upserts: Iterable[Vm], removals: Iterable[str],
-                     alloc: Allocations | None = None) -> None:
+    def save_changes(
+        self, upserts: Iterable[Vm], removals: Iterable[str], alloc: Allocations | None = None
+    ) -> None:
         """Write a few changed VMs (and the allocations, if they changed)
         without looking at the others."""
         upserts, removals = list(upserts), list(removals)
@@ -112,14 +123,16 @@ class Store:
             self._db.execute("BEGIN")
             try:
                 self._db.executemany("DELETE FROM vms WHERE name = ?", [(n,) for n in removals])
-                self._db.executemany("INSERT OR REPLACE INTO vms VALUES (?, ?)",
-                                     [(vm.name, json.dumps(asdict(vm))) for vm in upserts])
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO vms VALUES (?, ?)",
+                    [(vm.name, json.dumps(asdict(vm))) for vm in upserts],
+                )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             finally:
-                self._vm_rows = None      # the full-save cache no longer matches
+                self._vm_rows = None  # the full-save cache no longer matches
                 self._saved_vms = {}
         if alloc is not None and alloc.dirty:
             self.save_allocations(alloc)

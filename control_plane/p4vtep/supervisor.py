@@ -3,13 +3,14 @@ backoff), takes part in primary election, pushes the pipeline only when the
 switch's cookie differs, and reconciles the switch to the desired state
 whenever that changes, after a (re)connect, and periodically to repair drift.
 """
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from . import events
 from .compiler import CompiledTor
@@ -32,15 +33,22 @@ class SwitchStatus:
     last_error: str = ""
     reconciles: int = 0
     writes: int = 0
-    version: int = 0          # desired-state version last applied
-    vm_errors: dict = field(default_factory=dict)   # VM -> why some of its entries are missing
+    version: int = 0  # desired-state version last applied
+    vm_errors: dict = field(default_factory=dict)  # VM -> why some of its entries are missing
 
 
 class SwitchSupervisor:
-    def __init__(self, tor: Tor, pipeline: Pipeline, election_id: int,
-                 compile_desired: Callable[[str], tuple[int, CompiledTor]],
-                 bus: events.EventBus, resync_seconds: float = 30.0,
-                 max_backoff: float = 5.0, credentials=None) -> None:
+    def __init__(
+        self,
+        tor: Tor,
+        pipeline: Pipeline,
+        election_id: int,
+        compile_desired: Callable[[str], tuple[int, CompiledTor]],
+        bus: events.EventBus,
+        resync_seconds: float = 30.0,
+        max_backoff: float = 5.0,
+        credentials=None,
+    ) -> None:
         self.tor = tor
         self.pipeline = pipeline
         self.election_id = election_id
@@ -48,7 +56,7 @@ class SwitchSupervisor:
         self.bus = bus
         self.resync_seconds = resync_seconds
         self.max_backoff = max_backoff
-        self.credentials = credentials    # grpc.ChannelCredentials for TLS, or None
+        self.credentials = credentials  # grpc.ChannelCredentials for TLS, or None
         self.status = SwitchStatus(tor.name, tor.address)
         self.reader = SwitchReader(pipeline.p4info)
         self._wake = threading.Event()
@@ -99,14 +107,16 @@ class SwitchSupervisor:
             if self.status.connected:
                 self.status.connected = False
                 self.status.primary = False
-                self.bus.publish(events.SwitchDisconnected(self.tor.name,
-                                                           reason=self.status.last_error))
+                self.bus.publish(
+                    events.SwitchDisconnected(self.tor.name, reason=self.status.last_error)
+                )
             self._stop.wait(backoff)
             backoff = min(backoff * 2, self.max_backoff)
 
     def _session(self) -> None:
-        conn = SwitchConnection(self.tor.address, self.tor.device_id, self.election_id,
-                                credentials=self.credentials)
+        conn = SwitchConnection(
+            self.tor.address, self.tor.device_id, self.election_id, credentials=self.credentials
+        )
         self.conn = conn
         primary = conn.connect(timeout=5.0)
         self.status.connected = True
@@ -144,8 +154,9 @@ class SwitchSupervisor:
             # A new or restarted switch, or another program: push ours.
             if cookie is not None:
                 conn.clear_multicast_groups()
-            conn.set_pipeline(self.pipeline.p4info.message, self.pipeline.device_config,
-                              self.pipeline.cookie)
+            conn.set_pipeline(
+                self.pipeline.p4info.message, self.pipeline.device_config, self.pipeline.cookie
+            )
             self.bus.publish(events.PipelinePushed(self.tor.name, cookie=self.pipeline.cookie))
         self.status.cookie = self.pipeline.cookie
         self._reconcile(conn, full=True)
@@ -165,9 +176,13 @@ class SwitchSupervisor:
             self._on_switch = None
             self._set_error(str(exc))
             self.status.vm_errors = self._blame(desired, exc, self.pipeline.p4info)
-            self.bus.publish(events.WriteFailed(self.tor.name,
-                                                errors=tuple(str(e) for e in exc.errors),
-                                                vms=tuple(sorted(self.status.vm_errors))))
+            self.bus.publish(
+                events.WriteFailed(
+                    self.tor.name,
+                    errors=tuple(str(e) for e in exc.errors),
+                    vms=tuple(sorted(self.status.vm_errors)),
+                )
+            )
             # The rest was written; a later pass reads back and retries.
             self._retry_delay = min(max(0.5, self._retry_delay * 2), 30.0)
             self._retry_at = time.monotonic() + self._retry_delay
@@ -182,10 +197,15 @@ class SwitchSupervisor:
         self.status.writes += len(delta)
         self.status.entries = len(desired.entities)
         self.status.last_error = ""
-        self.bus.publish(events.Reconciled(self.tor.name, inserts=len(delta.inserts),
-                                           modifies=len(delta.modifies),
-                                           deletes=len(delta.deletes),
-                                           seconds=time.monotonic() - started))
+        self.bus.publish(
+            events.Reconciled(
+                self.tor.name,
+                inserts=len(delta.inserts),
+                modifies=len(delta.modifies),
+                deletes=len(delta.deletes),
+                seconds=time.monotonic() - started,
+            )
+        )
         with self._applied:
             self.status.version = max(self.status.version, version)
             self._applied.notify_all()
@@ -197,6 +217,7 @@ class SwitchSupervisor:
         its size tells the operator it is full."""
         from .runtime.entities import entity_key
         from .runtime.protos import code_pb2
+
         blamed: dict[str, str] = {}
         for error in exc.errors:
             vm = desired.owner.get(entity_key(error.update.entity))

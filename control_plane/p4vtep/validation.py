@@ -3,12 +3,13 @@
 A bad change is refused whole: ``validate`` returns every problem, each naming
 the VM (or fabric object) and the field, so an operator can fix them in one go.
 """
+
 from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from .model import Fabric, Vm
 
@@ -19,7 +20,7 @@ VLAN_MIN, VLAN_MAX = 1, 4094
 
 @dataclass(frozen=True)
 class Problem:
-    subject: str     # "vm web-1", "tor tor1", ...
+    subject: str  # "vm web-1", "tor tor1", ...
     field: str
     message: str
 
@@ -47,8 +48,11 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
         except ValueError:
             problems.append(Problem(subject, "vtep_ip", f"{tor.vtep_ip!r} is not an IPv4 address"))
         if tor.vtep_ip in vteps:
-            problems.append(Problem(subject, "vtep_ip",
-                                    f"{tor.vtep_ip} is already the VTEP of {vteps[tor.vtep_ip]}"))
+            problems.append(
+                Problem(
+                    subject, "vtep_ip", f"{tor.vtep_ip} is already the VTEP of {vteps[tor.vtep_ip]}"
+                )
+            )
         vteps[tor.vtep_ip] = tor.name
         if not MAC_RE.match(tor.router_mac):
             problems.append(Problem(subject, "router_mac", f"{tor.router_mac!r} is not a MAC"))
@@ -56,10 +60,15 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
             problems.append(Problem(subject, "uplinks", "at least one uplink is needed"))
         for uplink in tor.uplinks:
             if not 0 <= uplink.port < 511:
-                problems.append(Problem(subject, "uplinks.port", f"port {uplink.port} out of range"))
+                problems.append(
+                    Problem(subject, "uplinks.port", f"port {uplink.port} out of range")
+                )
             if not MAC_RE.match(uplink.next_hop_mac):
-                problems.append(Problem(subject, "uplinks.next_hop_mac",
-                                        f"{uplink.next_hop_mac!r} is not a MAC"))
+                problems.append(
+                    Problem(
+                        subject, "uplinks.next_hop_mac", f"{uplink.next_hop_mac!r} is not a MAC"
+                    )
+                )
     ports: dict[tuple[str, int], str] = {}
     for server in fabric.servers.values():
         subject = f"server {server.name}"
@@ -70,29 +79,41 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
         if not 0 <= server.port < 511:
             problems.append(Problem(subject, "port", f"port {server.port} out of range"))
         if server.port in {u.port for u in tor.uplinks}:
-            problems.append(Problem(subject, "port", f"port {server.port} is an uplink of {tor.name}"))
+            problems.append(
+                Problem(subject, "port", f"port {server.port} is an uplink of {tor.name}")
+            )
         if (server.tor, server.port) in ports:
-            problems.append(Problem(subject, "port", f"{server.tor} port {server.port} is already "
-                                                     f"server {ports[(server.tor, server.port)]}"))
+            problems.append(
+                Problem(
+                    subject,
+                    "port",
+                    f"{server.tor} port {server.port} is already "
+                    f"server {ports[(server.tor, server.port)]}",
+                )
+            )
         ports[(server.tor, server.port)] = server.name
     for vni in fabric.vnis.values():
         if not VNI_MIN <= vni.vni <= VNI_MAX:
-            problems.append(Problem(f"vni {vni.name}", "vni",
-                                    f"{vni.vni} outside {VNI_MIN}-{VNI_MAX}"))
+            problems.append(
+                Problem(f"vni {vni.name}", "vni", f"{vni.vni} outside {VNI_MIN}-{VNI_MAX}")
+            )
         if not 0 <= vni.traffic_class <= 7:
-            problems.append(Problem(f"vni {vni.name}", "traffic_class",
-                                    f"{vni.traffic_class} outside 0-7"))
+            problems.append(
+                Problem(f"vni {vni.name}", "traffic_class", f"{vni.traffic_class} outside 0-7")
+            )
     for policy in fabric.policies.values():
         for direction in ("tx", "rx"):
             rates = getattr(policy, direction)
             if rates is None:
                 continue
             if min(rates.cir, rates.cburst, rates.pir, rates.pburst) <= 0:
-                problems.append(Problem(f"qos {policy.name}", direction,
-                                        "rates and bursts must be positive"))
+                problems.append(
+                    Problem(f"qos {policy.name}", direction, "rates and bursts must be positive")
+                )
             elif rates.pir < rates.cir:
-                problems.append(Problem(f"qos {policy.name}", direction,
-                                        "peak rate below committed rate"))
+                problems.append(
+                    Problem(f"qos {policy.name}", direction, "peak rate below committed rate")
+                )
     return problems
 
 
@@ -121,8 +142,9 @@ def check_vm(fabric: Fabric, vm: Vm) -> list[Problem]:
     return problems
 
 
-def validate(fabric: Fabric, vms: Iterable[Vm],
-             checked: dict[Vm, list[Problem]] | None = None) -> None:
+def validate(
+    fabric: Fabric, vms: Iterable[Vm], checked: dict[Vm, list[Problem]] | None = None
+) -> None:
     """Raise ValidationError listing every problem of this fabric + VM set.
 
     ``checked`` caches the per-VM checks (VMs are immutable values) so that a
@@ -145,19 +167,32 @@ def validate(fabric: Fabric, vms: Iterable[Vm],
             problems += checked[vm]
         key = (vm.vni, vm.mac)
         if key in macs:
-            problems.append(Problem(subject, "mac",
-                                    f"{vm.mac} is already used by vm {macs[key]} in VNI {vm.vni}"))
+            problems.append(
+                Problem(
+                    subject, "mac", f"{vm.mac} is already used by vm {macs[key]} in VNI {vm.vni}"
+                )
+            )
         macs.setdefault(key, vm.name)
         for ip in vm.ips:
             if (vm.vni, ip) in ips:
-                problems.append(Problem(subject, "ips", f"{ip} is already used by vm "
-                                                        f"{ips[(vm.vni, ip)]} in VNI {vm.vni}"))
+                problems.append(
+                    Problem(
+                        subject,
+                        "ips",
+                        f"{ip} is already used by vm {ips[(vm.vni, ip)]} in VNI {vm.vni}",
+                    )
+                )
             ips.setdefault((vm.vni, ip), vm.name)
         if vm.server in fabric.servers:
             port_key = (vm.server, vm.vlan)
             if port_key in vlans:
-                problems.append(Problem(subject, "vlan", f"VLAN {vm.vlan} on server {vm.server} "
-                                                         f"is already vm {vlans[port_key]}"))
+                problems.append(
+                    Problem(
+                        subject,
+                        "vlan",
+                        f"VLAN {vm.vlan} on server {vm.server} is already vm {vlans[port_key]}",
+                    )
+                )
             vlans.setdefault(port_key, vm.name)
     if problems:
         raise ValidationError(problems)
@@ -173,13 +208,13 @@ class VmIndex:
         self.vlans: dict[tuple[str, int], str] = {}
 
     @classmethod
-    def of(cls, vms: Iterable[Vm]) -> "VmIndex":
+    def of(cls, vms: Iterable[Vm]) -> VmIndex:
         index = cls()
         for vm in vms:
             index.add(vm)
         return index
 
-    def copy(self) -> "VmIndex":
+    def copy(self) -> VmIndex:
         other = VmIndex()
         other.macs, other.ips, other.vlans = dict(self.macs), dict(self.ips), dict(self.vlans)
         return other
@@ -191,8 +226,11 @@ class VmIndex:
         self.vlans[(vm.server, vm.vlan)] = vm.name
 
     def remove(self, vm: Vm) -> None:
-        for table, key in ((self.macs, (vm.vni, vm.mac)), (self.vlans, (vm.server, vm.vlan)),
-                           *((self.ips, (vm.vni, ip)) for ip in vm.ips)):
+        for table, key in (
+            (self.macs, (vm.vni, vm.mac)),
+            (self.vlans, (vm.server, vm.vlan)),
+            *((self.ips, (vm.vni, ip)) for ip in vm.ips),
+        ):
             if table.get(key) == vm.name:
                 del table[key]
 
@@ -201,23 +239,33 @@ class VmIndex:
         problems = []
         other = self.macs.get((vm.vni, vm.mac))
         if other is not None and other != vm.name:
-            problems.append(Problem(subject, "mac", f"{vm.mac} is already used by vm {other} "
-                                                    f"in VNI {vm.vni}"))
+            problems.append(
+                Problem(subject, "mac", f"{vm.mac} is already used by vm {other} in VNI {vm.vni}")
+            )
         for ip in vm.ips:
             other = self.ips.get((vm.vni, ip))
             if other is not None and other != vm.name:
-                problems.append(Problem(subject, "ips", f"{ip} is already used by vm {other} "
-                                                        f"in VNI {vm.vni}"))
+                problems.append(
+                    Problem(subject, "ips", f"{ip} is already used by vm {other} in VNI {vm.vni}")
+                )
         other = self.vlans.get((vm.server, vm.vlan))
         if other is not None and other != vm.name:
-            problems.append(Problem(subject, "vlan", f"VLAN {vm.vlan} on server {vm.server} "
-                                                     f"is already vm {other}"))
+            problems.append(
+                Problem(
+                    subject, "vlan", f"VLAN {vm.vlan} on server {vm.server} is already vm {other}"
+                )
+            )
         return problems
 
 
-def validate_change(fabric: Fabric, current: dict[str, Vm], index: VmIndex,
-                    upserts: list[Vm], removals: list[str],
-                    checked: dict[Vm, list[Problem]] | None = None) -> VmIndex:
+def validate_change(
+    fabric: Fabric,
+    current: dict[str, Vm],
+    index: VmIndex,
+    upserts: list[Vm],
+    removals: list[str],
+    checked: dict[Vm, list[Problem]] | None = None,
+) -> VmIndex:
     """Check a change to a state already known to be valid; return the index
     of the new state, or raise ValidationError naming every problem."""
     new = index.copy()

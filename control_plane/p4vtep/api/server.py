@@ -1,11 +1,12 @@
 """The p4vtep.v1.Overlay gRPC service over a Controller."""
+
 from __future__ import annotations
 
 import dataclasses
 import logging
 import queue
+from collections.abc import Callable
 from concurrent import futures
-from typing import Callable
 
 import grpc
 
@@ -19,21 +20,33 @@ from . import overlay_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 
-MAX_REQUEST_BYTES = 1 << 20      # an AttachVM is a few hundred bytes
+MAX_REQUEST_BYTES = 1 << 20  # an AttachVM is a few hundred bytes
 WAIT_SECONDS = 30.0
 
 
 def vm_to_pb(controller: Controller, vm: Vm) -> pb.VM:
-    errors = [f"{name}: {sup.status.vm_errors[vm.name]}"
-              for name, sup in sorted(controller.supervisors.items())
-              if vm.name in sup.status.vm_errors]
-    return pb.VM(name=vm.name, mac=vm.mac, ips=list(vm.ips), vni=vm.vni, server=vm.server,
-                 vlan=vm.vlan, qos=vm.qos or "", source=vm.source, tor=controller.tor_of(vm),
-                 error="; ".join(errors))
+    errors = [
+        f"{name}: {sup.status.vm_errors[vm.name]}"
+        for name, sup in sorted(controller.supervisors.items())
+        if vm.name in sup.status.vm_errors
+    ]
+    return pb.VM(
+        name=vm.name,
+        mac=vm.mac,
+        ips=list(vm.ips),
+        vni=vm.vni,
+        server=vm.server,
+        vlan=vm.vlan,
+        qos=vm.qos or "",
+        source=vm.source,
+        tor=controller.tor_of(vm),
+        error="; ".join(errors),
+    )
 
 
 def _errors(method: Callable) -> Callable:
     """Map controller errors to gRPC status codes with a message to act on."""
+
     def wrapper(self, request, context):
         try:
             return method(self, request, context)
@@ -45,6 +58,7 @@ def _errors(method: Callable) -> Callable:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except (ConnectionError, P4RuntimeError) as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__
     return wrapper
@@ -63,11 +77,20 @@ class OverlayService(pb_grpc.OverlayServicer):
         v = request.vm
         if not v.name:
             raise ValidationError([Problem("vm", "name", "a name is required")])
-        vm = Vm(name=v.name, mac=normalise_mac(v.mac), ips=tuple(v.ips), vni=v.vni,
-                server=v.server, vlan=v.vlan, qos=v.qos or None, source="api")
+        vm = Vm(
+            name=v.name,
+            mac=normalise_mac(v.mac),
+            ips=tuple(v.ips),
+            vni=v.vni,
+            server=v.server,
+            vlan=v.vlan,
+            qos=v.qos or None,
+            source="api",
+        )
         version = self.c.attach(vm)
-        return pb.VMResponse(vm=vm_to_pb(self.c, vm), version=version,
-                             applied=self._applied(request.wait, version))
+        return pb.VMResponse(
+            vm=vm_to_pb(self.c, vm), version=version, applied=self._applied(request.wait, version)
+        )
 
     @_errors
     def DetachVM(self, request, context):
@@ -76,11 +99,13 @@ class OverlayService(pb_grpc.OverlayServicer):
 
     @_errors
     def MigrateVM(self, request, context):
-        version = self.c.migrate(request.name, request.server, request.vlan or None,
-                                 timeout=WAIT_SECONDS)
+        version = self.c.migrate(
+            request.name, request.server, request.vlan or None, timeout=WAIT_SECONDS
+        )
         applied = self.c.wait_version(version, WAIT_SECONDS)
-        return pb.VMResponse(vm=vm_to_pb(self.c, self.c.get(request.name)), version=version,
-                             applied=applied)
+        return pb.VMResponse(
+            vm=vm_to_pb(self.c, self.c.get(request.name)), version=version, applied=applied
+        )
 
     @_errors
     def GetVM(self, request, context):
@@ -89,10 +114,14 @@ class OverlayService(pb_grpc.OverlayServicer):
     @_errors
     def ListVMs(self, request, context):
         vms = sorted(self.c.vms.values(), key=lambda v: v.name)
-        return pb.ListVMsResponse(vms=[
-            vm_to_pb(self.c, vm) for vm in vms
-            if (not request.vni or vm.vni == request.vni)
-            and (not request.server or vm.server == request.server)])
+        return pb.ListVMsResponse(
+            vms=[
+                vm_to_pb(self.c, vm)
+                for vm in vms
+                if (not request.vni or vm.vni == request.vni)
+                and (not request.server or vm.server == request.server)
+            ]
+        )
 
     @_errors
     def SetQoS(self, request, context):
@@ -104,11 +133,20 @@ class OverlayService(pb_grpc.OverlayServicer):
         switches = []
         for name, sup in sorted(self.c.supervisors.items()):
             s = sup.status
-            switches.append(pb.Switch(name=name, address=s.address, connected=s.connected,
-                                      primary=s.primary, pipeline_cookie=s.cookie or 0,
-                                      entries=s.entries, last_error=s.last_error,
-                                      reconciles=s.reconciles, writes=s.writes,
-                                      vms_not_installed=len(s.vm_errors)))
+            switches.append(
+                pb.Switch(
+                    name=name,
+                    address=s.address,
+                    connected=s.connected,
+                    primary=s.primary,
+                    pipeline_cookie=s.cookie or 0,
+                    entries=s.entries,
+                    last_error=s.last_error,
+                    reconciles=s.reconciles,
+                    writes=s.writes,
+                    vms_not_installed=len(s.vm_errors),
+                )
+            )
         return pb.ListSwitchesResponse(switches=switches)
 
     @_errors
@@ -117,13 +155,21 @@ class OverlayService(pb_grpc.OverlayServicer):
         names = list(request.vms) or sorted(self.c.vms)
         for name in names:
             tor, tx, rx = self.counters.vm(name)
-            response.vms.add(name=name, tor=tor, tx=pb.Traffic(packets=tx[0], bytes=tx[1]),
-                             rx=pb.Traffic(packets=rx[0], bytes=rx[1]))
+            response.vms.add(
+                name=name,
+                tor=tor,
+                tx=pb.Traffic(packets=tx[0], bytes=tx[1]),
+                rx=pb.Traffic(packets=rx[0], bytes=rx[1]),
+            )
         vnis = list(request.vnis) or sorted({vm.vni for vm in self.c.vms.values()})
         for vni in vnis:
             for tor, tx, rx in self.counters.vni(vni):
-                response.vnis.add(vni=vni, tor=tor, tx=pb.Traffic(packets=tx[0], bytes=tx[1]),
-                                  rx=pb.Traffic(packets=rx[0], bytes=rx[1]))
+                response.vnis.add(
+                    vni=vni,
+                    tor=tor,
+                    tx=pb.Traffic(packets=tx[0], bytes=tx[1]),
+                    rx=pb.Traffic(packets=rx[0], bytes=rx[1]),
+                )
         for tor in sorted(self.c.supervisors):
             for reason, packets in self.counters.drops(tor).items():
                 if packets:
@@ -138,10 +184,15 @@ class OverlayService(pb_grpc.OverlayServicer):
                     event = subscription.get(timeout=0.5)
                 except queue.Empty:
                     continue
-                fields = {k: v for k, v in dataclasses.asdict(event).items()
-                          if k not in ("switch", "at")}
-                yield pb.Event(at=event.at, switch=event.switch, kind=type(event).__name__,
-                               detail=" ".join(f"{k}={v}" for k, v in fields.items()))
+                fields = {
+                    k: v for k, v in dataclasses.asdict(event).items() if k not in ("switch", "at")
+                }
+                yield pb.Event(
+                    at=event.at,
+                    switch=event.switch,
+                    kind=type(event).__name__,
+                    detail=" ".join(f"{k}={v}" for k, v in fields.items()),
+                )
         finally:
             self.c.bus.unsubscribe(subscription)
 
@@ -149,17 +200,26 @@ class OverlayService(pb_grpc.OverlayServicer):
 def server_credentials(tls) -> grpc.ServerCredentials:
     """Mutual TLS: our certificate, and client certificates signed by ``tls.ca`` required."""
     ca, cert, key = tls.read()
-    return grpc.ssl_server_credentials([(key, cert)], root_certificates=ca,
-                                       require_client_auth=True)
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=ca, require_client_auth=True
+    )
 
 
-def serve(controller: Controller, address: str, max_workers: int = 8,
-          credentials: grpc.ServerCredentials | None = None) -> grpc.Server:
+def serve(
+    controller: Controller,
+    address: str,
+    max_workers: int = 8,
+    credentials: grpc.ServerCredentials | None = None,
+) -> grpc.Server:
     """Start the service on ``address``; bounded threads and request size."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
-                         options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
-                                  ("grpc.max_concurrent_streams", 64)],
-                         maximum_concurrent_rpcs=256)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers),
+        options=[
+            ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+            ("grpc.max_concurrent_streams", 64),
+        ],
+        maximum_concurrent_rpcs=256,
+    )
     pb_grpc.add_OverlayServicer_to_server(OverlayService(controller), server)
     if credentials is None:
         port = server.add_insecure_port(address)

@@ -1,4 +1,5 @@
 """The compiled pipeline committed under p4src/, and how to load it."""
+
 from __future__ import annotations
 
 import os
@@ -40,5 +41,7 @@ class Pipeline:
 
 def bmv2_pipeline() -> Pipeline:
     """The BMv2 pipeline; P4VTEP_P4INFO / P4VTEP_BMV2_JSON override the paths."""
-    return Pipeline(Path(os.environ.get("P4VTEP_P4INFO", P4INFO_TXT)),
-                    Path(os.environ.get("P4VTEP_BMV2_JSON", BMV2_JSON)))
+    return Pipeline(
+        Path(os.environ.get("P4VTEP_P4INFO", P4INFO_TXT)),
+        Path(os.environ.get("P4VTEP_BMV2_JSON", BMV2_JSON)),
+    )

@@ -3,6 +3,7 @@
 Mirrors the DROP_* constants in p4src/include/defines.p4; a unit test checks
 that the two lists agree.
 """
+
 from __future__ import annotations
 
 import enum

@@ -3,6 +3,7 @@
 The one place that spells the pipeline's table, action and counter names; the
 PTF suite and the controller both build their entries here.
 """
+
 from __future__ import annotations
 
 import enum
@@ -28,7 +29,7 @@ VNI_TX_COUNTER = "vni_tx_counter"
 VNI_RX_COUNTER = "vni_rx_counter"
 INGRESS_DROP_COUNTER = "ingress_drop_counter"
 EGRESS_DROP_COUNTER = "egress_drop_counter"
-ARP_REPLY_COUNTER = "arp_reply_counter"      # direct, on arp_suppression
+ARP_REPLY_COUNTER = "arp_reply_counter"  # direct, on arp_suppression
 VM_TX_METER = "vm_tx_meter"
 VM_RX_METER = "vm_rx_meter"
 ECMP_SELECTOR = "ecmp_selector"
@@ -37,6 +38,7 @@ ECMP_SELECTOR = "ecmp_selector"
 @dataclass(frozen=True)
 class MeterRates:
     """RFC 2698 trTCM parameters, bytes/s and bytes."""
+
     cir: int
     cburst: int
     pir: int
@@ -47,8 +49,14 @@ class PipelineEntries:
     def __init__(self, p4info: P4Info) -> None:
         self.p4info = p4info
 
-    def _table(self, table: str, match: dict, action: str | None = None,
-               params: dict | None = None, **kwargs) -> p4runtime_pb2.TableEntry:
+    def _table(
+        self,
+        table: str,
+        match: dict,
+        action: str | None = None,
+        params: dict | None = None,
+        **kwargs,
+    ) -> p4runtime_pb2.TableEntry:
         return entities.table_entry(self.p4info, table, match, action, params, **kwargs)
 
     # --- ports and VTEP identity ---------------------------------------------
@@ -60,79 +68,139 @@ class PipelineEntries:
 
     def local_vtep(self, vtep_ip: Value, router_mac: Value) -> p4runtime_pb2.TableEntry:
         """Default action of the keyless local_vtep table (write with MODIFY)."""
-        return self._table("local_vtep", {}, "set_local_vtep",
-                           {"vtep_ip": vtep_ip, "router_mac": router_mac}, is_default=True)
+        return self._table(
+            "local_vtep",
+            {},
+            "set_local_vtep",
+            {"vtep_ip": vtep_ip, "router_mac": router_mac},
+            is_default=True,
+        )
 
     # --- VMs and VNIs --------------------------------------------------------
-    def access_binding(self, port: int, vlan_id: int, vni: int, vm_index: int,
-                       vm_mac: Value) -> p4runtime_pb2.TableEntry:
-        return self._table("access_binding", {"port": port, "vlan_id": vlan_id}, "bind_vm",
-                           {"vni": vni, "vm": vm_index, "vm_mac": vm_mac})
+    def access_binding(
+        self, port: int, vlan_id: int, vni: int, vm_index: int, vm_mac: Value
+    ) -> p4runtime_pb2.TableEntry:
+        return self._table(
+            "access_binding",
+            {"port": port, "vlan_id": vlan_id},
+            "bind_vm",
+            {"vni": vni, "vm": vm_index, "vm_mac": vm_mac},
+        )
 
-    def vni_config(self, vni: int, vni_index: int, traffic_class: int, flood_group: int,
-                   local_flood_group: int) -> p4runtime_pb2.TableEntry:
-        return self._table("vni_config", {"vni": vni}, "set_vni_params",
-                           {"vni_index": vni_index, "traffic_class": traffic_class,
-                            "flood_group": flood_group, "local_flood_group": local_flood_group})
+    def vni_config(
+        self, vni: int, vni_index: int, traffic_class: int, flood_group: int, local_flood_group: int
+    ) -> p4runtime_pb2.TableEntry:
+        return self._table(
+            "vni_config",
+            {"vni": vni},
+            "set_vni_params",
+            {
+                "vni_index": vni_index,
+                "traffic_class": traffic_class,
+                "flood_group": flood_group,
+                "local_flood_group": local_flood_group,
+            },
+        )
 
-    def mac_to_local_vm(self, vni: int, mac: Value, port: int, vlan_id: int,
-                        vm_index: int) -> p4runtime_pb2.TableEntry:
-        return self._table("mac_table", {"vni": vni, "dst_mac": mac}, "to_local_vm",
-                           {"port": port, "vlan_id": vlan_id, "vm": vm_index})
+    def mac_to_local_vm(
+        self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int
+    ) -> p4runtime_pb2.TableEntry:
+        return self._table(
+            "mac_table",
+            {"vni": vni, "dst_mac": mac},
+            "to_local_vm",
+            {"port": port, "vlan_id": vlan_id, "vm": vm_index},
+        )
 
-    def mac_to_remote_vtep(self, vni: int, mac: Value, vtep_ip: Value
-                           ) -> p4runtime_pb2.TableEntry:
-        return self._table("mac_table", {"vni": vni, "dst_mac": mac}, "to_remote_vtep",
-                           {"vtep_ip": vtep_ip})
+    def mac_to_remote_vtep(self, vni: int, mac: Value, vtep_ip: Value) -> p4runtime_pb2.TableEntry:
+        return self._table(
+            "mac_table", {"vni": vni, "dst_mac": mac}, "to_remote_vtep", {"vtep_ip": vtep_ip}
+        )
 
     def mac_to_cpu(self, vni: int, mac: Value) -> p4runtime_pb2.TableEntry:
         return self._table("mac_table", {"vni": vni, "dst_mac": mac}, "punt_to_cpu")
 
     def arp_suppression(self, vni: int, ip: Value, mac: Value) -> p4runtime_pb2.TableEntry:
-        return self._table("arp_suppression", {"vni": vni, "target_ip": ip}, "reply",
-                           {"target_mac": mac})
+        return self._table(
+            "arp_suppression", {"vni": vni, "target_ip": ip}, "reply", {"target_mac": mac}
+        )
 
     # --- underlay --------------------------------------------------------------
-    def next_hop_member(self, member_id: int, port: int, next_hop_mac: Value
-                        ) -> p4runtime_pb2.ActionProfileMember:
-        return entities.action_profile_member(self.p4info, ECMP_SELECTOR, member_id,
-                                              "set_next_hop",
-                                              {"port": port, "next_hop_mac": next_hop_mac})
+    def next_hop_member(
+        self, member_id: int, port: int, next_hop_mac: Value
+    ) -> p4runtime_pb2.ActionProfileMember:
+        return entities.action_profile_member(
+            self.p4info,
+            ECMP_SELECTOR,
+            member_id,
+            "set_next_hop",
+            {"port": port, "next_hop_mac": next_hop_mac},
+        )
 
-    def ecmp_group(self, group_id: int, member_ids: list[int], max_size: int = 0
-                   ) -> p4runtime_pb2.ActionProfileGroup:
-        return entities.action_profile_group(self.p4info, ECMP_SELECTOR, group_id, member_ids,
-                                             max_size)
+    def ecmp_group(
+        self, group_id: int, member_ids: list[int], max_size: int = 0
+    ) -> p4runtime_pb2.ActionProfileGroup:
+        return entities.action_profile_group(
+            self.p4info, ECMP_SELECTOR, group_id, member_ids, max_size
+        )
 
-    def underlay_route(self, prefix: Value, prefix_len: int, *, group_id: int | None = None,
-                       member_id: int | None = None) -> p4runtime_pb2.TableEntry:
-        return self._table("underlay_route",
-                           {"vtep_ip": entities.Lpm(prefix, prefix_len)},
-                           group_id=group_id, member_id=member_id)
+    def underlay_route(
+        self,
+        prefix: Value,
+        prefix_len: int,
+        *,
+        group_id: int | None = None,
+        member_id: int | None = None,
+    ) -> p4runtime_pb2.TableEntry:
+        return self._table(
+            "underlay_route",
+            {"vtep_ip": entities.Lpm(prefix, prefix_len)},
+            group_id=group_id,
+            member_id=member_id,
+        )
 
     # --- flooding ----------------------------------------------------------------
-    def replica_to_vm(self, replica_id: int, vlan_id: int, vm_index: int
-                      ) -> p4runtime_pb2.TableEntry:
-        return self._table("flood_replica", {"replica_id": replica_id}, "replicate_to_vm",
-                           {"vlan_id": vlan_id, "vm": vm_index})
+    def replica_to_vm(
+        self, replica_id: int, vlan_id: int, vm_index: int
+    ) -> p4runtime_pb2.TableEntry:
+        return self._table(
+            "flood_replica",
+            {"replica_id": replica_id},
+            "replicate_to_vm",
+            {"vlan_id": vlan_id, "vm": vm_index},
+        )
 
-    def replica_to_vtep(self, replica_id: int, vtep_ip: Value, next_hop_mac: Value
-                        ) -> p4runtime_pb2.TableEntry:
-        return self._table("flood_replica", {"replica_id": replica_id}, "replicate_to_vtep",
-                           {"vtep_ip": vtep_ip, "next_hop_mac": next_hop_mac})
+    def replica_to_vtep(
+        self, replica_id: int, vtep_ip: Value, next_hop_mac: Value
+    ) -> p4runtime_pb2.TableEntry:
+        return self._table(
+            "flood_replica",
+            {"replica_id": replica_id},
+            "replicate_to_vtep",
+            {"vtep_ip": vtep_ip, "next_hop_mac": next_hop_mac},
+        )
 
     @staticmethod
-    def flood_group(group_id: int, replicas: list[tuple[int, int]]
-                    ) -> p4runtime_pb2.PacketReplicationEngineEntry:
+    def flood_group(
+        group_id: int, replicas: list[tuple[int, int]]
+    ) -> p4runtime_pb2.PacketReplicationEngineEntry:
         """replicas: (egress port, replica id)."""
         return entities.multicast_group(group_id, replicas)
 
     # --- QoS -------------------------------------------------------------------
-    def vm_meter(self, direction: str, vm_index: int, rates: MeterRates
-                 ) -> p4runtime_pb2.MeterEntry:
+    def vm_meter(
+        self, direction: str, vm_index: int, rates: MeterRates
+    ) -> p4runtime_pb2.MeterEntry:
         meter = {"tx": VM_TX_METER, "rx": VM_RX_METER}[direction]
-        return entities.meter_entry(self.p4info, meter, vm_index, cir=rates.cir,
-                                    cburst=rates.cburst, pir=rates.pir, pburst=rates.pburst)
+        return entities.meter_entry(
+            self.p4info,
+            meter,
+            vm_index,
+            cir=rates.cir,
+            cburst=rates.cburst,
+            pir=rates.pir,
+            pburst=rates.pburst,
+        )
 
     # --- counters --------------------------------------------------------------
     def counter(self, name: str, index: int | None = None) -> p4runtime_pb2.CounterEntry:

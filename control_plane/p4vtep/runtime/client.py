@@ -5,13 +5,14 @@ election id), packet-in/packet-out. Offers Write in CONTINUE_ON_ERROR batches
 (the only atomicity BMv2 supports) with per-update errors, Read, and pipeline
 set/get by cookie.
 """
+
 from __future__ import annotations
 
 import logging
 import queue
 import threading
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
 
 import grpc
 
@@ -33,14 +34,16 @@ class P4RuntimeError(Exception):
 
 @dataclass(frozen=True)
 class UpdateError:
-    index: int          # position in the list given to ``write``
-    code: int           # google.rpc.Code
+    index: int  # position in the list given to ``write``
+    code: int  # google.rpc.Code
     message: str
     update: p4runtime_pb2.Update
 
     def __str__(self) -> str:
-        return f"update {self.index} ({Update.Type.Name(self.update.type)}): " \
-               f"{code_pb2.Code.Name(self.code)}: {self.message}"
+        return (
+            f"update {self.index} ({Update.Type.Name(self.update.type)}): "
+            f"{code_pb2.Code.Name(self.code)}: {self.message}"
+        )
 
 
 class WriteError(P4RuntimeError):
@@ -53,16 +56,19 @@ class WriteError(P4RuntimeError):
         super().__init__(f"{len(errors)} update(s) failed: {shown}{more}")
 
 
-def _update_errors(error: grpc.RpcError, updates: Sequence[Update], offset: int
-                   ) -> list[UpdateError]:
+def _update_errors(
+    error: grpc.RpcError, updates: Sequence[Update], offset: int
+) -> list[UpdateError]:
     """Decode the per-update p4.v1.Error list carried in the status details."""
     details = None
-    for key, value in (error.trailing_metadata() or ()):
+    for key, value in error.trailing_metadata() or ():
         if key == "grpc-status-details-bin":
             details = status_pb2.Status.FromString(value)
     if details is None or not details.details:
-        return [UpdateError(offset + i, error.code().value[0], error.details() or "", u)
-                for i, u in enumerate(updates)]
+        return [
+            UpdateError(offset + i, error.code().value[0], error.details() or "", u)
+            for i, u in enumerate(updates)
+        ]
     result = []
     for i, packed in enumerate(details.details):
         one = p4runtime_pb2.Error()
@@ -75,16 +81,23 @@ def _update_errors(error: grpc.RpcError, updates: Sequence[Update], offset: int
 class SwitchConnection:
     """One P4Runtime client session with one device."""
 
-    def __init__(self, address: str, device_id: int, election_id: int = 1,
-                 credentials: grpc.ChannelCredentials | None = None) -> None:
+    def __init__(
+        self,
+        address: str,
+        device_id: int,
+        election_id: int = 1,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
-        options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                   ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                   # A batch's per-update errors come back in trailing metadata;
-                   # 1000 of them are far over gRPC's default 16 KiB.
-                   ("grpc.max_metadata_size", MAX_MESSAGE_BYTES)]
+        options = [
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            # A batch's per-update errors come back in trailing metadata;
+            # 1000 of them are far over gRPC's default 16 KiB.
+            ("grpc.max_metadata_size", MAX_MESSAGE_BYTES),
+        ]
         if credentials is None:
             self.channel = grpc.insecure_channel(address, options=options)
         else:
@@ -129,8 +142,9 @@ class SwitchConnection:
         """Open the stream and ask to be primary. Returns True if primary."""
         grpc.channel_ready_future(self.channel).result(timeout=timeout)
         self._stream = self.stub.StreamChannel(self._request_iterator())
-        self._reader = threading.Thread(target=self._read_stream, daemon=True,
-                                        name=f"p4rt-stream-{self.address}")
+        self._reader = threading.Thread(
+            target=self._read_stream, daemon=True, name=f"p4rt-stream-{self.address}"
+        )
         self._reader.start()
         return self.arbitrate(self.election_id, timeout)
 
@@ -144,8 +158,9 @@ class SwitchConnection:
             self._last_arbitration = None
             self._requests.put(request)
             if not self._arbitration.wait_for(
-                    lambda: self._last_arbitration is not None or self.stream_error is not None,
-                    timeout=timeout):
+                lambda: self._last_arbitration is not None or self.stream_error is not None,
+                timeout=timeout,
+            ):
                 raise P4RuntimeError(f"{self.address}: no arbitration response")
         if self.stream_error is not None:
             raise P4RuntimeError(f"{self.address}: stream failed: {self.stream_error.details()}")
@@ -178,7 +193,7 @@ class SwitchConnection:
         if self._reader is not None:
             self._reader.join(timeout=2)
 
-    def __enter__(self) -> "SwitchConnection":
+    def __enter__(self) -> SwitchConnection:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -188,7 +203,8 @@ class SwitchConnection:
     def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes, cookie: int) -> None:
         request = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id,
-            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
+        )
         self._set_election_id(request.election_id)
         request.config.p4info.CopyFrom(p4info)
         request.config.p4_device_config = device_config
@@ -202,12 +218,13 @@ class SwitchConnection:
         """The cookie of the installed pipeline, or None if there is none."""
         request = p4runtime_pb2.GetForwardingPipelineConfigRequest(
             device_id=self.device_id,
-            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY)
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY,
+        )
         try:
             response = self.stub.GetForwardingPipelineConfig(request)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
-                return None   # no pipeline installed yet
+                return None  # no pipeline installed yet
             raise P4RuntimeError(f"{self.address}: get pipeline: {exc.details()}") from exc
         if not response.config.HasField("cookie"):
             return None
@@ -218,11 +235,14 @@ class SwitchConnection:
         SetForwardingPipelineConfig, and a group written again after a push
         would then replicate twice."""
         if self.get_pipeline_cookie() is None:
-            return 0   # no pipeline, no groups
+            return 0  # no pipeline, no groups
         query = p4runtime_pb2.Entity()
         query.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 0
-        groups = [e for e in self.read(query)
-                  if e.packet_replication_engine_entry.HasField("multicast_group_entry")]
+        groups = [
+            e
+            for e in self.read(query)
+            if e.packet_replication_engine_entry.HasField("multicast_group_entry")
+        ]
         if groups:
             self.write([Update(type=DELETE, entity=g) for g in groups])
         return len(groups)
@@ -236,17 +256,20 @@ class SwitchConnection:
         """Send updates in batches; raise WriteError listing every failed one."""
         errors: list[UpdateError] = []
         for start in range(0, len(updates), batch_size):
-            batch = updates[start:start + batch_size]
+            batch = updates[start : start + batch_size]
             request = p4runtime_pb2.WriteRequest(
-                device_id=self.device_id,
-                atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
+                device_id=self.device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
+            )
             self._set_election_id(request.election_id)
             request.updates.extend(batch)
             try:
                 self.stub.Write(request)
             except grpc.RpcError as exc:
-                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
-                                  grpc.StatusCode.DEADLINE_EXCEEDED):
+                if exc.code() in (
+                    grpc.StatusCode.UNAVAILABLE,
+                    grpc.StatusCode.CANCELLED,
+                    grpc.StatusCode.DEADLINE_EXCEEDED,
+                ):
                     raise P4RuntimeError(f"{self.address}: write: {exc.details()}") from exc
                 errors.extend(_update_errors(exc, batch, start))
         if errors:
@@ -268,7 +291,6 @@ class SwitchConnection:
         request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         request.entities.extend(to_entity(m) for m in messages)
         try:
-            return [entity for response in self.stub.Read(request)
-                    for entity in response.entities]
+            return [entity for response in self.stub.Read(request) for entity in response.entities]
         except grpc.RpcError as exc:
             raise P4RuntimeError(f"{self.address}: read: {exc.details()}") from exc

@@ -5,6 +5,7 @@ with no leading zero bytes (zero is a single 0x00). BMv2 returns values in that
 form on read, so writing them in any other form makes read-back comparisons
 fail forever.
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,7 +35,7 @@ def int_to_mac(value: int) -> str:
 
 def to_int(value: Value, bitwidth: int) -> int:
     """Interpret an int, a MAC/IPv4/IPv6 string or raw bytes as an integer."""
-    if type(value) is int:          # the common case first
+    if type(value) is int:  # the common case first
         return value
     if isinstance(value, bool):
         return int(value)

@@ -3,10 +3,12 @@
 Values are canonical byte strings (see ``codec``), so an entity built here
 compares equal to the same entity read back from the switch.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Union
+from typing import Union
 
 from . import codec
 from .p4info import P4Info, P4InfoError
@@ -49,19 +51,20 @@ def _match(p4info: P4Info, table_id: int, name: str, value: MatchValue) -> p4run
             if not isinstance(value, Ternary):
                 raise codec.EncodingError("ternary match needs Ternary(value, mask)")
             mask = codec.to_int(value.mask, info.bitwidth)
-            field.ternary.value = codec.encode(codec.to_int(value.value, info.bitwidth) & mask,
-                                               info.bitwidth)
+            field.ternary.value = codec.encode(
+                codec.to_int(value.value, info.bitwidth) & mask, info.bitwidth
+            )
             field.ternary.mask = codec.encode(mask, info.bitwidth)
         else:
             raise codec.EncodingError(f"match type {info.match_type} not supported")
     except codec.EncodingError as exc:
-        raise codec.EncodingError(
-            f"{p4info.alias_of(table_id)}.{name}: {exc}") from None
+        raise codec.EncodingError(f"{p4info.alias_of(table_id)}.{name}: {exc}") from None
     return field
 
 
-def action(p4info: P4Info, name: str, params: Mapping[str, codec.Value] | None = None
-           ) -> p4runtime_pb2.Action:
+def action(
+    p4info: P4Info, name: str, params: Mapping[str, codec.Value] | None = None
+) -> p4runtime_pb2.Action:
     info = p4info.action(name)
     message = p4runtime_pb2.Action(action_id=info.preamble.id)
     given = dict(params or {})
@@ -78,17 +81,22 @@ def action(p4info: P4Info, name: str, params: Mapping[str, codec.Value] | None =
     return message
 
 
-def table_entry(p4info: P4Info, table: str,
-                match: Mapping[str, MatchValue] | None = None,
-                action_name: str | None = None,
-                params: Mapping[str, codec.Value] | None = None, *,
-                priority: int = 0,
-                member_id: int | None = None,
-                group_id: int | None = None,
-                is_default: bool = False) -> p4runtime_pb2.TableEntry:
+def table_entry(
+    p4info: P4Info,
+    table: str,
+    match: Mapping[str, MatchValue] | None = None,
+    action_name: str | None = None,
+    params: Mapping[str, codec.Value] | None = None,
+    *,
+    priority: int = 0,
+    member_id: int | None = None,
+    group_id: int | None = None,
+    is_default: bool = False,
+) -> p4runtime_pb2.TableEntry:
     table_id = p4info.table(table).preamble.id
-    entry = p4runtime_pb2.TableEntry(table_id=table_id, priority=priority,
-                                     is_default_action=is_default)
+    entry = p4runtime_pb2.TableEntry(
+        table_id=table_id, priority=priority, is_default_action=is_default
+    )
     # Fields are sorted by id so that equal entries serialise identically.
     fields = [_match(p4info, table_id, name, value) for name, value in (match or {}).items()]
     entry.match.extend(sorted(fields, key=lambda f: f.field_id))
@@ -101,28 +109,36 @@ def table_entry(p4info: P4Info, table: str,
     return entry
 
 
-def action_profile_member(p4info: P4Info, profile: str, member_id: int, action_name: str,
-                          params: Mapping[str, codec.Value] | None = None
-                          ) -> p4runtime_pb2.ActionProfileMember:
+def action_profile_member(
+    p4info: P4Info,
+    profile: str,
+    member_id: int,
+    action_name: str,
+    params: Mapping[str, codec.Value] | None = None,
+) -> p4runtime_pb2.ActionProfileMember:
     return p4runtime_pb2.ActionProfileMember(
         action_profile_id=p4info.action_profile(profile).preamble.id,
         member_id=member_id,
-        action=action(p4info, action_name, params))
+        action=action(p4info, action_name, params),
+    )
 
 
-def action_profile_group(p4info: P4Info, profile: str, group_id: int,
-                         member_ids: Iterable[int], max_size: int = 0
-                         ) -> p4runtime_pb2.ActionProfileGroup:
+def action_profile_group(
+    p4info: P4Info, profile: str, group_id: int, member_ids: Iterable[int], max_size: int = 0
+) -> p4runtime_pb2.ActionProfileGroup:
     group = p4runtime_pb2.ActionProfileGroup(
         action_profile_id=p4info.action_profile(profile).preamble.id,
-        group_id=group_id, max_size=max_size)
+        group_id=group_id,
+        max_size=max_size,
+    )
     for member_id in sorted(member_ids):
         group.members.add(member_id=member_id, weight=1)
     return group
 
 
-def multicast_group(group_id: int, replicas: Iterable[tuple[int, int]]
-                    ) -> p4runtime_pb2.PacketReplicationEngineEntry:
+def multicast_group(
+    group_id: int, replicas: Iterable[tuple[int, int]]
+) -> p4runtime_pb2.PacketReplicationEngineEntry:
     """``replicas``: (egress port, instance/replica id) pairs."""
     entry = p4runtime_pb2.PacketReplicationEngineEntry()
     entry.multicast_group_entry.multicast_group_id = group_id
@@ -131,8 +147,9 @@ def multicast_group(group_id: int, replicas: Iterable[tuple[int, int]]
     return entry
 
 
-def meter_entry(p4info: P4Info, meter: str, index: int, *, cir: int, cburst: int,
-                pir: int, pburst: int) -> p4runtime_pb2.MeterEntry:
+def meter_entry(
+    p4info: P4Info, meter: str, index: int, *, cir: int, cburst: int, pir: int, pburst: int
+) -> p4runtime_pb2.MeterEntry:
     entry = p4runtime_pb2.MeterEntry(meter_id=p4info.meter(meter).preamble.id)
     entry.index.index = index
     entry.config.cir = cir
@@ -142,16 +159,18 @@ def meter_entry(p4info: P4Info, meter: str, index: int, *, cir: int, cburst: int
     return entry
 
 
-def counter_entry(p4info: P4Info, counter: str, index: int | None = None
-                  ) -> p4runtime_pb2.CounterEntry:
+def counter_entry(
+    p4info: P4Info, counter: str, index: int | None = None
+) -> p4runtime_pb2.CounterEntry:
     entry = p4runtime_pb2.CounterEntry(counter_id=p4info.counter(counter).preamble.id)
     if index is not None:
         entry.index.index = index
     return entry
 
 
-def direct_counter_entry(table_entry_: p4runtime_pb2.TableEntry
-                         ) -> p4runtime_pb2.DirectCounterEntry:
+def direct_counter_entry(
+    table_entry_: p4runtime_pb2.TableEntry,
+) -> p4runtime_pb2.DirectCounterEntry:
     entry = p4runtime_pb2.DirectCounterEntry()
     entry.table_entry.CopyFrom(table_entry_)
     return entry
@@ -181,14 +200,25 @@ def entity_key(entity: p4runtime_pb2.Entity) -> tuple:
     kind = entity.WhichOneof("entity")
     if kind == "table_entry":
         te = entity.table_entry
-        return (kind, te.table_id, te.is_default_action, te.priority,
-                tuple(f.SerializeToString(deterministic=True) for f in te.match))
+        return (
+            kind,
+            te.table_id,
+            te.is_default_action,
+            te.priority,
+            tuple(f.SerializeToString(deterministic=True) for f in te.match),
+        )
     if kind == "action_profile_member":
-        return (kind, entity.action_profile_member.action_profile_id,
-                entity.action_profile_member.member_id)
+        return (
+            kind,
+            entity.action_profile_member.action_profile_id,
+            entity.action_profile_member.member_id,
+        )
     if kind == "action_profile_group":
-        return (kind, entity.action_profile_group.action_profile_id,
-                entity.action_profile_group.group_id)
+        return (
+            kind,
+            entity.action_profile_group.action_profile_id,
+            entity.action_profile_group.group_id,
+        )
     if kind == "packet_replication_engine_entry":
         pre = entity.packet_replication_engine_entry
         which = pre.WhichOneof("type")

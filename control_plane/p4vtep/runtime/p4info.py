@@ -1,4 +1,5 @@
 """Name <-> id lookups over a P4Info, and the bit widths needed to encode."""
+
 from __future__ import annotations
 
 import hashlib
@@ -48,8 +49,17 @@ class P4Info:
         self._match_fields_by_id: dict[int, dict[int, MatchFieldInfo]] = {}
         self._params: dict[int, dict[str, ParamInfo]] = {}
         self._params_by_id: dict[int, dict[int, ParamInfo]] = {}
-        for kind in ("tables", "actions", "action_profiles", "counters", "direct_counters",
-                     "meters", "direct_meters", "controller_packet_metadata", "registers"):
+        for kind in (
+            "tables",
+            "actions",
+            "action_profiles",
+            "counters",
+            "direct_counters",
+            "meters",
+            "direct_meters",
+            "controller_packet_metadata",
+            "registers",
+        ):
             for obj in getattr(message, kind):
                 self._by_name[(kind, obj.preamble.name)] = obj
                 self._by_name[(kind, obj.preamble.alias)] = obj
@@ -67,13 +77,13 @@ class P4Info:
             self._params_by_id[action.preamble.id] = {p.id: p for p in params.values()}
 
     @classmethod
-    def from_text(cls, text: str) -> "P4Info":
+    def from_text(cls, text: str) -> P4Info:
         message = p4info_pb2.P4Info()
         text_format.Parse(text, message)
         return cls(message)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "P4Info":
+    def from_file(cls, path: str | Path) -> P4Info:
         return cls.from_text(Path(path).read_text(encoding="utf-8"))
 
     # --- lookups -------------------------------------------------------------
@@ -81,7 +91,9 @@ class P4Info:
         try:
             return self._by_name[(kind, name)]
         except KeyError:
-            raise P4InfoError(f"P4Info has no {kind[:-1].replace('_', ' ')} named {name!r}") from None
+            raise P4InfoError(
+                f"P4Info has no {kind[:-1].replace('_', ' ')} named {name!r}"
+            ) from None
 
     def table(self, name: str) -> p4info_pb2.Table:
         return self._get("tables", name)
@@ -115,7 +127,8 @@ class P4Info:
             return self._match_fields[table_id][name]
         except KeyError:
             raise P4InfoError(
-                f"table {self.name_of(table_id)!r} has no match field {name!r}") from None
+                f"table {self.name_of(table_id)!r} has no match field {name!r}"
+            ) from None
 
     def match_field_by_id(self, table_id: int, field_id: int) -> MatchFieldInfo:
         return self._match_fields_by_id[table_id][field_id]
@@ -128,7 +141,8 @@ class P4Info:
             return self._params[action_id][name]
         except KeyError:
             raise P4InfoError(
-                f"action {self.name_of(action_id)!r} has no parameter {name!r}") from None
+                f"action {self.name_of(action_id)!r} has no parameter {name!r}"
+            ) from None
 
     def param_by_id(self, action_id: int, param_id: int) -> ParamInfo:
         return self._params_by_id[action_id][param_id]

@@ -12,6 +12,7 @@ Import the protos from here, never from ``p4.*`` directly:
 
     from p4vtep.runtime.protos import p4runtime_pb2, p4info_pb2, p4runtime_pb2_grpc
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,10 +20,12 @@ import importlib.util
 import sys
 import types
 
-from google.protobuf import any_pb2  # noqa: F401  (dependency of the P4Runtime protos)
-from google.protobuf import descriptor_pool
+from google.protobuf import (
+    any_pb2,  # noqa: F401  (dependency of the P4Runtime protos)
+    descriptor_pool,
+)
 from google.protobuf.internal import builder
-from google.rpc import code_pb2, status_pb2  # noqa: F401
+from google.rpc import code_pb2, status_pb2
 
 # In dependency order.
 _MODULES = (
@@ -44,8 +47,11 @@ def _serialized_descriptor(path: str) -> bytes:
                 return value
     # Newer generated code: AddSerializedFile(b'...')
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "AddSerializedFile"
-                and node.args):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", "") == "AddSerializedFile"
+            and node.args
+        ):
             return ast.literal_eval(node.args[0])
     raise ImportError(f"no serialized descriptor found in {path}")
 
@@ -60,7 +66,9 @@ def _load(name: str) -> types.ModuleType:
     module.__file__ = spec.origin
     pool = descriptor_pool.Default()
     try:
-        file_descriptor = pool.FindFileByName(name.replace(".", "/").removesuffix("_pb2") + ".proto")
+        file_descriptor = pool.FindFileByName(
+            name.replace(".", "/").removesuffix("_pb2") + ".proto"
+        )
     except KeyError:
         file_descriptor = pool.AddSerializedFile(_serialized_descriptor(spec.origin))
     namespace = module.__dict__
@@ -83,7 +91,14 @@ def _load_all() -> tuple[types.ModuleType, ...]:
 
 p4types_pb2, p4info_pb2, p4data_pb2, p4runtime_pb2 = _load_all()
 
-from p4.v1 import p4runtime_pb2_grpc  # noqa: E402  (needs the modules above)
+from p4.v1 import p4runtime_pb2_grpc
 
-__all__ = ["p4types_pb2", "p4info_pb2", "p4data_pb2", "p4runtime_pb2", "p4runtime_pb2_grpc",
-           "status_pb2", "code_pb2"]
+__all__ = [
+    "code_pb2",
+    "p4data_pb2",
+    "p4info_pb2",
+    "p4runtime_pb2",
+    "p4runtime_pb2_grpc",
+    "p4types_pb2",
+    "status_pb2",
+]

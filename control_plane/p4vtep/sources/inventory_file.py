@@ -1,4 +1,5 @@
 """Picks up edits to the inventory file while the controller runs."""
+
 from __future__ import annotations
 
 import logging

@@ -14,6 +14,7 @@ make-before-break.
       </p4vtep:vm>
     </metadata>
 """
+
 from __future__ import annotations
 
 import logging
@@ -57,7 +58,9 @@ def parse_domain(xml: str, server: str) -> Vm | None:
     qos = (meta.findtext(f"{{{NAMESPACE}}}qos") or "").strip() or None
     interfaces = root.findall("devices/interface[@type='hostdev']")
     if len(interfaces) != 1:
-        raise fail("interface", f"expected one hostdev (SR-IOV VF) interface, found {len(interfaces)}")
+        raise fail(
+            "interface", f"expected one hostdev (SR-IOV VF) interface, found {len(interfaces)}"
+        )
     iface = interfaces[0]
     mac = iface.find("mac")
     tag = iface.find("vlan/tag")
@@ -65,8 +68,16 @@ def parse_domain(xml: str, server: str) -> Vm | None:
         raise fail("interface.mac", "missing")
     if tag is None or not (tag.get("id") or "").isdigit():
         raise fail("interface.vlan", "the VF needs a VLAN tag id")
-    return Vm(name=name, mac=normalise_mac(mac.get("address")), ips=ips, vni=int(vni_text),
-              server=server, vlan=int(tag.get("id")), qos=qos, source=SOURCE)
+    return Vm(
+        name=name,
+        mac=normalise_mac(mac.get("address")),
+        ips=ips,
+        vni=int(vni_text),
+        server=server,
+        vlan=int(tag.get("id")),
+        qos=qos,
+        source=SOURCE,
+    )
 
 
 def _ensure_event_loop(libvirt) -> None:
@@ -86,7 +97,8 @@ def _ensure_event_loop(libvirt) -> None:
 
 class LibvirtSource:
     def __init__(self, controller: Controller, uris: dict[str, str]) -> None:
-        import libvirt   # libvirt-python; imported here so the rest runs without it
+        import libvirt  # libvirt-python; imported here so the rest runs without it
+
         self.libvirt = libvirt
         self.controller = controller
         self.uris = uris
@@ -102,8 +114,9 @@ class LibvirtSource:
         _ensure_event_loop(self.libvirt)
         for server, uri in self.uris.items():
             conn = self.libvirt.open(uri)
-            conn.domainEventRegisterAny(None, self.libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE,
-                                        self._on_event, server)
+            conn.domainEventRegisterAny(
+                None, self.libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_event, server
+            )
             self.connections[server] = conn
         self.resync()
         self._worker.start()
@@ -145,16 +158,21 @@ class LibvirtSource:
                 if key not in active:
                     del self._first_seen[key]
             # A VM running on two servers is mid-migration: the newer one wins.
-            chosen = {name: max(vms, key=lambda v: self._first_seen[(v.server, name)])
-                      for name, vms in found.items()}
+            chosen = {
+                name: max(vms, key=lambda v: self._first_seen[(v.server, name)])
+                for name, vms in found.items()
+            }
             self.errors = errors
             for message in errors:
                 log.error("libvirt: %s", message)
             try:
                 for name, vm in chosen.items():
                     current = self.controller.vms.get(name)
-                    if current is not None and current.source == SOURCE and \
-                            current.server != vm.server:
+                    if (
+                        current is not None
+                        and current.source == SOURCE
+                        and current.server != vm.server
+                    ):
                         self.controller.migrate(name, vm.server, vm.vlan)
                 self.controller.replace_source(SOURCE, list(chosen.values()))
             except ValidationError as exc:
