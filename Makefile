@@ -7,10 +7,14 @@ VPY := $(VENV)/bin/python
 P4C ?= p4c
 P4_MAIN := p4src/v1model/p4vtep.p4
 P4_BUILD := p4src/v1model/build
+# The generated P4Runtime modules (tools/gen_p4runtime_protos.py), made at install time.
+P4RT_GEN := control_plane/p4vtep/runtime/generated/__init__.py
+UNIT_TESTS := not (switch or e2e or scale or tofino)
 DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping iperf3 mininet \
 	pkg-config libvirt-dev
 
-.PHONY: all deps deps-system deps-python p4 p4-check proto ptf unit test demo demo-cli clean \
+.PHONY: all deps deps-system deps-python p4 p4-check proto proto-api proto-p4runtime regen \
+	lint format typecheck unit check ptf test demo demo-cli clean \
 	bench bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
 
 all: test
@@ -27,12 +31,12 @@ deps-system:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
 	fi
 
-deps-python: $(VENV)/.installed
+deps-python: $(VENV)/.installed $(P4RT_GEN)
 
-$(VENV)/.installed: requirements.txt control_plane/pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt control_plane/pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -r requirements.txt
+	$(VPY) -m pip install -q -r requirements.txt -r requirements-dev.txt
 	$(VPY) -m pip install -q --no-deps -e control_plane
 	@# Mininet comes from Debian (with mnexec); let the virtualenv import it.
 	if [ -d /usr/lib/python3/dist-packages/mininet ]; then \
@@ -48,23 +52,54 @@ p4:
 	  --p4runtime-files $(P4_BUILD)/p4vtep.p4info.txtpb $(P4_MAIN)
 	rm -f $(P4_BUILD)/p4vtep.p4i
 
-# The service API's generated code (committed; tests/test_api_generated.py checks it).
-proto: deps-python
+# Generated protobuf code. The service API's is committed
+# (tests/test_api_generated.py checks it); the P4Runtime modules are made from
+# the installed p4runtime package at install time and not committed
+# (tests/test_p4runtime_generated.py checks them).
+proto: proto-api proto-p4runtime
+
+proto-api: $(VENV)/.installed
 	cd control_plane && ../$(VPY) -m grpc_tools.protoc -I. --python_out=. \
 	  --grpc_python_out=. --pyi_out=. p4vtep/api/overlay.proto
+
+proto-p4runtime: $(VENV)/.installed
+	$(VPY) tools/gen_p4runtime_protos.py
+
+$(P4RT_GEN): $(VENV)/.installed tools/gen_p4runtime_protos.py
+	$(VPY) tools/gen_p4runtime_protos.py
+
+# Every derived file: the P4 compiler's outputs and all generated protobuf code.
+regen: p4 proto
 
 # Fails when the committed outputs differ from what p4c makes of the sources.
 p4-check: deps-python
 	$(VPY) -m pytest -q tests/test_p4_outputs.py
 
-unit: deps
-	$(VPY) -m pytest -q tests
+# Lint and type checks (ruff.toml, mypy.ini); `make format` rewrites in place.
+lint: deps-python
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: deps-python
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+typecheck: deps-python
+	$(VENV)/bin/mypy
+
+# Test tiers (pytest.ini): unit = the unmarked tests, no root, no BMv2.
+unit: deps-python
+	$(VPY) -m pytest -q -m "$(UNIT_TESTS)"
+
+# The quick gate before a commit: under a minute, no root needed.
+check: lint typecheck unit
 
 ptf: deps
 	$(VPY) ptf_tests/run_suite.py
 
-test: deps
-	$(VPY) -m pytest -q tests
+# Everything: lint, types, every test tier, the PTF suite (root, BMv2).
+test: deps lint typecheck
+	$(VPY) -m pytest -q
 	$(VPY) ptf_tests/run_suite.py
 
 # The main job: the Mininet leaf-spine fabric, the controller, and the checks.
@@ -93,4 +128,4 @@ bench-report: deps-python
 	$(VPY) bench/report.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache control_plane/p4vtep/runtime/generated

@@ -8,22 +8,11 @@ own library. ``VtepFabricTest`` installs the reference fabric described in
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import ptf
 import ptf.testutils as tu
-from ptf.base_tests import BaseTest
-from ptf.mask import Mask
-from scapy.layers.inet import IP, TCP, UDP
-from scapy.layers.l2 import ARP, Dot1Q, Ether
-from scapy.layers.vxlan import VXLAN
-from scapy.packet import Packet, Raw
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "control_plane"))
-
 from p4vtep.dataplane.artifacts import Pipeline
 from p4vtep.dataplane.drop_reasons import DropReason
 from p4vtep.dataplane.entries import (
@@ -34,6 +23,12 @@ from p4vtep.dataplane.entries import (
     PortRole,
 )
 from p4vtep.runtime.client import SwitchConnection
+from ptf.base_tests import BaseTest
+from ptf.mask import Mask
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import ARP, Dot1Q, Ether
+from scapy.layers.vxlan import VXLAN
+from scapy.packet import Packet, Raw
 
 __all__ = ["DropReason", "MeterRates", "tu"]  # re-exported for the tests
 

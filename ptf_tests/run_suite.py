@@ -22,7 +22,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO / "control_plane"))
 
 from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc
 from p4vtep.dataplane.artifacts import bmv2_pipeline

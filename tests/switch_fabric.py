@@ -26,7 +26,10 @@ from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
 ROUTER_MAC = {"tor1": "00:aa:00:00:00:01", "tor2": "00:aa:00:00:00:02"}
 
 
-def needs_switch():
+def needs_switch(*tiers: str) -> list[pytest.MarkDecorator]:
+    """The marks of a test that runs BMv2 switches: the ``switch`` tier (and
+    any other ``tiers`` named, e.g. "scale"), and a skip saying why when this
+    machine cannot run them."""
     reasons = []
     if find_simple_switch_grpc() is None:
         reasons.append("simple_switch_grpc not found")
@@ -34,7 +37,8 @@ def needs_switch():
         reasons.append("not root (veths)")
     if shutil.which("ip") is None:
         reasons.append("iproute2 missing")
-    return pytest.mark.skipif(bool(reasons), reason="; ".join(reasons) + ": switch tests skipped")
+    skip = pytest.mark.skipif(bool(reasons), reason="; ".join(reasons) + ": switch tests skipped")
+    return [pytest.mark.switch, *(getattr(pytest.mark, tier) for tier in tiers), skip]
 
 
 @dataclass

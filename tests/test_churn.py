@@ -16,7 +16,7 @@ from p4vtep.model import Vm
 from p4vtep.store import Store
 from switch_fabric import background_vms, needs_switch, read_back_matches, two_tor_fabric
 
-pytestmark = needs_switch()
+pytestmark = needs_switch("scale")
 VMS = 10000
 SECONDS = float(os.environ.get("P4VTEP_CHURN_SECONDS", "60"))
 RATE = 50.0

@@ -3,20 +3,16 @@ as `make demo`, asserted one by one."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import demo  # topologies/ is on the test path (pytest.ini)
 import pytest
 
-TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
-sys.path.insert(0, str(TOPOLOGIES))
-
-import demo
-
 missing = demo.missing_requirements()
-pytestmark = pytest.mark.skipif(
-    bool(missing), reason=f"missing {', '.join(missing)}: demo fabric tests skipped"
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        bool(missing), reason=f"missing {', '.join(missing)}: demo fabric tests skipped"
+    ),
+]
 
 
 @pytest.fixture(scope="module")

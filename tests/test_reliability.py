@@ -21,7 +21,7 @@ from switch_fabric import (
 )
 from test_controller_switch import delivered
 
-pytestmark = needs_switch()
+pytestmark = needs_switch("scale")
 VMS = 10000
 
 

@@ -132,6 +132,7 @@ def test_api_requires_a_client_certificate(pki, tmp_path):
         server.stop(0)
 
 
+@pytest.mark.switch
 @pytest.mark.skipif(
     find_simple_switch_grpc() is None,
     reason="simple_switch_grpc not found: P4Runtime TLS test skipped",

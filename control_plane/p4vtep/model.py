@@ -77,7 +77,8 @@ class TlsFiles:
     def read(self) -> tuple[bytes, bytes, bytes]:
         from pathlib import Path
 
-        return tuple(Path(p).read_bytes() for p in (self.ca, self.cert, self.key))
+        ca, cert, key = (Path(p).read_bytes() for p in (self.ca, self.cert, self.key))
+        return ca, cert, key
 
 
 @dataclass

@@ -11,12 +11,15 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
 
 import grpc
 
-from .entities import to_entity
+from .describe import describe
+from .entities import EntityMessage, to_entity
+from .p4info import P4Info
 from .protos import code_pb2, p4info_pb2, p4runtime_pb2, p4runtime_pb2_grpc, status_pb2
 
 log = logging.getLogger(__name__)
@@ -38,10 +41,13 @@ class UpdateError:
     code: int  # google.rpc.Code
     message: str
     update: p4runtime_pb2.Update
+    # Names the entity in messages; without it, ids are shown.
+    p4info: P4Info | None = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         return (
-            f"update {self.index} ({Update.Type.Name(self.update.type)}): "
+            f"update {self.index} {Update.Type.Name(self.update.type)} "
+            f"{describe(self.update.entity, self.p4info)}: "
             f"{code_pb2.Code.Name(self.code)}: {self.message}"
         )
 
@@ -57,24 +63,27 @@ class WriteError(P4RuntimeError):
 
 
 def _update_errors(
-    error: grpc.RpcError, updates: Sequence[Update], offset: int
+    error: grpc.RpcError, updates: Sequence[Update], offset: int, p4info: P4Info | None
 ) -> list[UpdateError]:
     """Decode the per-update p4.v1.Error list carried in the status details."""
     details = None
-    for key, value in error.trailing_metadata() or ():
-        if key == "grpc-status-details-bin":
+    for key, value in _trailing_metadata(error):
+        if key == "grpc-status-details-bin" and isinstance(value, bytes):
             details = status_pb2.Status.FromString(value)
     if details is None or not details.details:
+        status = _code(error) or grpc.StatusCode.UNKNOWN
+        code = int(status.value[0])
         return [
-            UpdateError(offset + i, error.code().value[0], error.details() or "", u)
-            for i, u in enumerate(updates)
+            UpdateError(offset + i, code, _details(error), u, p4info) for i, u in enumerate(updates)
         ]
     result = []
     for i, packed in enumerate(details.details):
         one = p4runtime_pb2.Error()
         packed.Unpack(one)
         if one.canonical_code != code_pb2.OK:
-            result.append(UpdateError(offset + i, one.canonical_code, one.message, updates[i]))
+            result.append(
+                UpdateError(offset + i, one.canonical_code, one.message, updates[i], p4info)
+            )
     return result
 
 
@@ -87,10 +96,12 @@ class SwitchConnection:
         device_id: int,
         election_id: int = 1,
         credentials: grpc.ChannelCredentials | None = None,
+        p4info: P4Info | None = None,
     ) -> None:
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
+        self.p4info = p4info  # for naming entities in errors; optional
         options = [
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -103,12 +114,12 @@ class SwitchConnection:
         else:
             self.channel = grpc.secure_channel(address, credentials, options=options)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self._requests: queue.Queue = queue.Queue()
+        self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
         self._arbitration = threading.Condition()
         self._last_arbitration: p4runtime_pb2.MasterArbitrationUpdate | None = None
-        self.packet_in: queue.Queue = queue.Queue()
+        self.packet_in: queue.Queue[p4runtime_pb2.PacketIn] = queue.Queue()
         self.stream_error: grpc.RpcError | None = None
-        self._stream = None
+        self._stream: Iterator[p4runtime_pb2.StreamMessageResponse] | None = None
         self._reader: threading.Thread | None = None
 
     # --- stream channel ------------------------------------------------------
@@ -120,6 +131,7 @@ class SwitchConnection:
             yield request
 
     def _read_stream(self) -> None:
+        assert self._stream is not None
         try:
             for response in self._stream:
                 kind = response.WhichOneof("update")
@@ -132,7 +144,7 @@ class SwitchConnection:
                 elif kind == "error":
                     log.warning("%s: stream error: %s", self.address, response.error)
         except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED:
+            if _code(exc) != grpc.StatusCode.CANCELLED:
                 self.stream_error = exc
         finally:
             with self._arbitration:
@@ -163,7 +175,7 @@ class SwitchConnection:
             ):
                 raise P4RuntimeError(f"{self.address}: no arbitration response")
         if self.stream_error is not None:
-            raise P4RuntimeError(f"{self.address}: stream failed: {self.stream_error.details()}")
+            raise P4RuntimeError(f"{self.address}: stream failed: {_details(self.stream_error)}")
         return self.is_primary
 
     @property
@@ -187,7 +199,7 @@ class SwitchConnection:
 
     def close(self) -> None:
         self._requests.put(None)
-        if self._stream is not None:
+        if isinstance(self._stream, grpc.Future):
             self._stream.cancel()
         self.channel.close()
         if self._reader is not None:
@@ -196,7 +208,12 @@ class SwitchConnection:
     def __enter__(self) -> SwitchConnection:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.close()
 
     # --- pipeline ------------------------------------------------------------
@@ -212,7 +229,7 @@ class SwitchConnection:
         try:
             self.stub.SetForwardingPipelineConfig(request)
         except grpc.RpcError as exc:
-            raise P4RuntimeError(f"{self.address}: set pipeline: {exc.details()}") from exc
+            raise P4RuntimeError(f"{self.address}: set pipeline: {_details(exc)}") from exc
 
     def get_pipeline_cookie(self) -> int | None:
         """The cookie of the installed pipeline, or None if there is none."""
@@ -223,12 +240,13 @@ class SwitchConnection:
         try:
             response = self.stub.GetForwardingPipelineConfig(request)
         except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+            if _code(exc) == grpc.StatusCode.FAILED_PRECONDITION:
                 return None  # no pipeline installed yet
-            raise P4RuntimeError(f"{self.address}: get pipeline: {exc.details()}") from exc
+            raise P4RuntimeError(f"{self.address}: get pipeline: {_details(exc)}") from exc
         if not response.config.HasField("cookie"):
             return None
-        return response.config.cookie.cookie
+        cookie: int = response.config.cookie.cookie
+        return cookie
 
     def clear_multicast_groups(self) -> int:
         """Delete every multicast group. BMv2 keeps them across
@@ -248,9 +266,9 @@ class SwitchConnection:
         return len(groups)
 
     # --- write / read --------------------------------------------------------
-    def _set_election_id(self, field) -> None:
-        field.high = self.election_id >> 64
-        field.low = self.election_id & ((1 << 64) - 1)
+    def _set_election_id(self, election_id: p4runtime_pb2.Uint128) -> None:
+        election_id.high = self.election_id >> 64
+        election_id.low = self.election_id & ((1 << 64) - 1)
 
     def write(self, updates: Sequence[Update], batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         """Send updates in batches; raise WriteError listing every failed one."""
@@ -265,32 +283,51 @@ class SwitchConnection:
             try:
                 self.stub.Write(request)
             except grpc.RpcError as exc:
-                if exc.code() in (
+                if _code(exc) in (
                     grpc.StatusCode.UNAVAILABLE,
                     grpc.StatusCode.CANCELLED,
                     grpc.StatusCode.DEADLINE_EXCEEDED,
                 ):
-                    raise P4RuntimeError(f"{self.address}: write: {exc.details()}") from exc
-                errors.extend(_update_errors(exc, batch, start))
+                    raise P4RuntimeError(f"{self.address}: write: {_details(exc)}") from exc
+                errors.extend(_update_errors(exc, batch, start, self.p4info))
         if errors:
             raise WriteError(errors)
 
-    def write_entities(self, update_type: int, messages: Iterable) -> None:
+    def write_entities(
+        self, update_type: p4runtime_pb2.Update.Type, messages: Sequence[EntityMessage]
+    ) -> None:
         self.write([Update(type=update_type, entity=to_entity(m)) for m in messages])
 
-    def insert(self, *messages) -> None:
+    def insert(self, *messages: EntityMessage) -> None:
         self.write_entities(INSERT, messages)
 
-    def modify(self, *messages) -> None:
+    def modify(self, *messages: EntityMessage) -> None:
         self.write_entities(MODIFY, messages)
 
-    def delete(self, *messages) -> None:
+    def delete(self, *messages: EntityMessage) -> None:
         self.write_entities(DELETE, messages)
 
-    def read(self, *messages) -> list[p4runtime_pb2.Entity]:
+    def read(self, *messages: EntityMessage) -> list[p4runtime_pb2.Entity]:
         request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         request.entities.extend(to_entity(m) for m in messages)
         try:
             return [entity for response in self.stub.Read(request) for entity in response.entities]
         except grpc.RpcError as exc:
-            raise P4RuntimeError(f"{self.address}: read: {exc.details()}") from exc
+            raise P4RuntimeError(f"{self.address}: read: {_details(exc)}") from exc
+
+
+# grpc raises RpcError objects that are also grpc.Call (code, details,
+# trailing metadata); the stubs type them as bare RpcError.
+def _code(error: grpc.RpcError) -> grpc.StatusCode | None:
+    code = getattr(error, "code", None)
+    return code() if callable(code) else None
+
+
+def _details(error: grpc.RpcError) -> str:
+    details = getattr(error, "details", None)
+    return str(details() or "") if callable(details) else str(error)
+
+
+def _trailing_metadata(error: grpc.RpcError) -> tuple[tuple[str, str | bytes], ...]:
+    metadata = getattr(error, "trailing_metadata", None)
+    return tuple(metadata() or ()) if callable(metadata) else ()

@@ -11,9 +11,8 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from typing import Union
 
-Value = Union[int, str, bytes]
+Value = int | str | bytes
 
 _MAC_RE = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Union
 
 from . import codec
 from .p4info import P4Info, P4InfoError
@@ -27,8 +26,10 @@ class Ternary:
     mask: codec.Value
 
 
-MatchValue = Union[codec.Value, Lpm, Ternary]
+MatchValue = codec.Value | Lpm | Ternary
 MatchType = p4info_pb2.MatchField.MatchType
+# What identifies an entity on the switch (see ``entity_key``).
+EntityKey = tuple[object, ...]
 
 
 def _match(p4info: P4Info, table_id: int, name: str, value: MatchValue) -> p4runtime_pb2.FieldMatch:
@@ -36,8 +37,12 @@ def _match(p4info: P4Info, table_id: int, name: str, value: MatchValue) -> p4run
     field = p4runtime_pb2.FieldMatch(field_id=info.id)
     try:
         if info.match_type == MatchType.EXACT:
+            if isinstance(value, (Lpm, Ternary)):
+                raise codec.EncodingError("exact match needs a plain value")
             field.exact.value = codec.encode(value, info.bitwidth)
         elif info.match_type == MatchType.LPM:
+            if isinstance(value, Ternary):
+                raise codec.EncodingError("LPM match needs a value or Lpm(value, prefix_len)")
             if not isinstance(value, Lpm):
                 value = Lpm(value, info.bitwidth)
             if not 0 < value.prefix_len <= info.bitwidth:
@@ -187,7 +192,20 @@ _ENTITY_FIELD = {
 }
 
 
-def to_entity(message) -> p4runtime_pb2.Entity:
+# Anything ``to_entity`` wraps.
+EntityMessage = (
+    p4runtime_pb2.Entity
+    | p4runtime_pb2.TableEntry
+    | p4runtime_pb2.ActionProfileMember
+    | p4runtime_pb2.ActionProfileGroup
+    | p4runtime_pb2.PacketReplicationEngineEntry
+    | p4runtime_pb2.MeterEntry
+    | p4runtime_pb2.CounterEntry
+    | p4runtime_pb2.DirectCounterEntry
+)
+
+
+def to_entity(message: EntityMessage) -> p4runtime_pb2.Entity:
     if isinstance(message, p4runtime_pb2.Entity):
         return message
     entity = p4runtime_pb2.Entity()
@@ -195,7 +213,7 @@ def to_entity(message) -> p4runtime_pb2.Entity:
     return entity
 
 
-def entity_key(entity: p4runtime_pb2.Entity) -> tuple:
+def entity_key(entity: p4runtime_pb2.Entity) -> EntityKey:
     """What identifies an entity on the switch (not what it does)."""
     kind = entity.WhichOneof("entity")
     if kind == "table_entry":

@@ -5,10 +5,21 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from google.protobuf import text_format
 
 from .protos import p4info_pb2
+
+
+class _Named(Protocol):
+    """Any P4Info object: each has a preamble (id, name, alias)."""
+
+    @property
+    def preamble(self) -> p4info_pb2.Preamble: ...
+
+
+_T = TypeVar("_T", bound=_Named)
 
 
 class P4InfoError(KeyError):
@@ -43,8 +54,8 @@ class P4Info:
 
     def __init__(self, message: p4info_pb2.P4Info) -> None:
         self.message = message
-        self._by_name: dict[tuple[str, str], object] = {}
-        self._by_id: dict[int, object] = {}
+        self._by_name: dict[tuple[str, str], _Named] = {}
+        self._by_id: dict[int, _Named] = {}
         self._match_fields: dict[int, dict[str, MatchFieldInfo]] = {}
         self._match_fields_by_id: dict[int, dict[int, MatchFieldInfo]] = {}
         self._params: dict[int, dict[str, ParamInfo]] = {}
@@ -87,34 +98,32 @@ class P4Info:
         return cls.from_text(Path(path).read_text(encoding="utf-8"))
 
     # --- lookups -------------------------------------------------------------
-    def _get(self, kind: str, name: str):
-        try:
-            return self._by_name[(kind, name)]
-        except KeyError:
-            raise P4InfoError(
-                f"P4Info has no {kind[:-1].replace('_', ' ')} named {name!r}"
-            ) from None
+    def _get(self, kind: str, name: str, message_type: type[_T]) -> _T:
+        found = self._by_name.get((kind, name))
+        if not isinstance(found, message_type):
+            raise P4InfoError(f"P4Info has no {kind[:-1].replace('_', ' ')} named {name!r}")
+        return found
 
     def table(self, name: str) -> p4info_pb2.Table:
-        return self._get("tables", name)
+        return self._get("tables", name, p4info_pb2.Table)
 
     def action(self, name: str) -> p4info_pb2.Action:
-        return self._get("actions", name)
+        return self._get("actions", name, p4info_pb2.Action)
 
     def action_profile(self, name: str) -> p4info_pb2.ActionProfile:
-        return self._get("action_profiles", name)
+        return self._get("action_profiles", name, p4info_pb2.ActionProfile)
 
     def counter(self, name: str) -> p4info_pb2.Counter:
-        return self._get("counters", name)
+        return self._get("counters", name, p4info_pb2.Counter)
 
     def direct_counter(self, name: str) -> p4info_pb2.DirectCounter:
-        return self._get("direct_counters", name)
+        return self._get("direct_counters", name, p4info_pb2.DirectCounter)
 
     def meter(self, name: str) -> p4info_pb2.Meter:
-        return self._get("meters", name)
+        return self._get("meters", name, p4info_pb2.Meter)
 
     def controller_packet_metadata(self, name: str) -> p4info_pb2.ControllerPacketMetadata:
-        return self._get("controller_packet_metadata", name)
+        return self._get("controller_packet_metadata", name, p4info_pb2.ControllerPacketMetadata)
 
     def name_of(self, object_id: int) -> str:
         return self._by_id[object_id].preamble.name
@@ -151,8 +160,8 @@ class P4Info:
         return list(self._params[action_id].values())
 
     def table_implementation(self, table_name: str) -> p4info_pb2.ActionProfile | None:
-        impl = self.table(table_name).implementation_id
-        return self._by_id.get(impl) if impl else None
+        impl = self._by_id.get(self.table(table_name).implementation_id)
+        return impl if isinstance(impl, p4info_pb2.ActionProfile) else None
 
 
 def pipeline_cookie(p4info_text: str, device_config: bytes) -> int:

@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from ..controller import Controller
 from ..events import DesiredStateChanged
@@ -64,17 +65,19 @@ def parse_domain(xml: str, server: str) -> Vm | None:
     iface = interfaces[0]
     mac = iface.find("mac")
     tag = iface.find("vlan/tag")
-    if mac is None or not mac.get("address"):
+    address = mac.get("address") if mac is not None else None
+    tag_id = (tag.get("id") if tag is not None else None) or ""
+    if not address:
         raise fail("interface.mac", "missing")
-    if tag is None or not (tag.get("id") or "").isdigit():
+    if not tag_id.isdigit():
         raise fail("interface.vlan", "the VF needs a VLAN tag id")
     return Vm(
         name=name,
-        mac=normalise_mac(mac.get("address")),
+        mac=normalise_mac(address),
         ips=ips,
         vni=int(vni_text),
         server=server,
-        vlan=int(tag.get("id")),
+        vlan=int(tag_id),
         qos=qos,
         source=SOURCE,
     )
@@ -102,7 +105,7 @@ class LibvirtSource:
         self.libvirt = libvirt
         self.controller = controller
         self.uris = uris
-        self.connections: dict[str, object] = {}
+        self.connections: dict[str, Any] = {}  # libvirt.virConnect (untyped)
         self.errors: list[str] = []
         self._first_seen: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
