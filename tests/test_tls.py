@@ -148,9 +148,12 @@ def test_p4runtime_over_mutual_tls(pki, tmp_path):
         ) as conn:
             assert conn.connect(timeout=5)
         for who in (None, "rogue"):
-            with SwitchConnection(
-                switch.grpc_address, 1, 2, credentials=channel_credentials(pki, who)
-            ) as conn, pytest.raises((grpc.FutureTimeoutError, P4RuntimeError)):
+            with (
+                SwitchConnection(
+                    switch.grpc_address, 1, 2, credentials=channel_credentials(pki, who)
+                ) as conn,
+                pytest.raises((grpc.FutureTimeoutError, P4RuntimeError)),
+            ):
                 conn.connect(timeout=3)
         # The controller, configured through the fabric, converges over TLS.
         fabric = Fabric(

@@ -1,0 +1,246 @@
+"""One switch's supervisor against the in-process fake switch: pipeline push,
+reconnect with backoff, primary loss and regain, refused-write blame,
+incremental changes vs the periodic full resync.
+
+Relies only on the supervisor's public face: SwitchSupervisor(tor, pipeline,
+election_id, compile_desired, bus, resync_seconds=, max_backoff=), start/stop,
+notify, wait_applied, status (connected, primary, version, vm_errors,
+last_error) and the events it publishes on the bus.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+from fabric_fixture import two_tor_fabric, vms
+from fake_p4runtime import FakeP4RuntimeServer
+from helpers import wait_until
+from p4vtep import events
+from p4vtep.compiler import Allocations, CompiledTor, compile_tor
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.model import Vm
+from p4vtep.runtime.entities import entity_key
+from p4vtep.runtime.protos import code_pb2
+from p4vtep.supervisor import SwitchSupervisor
+
+PIPELINE = bmv2_pipeline()
+ELECTION_ID = 10
+
+
+class Desired:
+    """What the controller would hand the supervisor: a versioned VM set,
+    compiled for the ToR on demand."""
+
+    def __init__(self, fabric, vms: list[Vm]) -> None:
+        self.fabric = fabric
+        self.vms = {vm.name: vm for vm in vms}
+        self.version = 1
+        self.alloc = Allocations()
+        self.entries = PipelineEntries(PIPELINE.p4info)
+        self._lock = threading.Lock()
+
+    def __call__(self, tor: str) -> tuple[int, CompiledTor]:
+        with self._lock:
+            compiled = compile_tor(self.fabric, self.vms.values(), tor, self.alloc, self.entries)
+            return self.version, compiled
+
+    def attach(self, vm: Vm) -> int:
+        with self._lock:
+            self.vms[vm.name] = vm
+            self.version += 1
+            return self.version
+
+
+def held_keys(fake: FakeP4RuntimeServer) -> set:
+    with fake._lock:
+        return {
+            entity_key(e)
+            for e in fake.entities.values()
+            if not (e.HasField("table_entry") and e.table_entry.is_default_action)
+        }
+
+
+def desired_keys(compiled: CompiledTor) -> set:
+    return set(compiled.entities) | set(compiled.meters)
+
+
+def next_event(q: queue.Queue, kind: type, timeout: float = 10.0):
+    """The next event of ``kind`` on the bus (others are skipped)."""
+    deadline = threading.Event()
+    timer = threading.Timer(timeout, deadline.set)
+    timer.start()
+    try:
+        while not deadline.is_set():
+            try:
+                event = q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if isinstance(event, kind):
+                return event
+    finally:
+        timer.cancel()
+    raise AssertionError(f"no {kind.__name__} event within {timeout}s")
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeP4RuntimeServer]:
+    with FakeP4RuntimeServer(device_id=1) as server:
+        yield server
+
+
+def supervise(fake: FakeP4RuntimeServer, **options):
+    fabric = two_tor_fabric()
+    fabric.tors["tor1"] = replace(fabric.tors["tor1"], address=fake.address, device_id=1)
+    desired = Desired(fabric, vms())
+    bus = events.EventBus()
+    watch = bus.subscribe()
+    sup = SwitchSupervisor(fabric.tors["tor1"], PIPELINE, ELECTION_ID, desired, bus, **options)
+    return sup, desired, watch
+
+
+@pytest.fixture
+def running(fake):
+    sup, desired, watch = supervise(fake, resync_seconds=600, max_backoff=0.8)
+    sup.start()
+    assert sup.wait_applied(desired.version, 10), sup.status.last_error
+    yield sup, desired, watch
+    sup.stop()
+
+
+def test_pushes_the_pipeline_and_writes_exactly_the_desired_state(fake, running):
+    sup, desired, watch = running
+    pushed = next_event(watch, events.PipelinePushed)
+    assert pushed.cookie == PIPELINE.cookie
+    assert fake.config.cookie.cookie == PIPELINE.cookie
+    _, compiled = desired("tor1")
+    assert held_keys(fake) == desired_keys(compiled)
+    assert sup.status.connected
+    assert sup.status.primary
+    assert sup.status.entries == len(compiled.entities)
+
+
+def test_an_installed_pipeline_with_our_cookie_is_not_pushed_again(fake, running):
+    sup, desired, _ = running
+    sup.stop()
+    assert fake.pipeline_pushes == 1
+    again, desired, _ = supervise(fake, resync_seconds=600)
+    again.start()
+    try:
+        assert again.wait_applied(desired.version, 10)
+        assert fake.pipeline_pushes == 1
+    finally:
+        again.stop()
+
+
+def test_a_change_writes_only_the_difference_without_reading_back(fake, running):
+    sup, desired, _ = running
+    reads, writes = fake.reads, len(fake.write_requests)
+    _, before = desired("tor1")
+    version = desired.attach(Vm("a3", "00:00:0a:00:00:03", ("192.168.1.3",), 5000, "s12", 11))
+    sup.notify()
+    assert sup.wait_applied(version, 10)
+    _, after = desired("tor1")
+    new = desired_keys(after) - desired_keys(before)
+    changed = [
+        k
+        for k in desired_keys(before) & set(after.entities)
+        if before.entities[k].SerializeToString() != after.entities[k].SerializeToString()
+    ]
+    assert fake.reads == reads  # incremental: nothing read back
+    sent = [u for request in fake.write_requests[writes:] for u in request.updates]
+    assert len(sent) == len(new) + len(changed)
+    assert held_keys(fake) == desired_keys(after)
+
+
+def test_the_periodic_resync_reads_back_and_repairs_drift(fake):
+    sup, desired, _ = supervise(fake, resync_seconds=0.5)
+    sup.start()
+    try:
+        assert sup.wait_applied(desired.version, 10)
+        _, compiled = desired("tor1")
+        with fake._lock:
+            victim = next(k for k in fake.entities if k in compiled.entities)
+            del fake.entities[victim]  # someone else deleted an entry
+        reads = fake.reads
+        assert wait_until(lambda: held_keys(fake) == desired_keys(compiled), 10)
+        assert fake.reads > reads
+    finally:
+        sup.stop()
+
+
+def test_reconnects_with_growing_capped_backoff_then_restores(fake, running):
+    _, desired, watch = running
+    fake.reject_streams = True
+    fake.drop_streams()
+    assert next_event(watch, events.SwitchDisconnected)
+    assert wait_until(lambda: len(fake.stream_opened) >= 6, 15)
+    fake.reject_streams = False
+    opened = fake.stream_opened[1:6]  # the first is the session that was dropped
+    gaps = [b - a for a, b in itertools.pairwise(opened)]
+    # 0.2 s, doubling, capped at max_backoff (0.8 s); generous upper bounds
+    # because other work shares the CPU.
+    assert gaps[0] >= 0.15
+    assert gaps[1] >= 0.35
+    assert gaps[2] >= 0.7
+    assert gaps[3] >= 0.7
+    assert max(gaps) < 0.8 + 1.0
+    connected = next_event(watch, events.SwitchConnected)
+    assert connected.primary
+    _, compiled = desired("tor1")
+    assert wait_until(lambda: held_keys(fake) == desired_keys(compiled), 10)
+
+
+def test_primary_lost_then_regained_applies_what_changed_meanwhile(fake, running):
+    sup, desired, watch = running
+    fake.take_primary(ELECTION_ID + 1)
+    assert not next_event(watch, events.PrimaryChanged).primary
+    assert not sup.status.primary
+    writes = len(fake.write_requests)
+    version = desired.attach(Vm("a3", "00:00:0a:00:00:03", ("192.168.1.3",), 5000, "s12", 11))
+    sup.notify()
+    assert not sup.wait_applied(version, 1.0)  # a backup writes nothing
+    assert len(fake.write_requests) == writes
+    fake.release_primary()
+    assert next_event(watch, events.PrimaryChanged).primary
+    assert sup.wait_applied(version, 10)
+    _, compiled = desired("tor1")
+    assert held_keys(fake) == desired_keys(compiled)
+
+
+def test_refused_writes_are_blamed_on_their_vm_and_retried(fake):
+    refused_ip = bytes([192, 168, 1, 3])
+    fake.refuse(
+        lambda u: any(f.exact.value == refused_ip for f in u.entity.table_entry.match),
+        code_pb2.RESOURCE_EXHAUSTED,
+        "table full",
+    )
+    sup, desired, watch = supervise(fake, resync_seconds=600)
+    sup.start()
+    try:
+        assert sup.wait_applied(desired.version, 10)
+        version = desired.attach(Vm("a3", "00:00:0a:00:00:03", ("192.168.1.3",), 5000, "s12", 11))
+        sup.notify()
+        failed = next_event(watch, events.WriteFailed)
+        assert failed.vms == ("a3",)
+        assert "a3" in sup.status.vm_errors
+        assert "arp_suppression" in sup.status.vm_errors["a3"]
+        assert "RESOURCE_EXHAUSTED" in sup.status.vm_errors["a3"]
+        assert sup.status.version < version
+        # The rest of the batch was written: a3's other entries are there.
+        _, compiled = desired("tor1")
+        missing = desired_keys(compiled) - held_keys(fake)
+        assert len(missing) == 1
+        assert compiled.owner[next(iter(missing))] == "a3"
+        # Room is made: the retry (with backoff) completes and clears the blame.
+        fake.accept_all()
+        assert sup.wait_applied(version, 15)
+        assert sup.status.vm_errors == {}
+        assert held_keys(fake) == desired_keys(compiled)
+    finally:
+        sup.stop()
