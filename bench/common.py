@@ -14,12 +14,11 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from p4vtep.bmv2 import Bmv2Switch, find_simple_switch_grpc, free_port
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results"
-sys.path.insert(0, str(REPO / "control_plane"))
-
-from p4vtep.bmv2 import Bmv2Switch, find_simple_switch_grpc, free_port
 
 
 def summary(values: list[float]) -> dict:
@@ -55,7 +54,7 @@ def alternate(a: Callable[[], float], b: Callable[[], float], rounds: int) -> tu
 
 def ratios(a: list[float], b: list[float]) -> dict:
     """Per-round ratio a/b, summarised."""
-    return summary([x / y for x, y in zip(a, b) if y])
+    return summary([x / y for x, y in zip(a, b, strict=True) if y])
 
 
 def machine() -> dict:

@@ -12,6 +12,7 @@ Rounds alternate A B A B; the ratio is raw time / controller time.
 from __future__ import annotations
 
 import argparse
+import functools
 import tempfile
 import threading
 import time
@@ -146,14 +147,14 @@ def main() -> None:
             compiled, entity_count = prepare(fabric, vms, store_path)
             requests = encode_raw(fabric, compiled)
             ctl, raw = alternate(
-                lambda: run_controller(fabric, store_path, compiled),
-                lambda: run_raw(fabric, compiled, requests),
+                functools.partial(run_controller, fabric, store_path, compiled),
+                functools.partial(run_raw, fabric, compiled, requests),
                 args.rounds,
             )
             # The last controller round left everything installed: restart now.
             run_controller(fabric, store_path, compiled)
             restart_times, restart_writes = zip(
-                *[run_restart(fabric, store_path) for _ in range(args.rounds)]
+                *[run_restart(fabric, store_path) for _ in range(args.rounds)], strict=True
             )
             results["sizes"][str(n)] = {
                 "vms": n,
@@ -169,7 +170,8 @@ def main() -> None:
             }
             r = results["sizes"][str(n)]
             print(
-                f"N={n}: {entity_count} entities; controller {r['controller_seconds']['median']:.2f} s, "
+                f"N={n}: {entity_count} entities; "
+                f"controller {r['controller_seconds']['median']:.2f} s, "
                 f"raw {r['raw_seconds']['median']:.2f} s, ratio "
                 f"{r['controller_over_raw_throughput']['median']:.2f}; restart "
                 f"{r['restart_seconds']['median']:.2f} s with writes {list(restart_writes)}",

@@ -67,7 +67,7 @@ def run_child(*args: str) -> tuple[float, float, int]:
         capture_output=True,
         text=True,
     ).stdout
-    line = next(l for l in out.splitlines() if l.startswith("RESULT"))
+    line = next(text for text in out.splitlines() if text.startswith("RESULT"))
     base, rss, count = line.split()[1:]
     return float(base), float(rss), int(count)
 

@@ -15,6 +15,7 @@ CPU-second. Rounds alternate offloaded / vxlan.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -91,7 +92,8 @@ def teardown() -> None:
 
 def busy_seconds() -> float:
     """CPU time spent by the whole machine (all CPUs, not idle/iowait)."""
-    fields = open("/proc/stat").readline().split()[1:]
+    with open("/proc/stat") as stat:
+        fields = stat.readline().split()[1:]
     values = [int(v) for v in fields]
     idle = values[3] + values[4]
     return (sum(values[:8]) - idle) / os.sysconf("SC_CLK_TCK")
@@ -143,8 +145,8 @@ def main() -> None:
     try:
         for frame in args.sizes:
             offloaded, vxlan = alternate(
-                lambda: run(PLAIN[1], frame, args.seconds),
-                lambda: run(OVERLAY[1], frame, args.seconds),
+                functools.partial(run, PLAIN[1], frame, args.seconds),
+                functools.partial(run, OVERLAY[1], frame, args.seconds),
                 args.rounds,
             )
             results[str(frame)] = {

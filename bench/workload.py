@@ -42,7 +42,7 @@ def vms(count: int, tors: int, vnis: int, tors_per_vni: int | None = None) -> li
         port = SERVER_PORTS[(i // tors) % len(SERVER_PORTS)]
         server = f"s{tor}-{port}"
         slots[server] = slots.get(server, 0) + 1
-        mac = f"02:00:{(i >> 24) & 0xFF:02x}:{(i >> 16) & 0xFF:02x}:{(i >> 8) & 0xFF:02x}:{i & 0xFF:02x}"
+        mac = "02:00:" + ":".join(f"{(i >> shift) & 0xFF:02x}" for shift in (24, 16, 8, 0))
         ip = f"10.{(i >> 16) & 0xFF}.{(i >> 8) & 0xFF}.{i & 0xFF}"
         result.append(Vm(f"vm{i}", mac, (ip,), VNI_BASE + vni_index, server, slots[server]))
     return result

@@ -325,7 +325,7 @@ class VtepFabricTest(P4VtepTest):
                 e.mac_to_remote_vtep(vm.vni, vm.mac, vm.vtep),
                 e.arp_suppression(vm.vni, vm.ip, vm.mac),
             ]
-        for (vni, vtep), rid in VTEP_REPLICA_ID.items():
+        for (_vni, vtep), rid in VTEP_REPLICA_ID.items():
             uplink = VTEP_FLOOD_UPLINK[vtep]
             updates.append(e.replica_to_vtep(rid, vtep, SPINE_MAC[uplink]))
         members = [e.next_hop_member(port, port, SPINE_MAC[port]) for port in UPLINKS]

@@ -20,11 +20,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-
 from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc
 from p4vtep.dataplane.artifacts import bmv2_pipeline
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 
 PORT_COUNT = 8  # switch ports 1..8, PTF device 0 ports 1..8
 GRPC_PORT = 9559

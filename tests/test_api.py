@@ -28,9 +28,14 @@ def api(tmp_path):
 
 
 def vm(**kw) -> pb.VM:
-    base = dict(
-        name="a1", mac="00:00:0A:00:00:01", ips=["192.168.1.1"], vni=5000, server="s11", vlan=10
-    )
+    base = {
+        "name": "a1",
+        "mac": "00:00:0A:00:00:01",
+        "ips": ["192.168.1.1"],
+        "vni": 5000,
+        "server": "s11",
+        "vlan": 10,
+    }
     base.update(kw)
     return pb.VM(**base)
 
@@ -38,7 +43,8 @@ def vm(**kw) -> pb.VM:
 def test_attach_get_list_detach(api):
     controller, client, _ = api
     reply = client.AttachVM(pb.AttachVMRequest(vm=vm()))
-    assert reply.vm.mac == "00:00:0a:00:00:01" and reply.vm.tor == "tor1"
+    assert reply.vm.mac == "00:00:0a:00:00:01"
+    assert reply.vm.tor == "tor1"
     assert reply.version == controller.version
     client.AttachVM(pb.AttachVMRequest(vm=vm(name="b1", vni=6000, vlan=30, server="s12")))
     assert [v.name for v in client.ListVMs(pb.ListVMsRequest()).vms] == ["a1", "b1"]
@@ -168,7 +174,8 @@ def test_watch_events_streams_changes(api):
     threading.Timer(0.3, lambda: client.AttachVM(pb.AttachVMRequest(vm=vm()))).start()
     event = next(iter(stream))
     assert event.kind == "DesiredStateChanged"
-    assert "vm=a1" in event.detail and "change=attached" in event.detail
+    assert "vm=a1" in event.detail
+    assert "change=attached" in event.detail
     stream.cancel()
 
 

@@ -58,7 +58,8 @@ def test_tls_section(tmp_path):
     for name in ("ca.pem", "c.pem", "c.key"):
         (tmp_path / name).write_text("x")
     text = (EXAMPLES / "fabric.yaml").read_text() + (
-        f"tls:\n  p4runtime: {{ca: {tmp_path}/ca.pem, cert: {tmp_path}/c.pem, key: {tmp_path}/c.key}}\n"
+        f"tls:\n"
+        f"  p4runtime: {{ca: {tmp_path}/ca.pem, cert: {tmp_path}/c.pem, key: {tmp_path}/c.key}}\n"
         f"  api: {{ca: {tmp_path}/ca.pem, cert: {tmp_path}/c.pem, key: {tmp_path}/nope.key}}\n"
     )
     path = tmp_path / "fabric.yaml"

@@ -223,7 +223,8 @@ def test_api_attach_counters_and_cli(sf, store_path, capsys):
         for i in range(sent):
             assert delivered(sf, A1, A2, tag=i)
         vms1, vnis1 = read()
-        assert vms1["a1"].tor == "tor1" and vms1["a2"].tor == "tor2"
+        assert vms1["a1"].tor == "tor1"
+        assert vms1["a2"].tor == "tor2"
         assert vms1["a1"].tx.packets - vms0["a1"].tx.packets == sent
         assert vms1["a2"].rx.packets - vms0["a2"].rx.packets == sent
         # BMv2 byte counters count the packet as it entered the switch: here

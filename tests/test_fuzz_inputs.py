@@ -4,6 +4,7 @@ changes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import xml.etree.ElementTree as ET
 
 import grpc
@@ -77,10 +78,8 @@ def test_inventory_file_never_crashes(tmp_path, document):
 def test_inventory_garbage_text(tmp_path, text):
     path = tmp_path / "inventory.yaml"
     path.write_text(text)
-    try:
+    with contextlib.suppress(ConfigError):
         load_inventory(path)
-    except ConfigError:
-        pass
 
 
 xml_text = st.text(
@@ -117,10 +116,8 @@ def test_libvirt_metadata_never_crashes(vni, ips, qos, mac, vlan, interfaces):
     except (MetadataError, ET.ParseError) as exc:
         assert "domain d on s11" in str(exc) or isinstance(exc, ET.ParseError)
         return
-    try:
+    with contextlib.suppress(ValidationError):
         validate(two_tor_fabric(), [vm])
-    except ValidationError:
-        pass
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,14 @@ GOOD = """vms:
 """
 MORE = (
     GOOD
-    + """  - {name: a2, mac: "00:00:0a:00:00:02", ips: [192.168.1.2], vni: 5000, server: s21, vlan: 20}
+    + """  - {name: a2, mac: "00:00:0a:00:00:02", ips: [192.168.1.2], vni: 5000,
+     server: s21, vlan: 20}
 """
 )
 DUPLICATE = (
     GOOD
-    + """  - {name: a3, mac: "00:00:0a:00:00:01", ips: [192.168.1.3], vni: 5000, server: s21, vlan: 30}
+    + """  - {name: a3, mac: "00:00:0a:00:00:01", ips: [192.168.1.3], vni: 5000,
+     server: s21, vlan: 30}
 """
 )
 

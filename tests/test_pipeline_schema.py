@@ -105,6 +105,8 @@ def test_table_sizes_meet_the_tor_targets():
     assert size["underlay_route"] >= 4096
     assert size["access_binding"] >= 8192
     meters = {m.preamble.alias: m.size for m in p4info.message.meters}
-    assert meters["vm_tx_meter"] >= 8192 and meters["vm_rx_meter"] >= 8192
+    assert meters["vm_tx_meter"] >= 8192
+    assert meters["vm_rx_meter"] >= 8192
     [selector] = p4info.message.action_profiles
-    assert selector.with_selector and selector.size >= 1024
+    assert selector.with_selector
+    assert selector.size >= 1024

@@ -175,7 +175,9 @@ def test_p4runtime_over_mutual_tls(pki, tmp_path):
         try:
             assert controller.wait_converged(30)
             status = controller.supervisors["tor1"].status
-            assert status.connected and status.primary and status.writes > 0
+            assert status.connected
+            assert status.primary
+            assert status.writes > 0
         finally:
             controller.stop()
     finally:

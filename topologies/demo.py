@@ -20,10 +20,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path[:0] = [str(HERE), str(REPO / "control_plane")]
-
 import grpc
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
@@ -32,6 +28,11 @@ from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PORT_TX_COUNTER, PipelineEntries
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import SwitchConnection
+
+# The package is installed in the venv; this directory is on the path as the
+# script's own, or through pytest.ini when the tests import the demo.
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 
 API = "127.0.0.1:50061"
 MIGRATING_VM, MIGRATION_TARGET, MIGRATION_VLAN = "a3", "s12", 15

@@ -71,7 +71,7 @@ def build(
         )
     spines = [net.addHost(name, ip=None) for name in SPINES]
     for t, tor in enumerate(fabric.tors.values(), start=1):
-        for s, (spine, uplink) in enumerate(zip(spines, tor.uplinks), start=1):
+        for s, (spine, uplink) in enumerate(zip(spines, tor.uplinks, strict=True), start=1):
             net.addLink(tors[tor.name], spine, port1=uplink.port, addr2=spine_mac(s, t))
     servers = {}
     for server in fabric.servers.values():
