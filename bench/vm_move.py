@@ -29,7 +29,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from switch_fabric import PROBE_SENDER as PROBER
 from switch_fabric import PROBE_TARGET as MOVER
-from switch_fabric import background_vms, two_tor_fabric
+from switch_fabric import background_vms, bmv2_fabric
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=100)
     args = parser.parse_args()
     require_switch()
-    with tempfile.TemporaryDirectory() as tmp, two_tor_fabric(Path(tmp) / "logs") as sf:
+    with tempfile.TemporaryDirectory() as tmp, bmv2_fabric(Path(tmp) / "logs") as sf:
         store = Store(Path(tmp) / "state.db")
         controller = Controller(sf.fabric, bmv2_pipeline(), store, resync_seconds=3600)
         controller.replace_source("inventory", background_vms(args.vms) + [PROBER, MOVER])

@@ -1,10 +1,17 @@
-"""Helpers shared by the test modules (import them from here, never from
-another test module)."""
+"""Helpers shared by the test modules. Import them from here (or from
+switch_fabric.py for the BMv2 harness), never from another test module."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import grpc
+from p4vtep.api import overlay_pb2_grpc as pb_grpc
+from p4vtep.api.server import serve
+from p4vtep.bmv2 import free_port
+from p4vtep.controller import Controller
 
 
 def wait_until(
@@ -17,3 +24,16 @@ def wait_until(
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+@contextmanager
+def api_client(controller: Controller) -> Iterator[tuple[pb_grpc.OverlayStub, str]]:
+    """The service API of ``controller`` on a free loopback port: (stub, address)."""
+    address = f"127.0.0.1:{free_port()}"
+    server = serve(controller, address)
+    channel = grpc.insecure_channel(address)
+    try:
+        yield pb_grpc.OverlayStub(channel), address
+    finally:
+        channel.close()
+        server.stop(0)

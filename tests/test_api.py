@@ -6,9 +6,8 @@ from __future__ import annotations
 import grpc
 import pytest
 from fabric_fixture import two_tor_fabric
+from helpers import api_client
 from p4vtep.api import overlay_pb2 as pb
-from p4vtep.api import overlay_pb2_grpc as pb_grpc
-from p4vtep.api.server import serve
 from p4vtep.bmv2 import free_port
 from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
@@ -19,12 +18,8 @@ from p4vtep.store import Store
 @pytest.fixture
 def api(tmp_path):
     controller = Controller(two_tor_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"))
-    address = f"127.0.0.1:{free_port()}"
-    server = serve(controller, address)
-    channel = grpc.insecure_channel(address)
-    yield controller, pb_grpc.OverlayStub(channel), address
-    channel.close()
-    server.stop(0)
+    with api_client(controller) as (client, address):
+        yield controller, client, address
 
 
 def vm(**kw) -> pb.VM:
@@ -182,7 +177,6 @@ def test_watch_events_streams_changes(api):
 def test_metrics_endpoint(api):
     import urllib.request
 
-    from p4vtep.bmv2 import free_port
     from p4vtep.metrics import start_metrics
 
     controller, client, _ = api

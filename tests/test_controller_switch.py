@@ -4,107 +4,39 @@ migrate a VM (traffic follows)."""
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 
 import pytest
+from helpers import wait_until
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Vm
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.store import Store
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Dot1Q, Ether
-from scapy.packet import Raw
-from switch_fabric import needs_switch, two_tor_fabric, wait_until
+from switch_fabric import (
+    A1,
+    A2,
+    B1,
+    bmv2_fabric,
+    delivered,
+    frame,
+    needs_switch,
+    start_controller,
+)
 
 pytestmark = needs_switch()
-
-A1 = Vm("a1", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10)
-A2 = Vm("a2", "00:00:0a:00:00:02", ("192.168.1.2",), 5000, "s21", 20)
-B1 = Vm("b1", "00:00:0b:00:00:01", ("192.168.1.1",), 6000, "s12", 30)
-ETH_P_ALL = 0x0003
-PACKET_OUTGOING = 4
-SOL_PACKET, PACKET_AUXDATA = 263, 8
-TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_TPID_VALID = 0x10, 0x40
 
 
 @pytest.fixture(scope="module")
 def sf(tmp_path_factory):
-    with two_tor_fabric(tmp_path_factory.mktemp("bmv2")) as fabric:
+    with bmv2_fabric(tmp_path_factory.mktemp("bmv2")) as fabric:
         yield fabric
 
 
 @pytest.fixture
 def store_path(tmp_path):
     return tmp_path / "state.db"
-
-
-def start_controller(sf, store_path, vms=(), election_id=1) -> Controller:
-    controller = Controller(
-        sf.fabric, bmv2_pipeline(), Store(store_path), election_id=election_id, resync_seconds=3600
-    )
-    controller.start()
-    for vm in vms:
-        controller.attach(vm)
-    assert controller.wait_converged(30), {n: s.status for n, s in controller.supervisors.items()}
-    return controller
-
-
-def frame(src: Vm, dst: Vm, tag: int = 0) -> Ether:
-    return (
-        Ether(src=src.mac, dst=dst.mac)
-        / Dot1Q(vlan=src.vlan)
-        / IP(src=src.ips[0], dst=dst.ips[0])
-        / UDP(sport=1000 + tag, dport=80)
-        / Raw(b"p4vtep" * 10)
-    )
-
-
-def send_and_receive(send_iface: str, pkt, recv_iface: str, timeout: float = 2.0) -> list[Ether]:
-    """Send one frame on ``send_iface``; return what arrives on ``recv_iface``."""
-    with (
-        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as rx,
-        socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx,
-    ):
-        rx.bind((recv_iface, 0))
-        # The kernel strips a received VLAN tag into ancillary data; put it back.
-        rx.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-        tx.bind((send_iface, 0))
-        tx.send(bytes(pkt))
-        got = []
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            rx.settimeout(left)
-            try:
-                data, ancillary, _, addr = rx.recvmsg(65535, socket.CMSG_SPACE(64))
-            except TimeoutError:
-                break
-            if addr[2] == PACKET_OUTGOING:
-                continue
-            for level, kind, aux in ancillary:
-                if level == SOL_PACKET and kind == PACKET_AUXDATA:
-                    status, _, _, _, _, tci, tpid = struct.unpack("IIIHHHH", aux[:20])
-                    if status & TP_STATUS_VLAN_VALID:
-                        tpid = tpid if status & TP_STATUS_VLAN_TPID_VALID else 0x8100
-                        data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
-            got.append(Ether(data))
-        return got
-
-
-def delivered(
-    sf, src: Vm, dst: Vm, dst_server: str | None = None, dst_vlan: int | None = None, tag: int = 0
-) -> bool:
-    sent = frame(src, dst, tag)
-    got = send_and_receive(
-        sf.host_ifaces[src.server], sent, sf.host_ifaces[dst_server or dst.server]
-    )
-    want = bytes(
-        Ether(src=src.mac, dst=dst.mac) / Dot1Q(vlan=dst_vlan or dst.vlan) / sent[Dot1Q].payload
-    )
-    return any(bytes(p) == want for p in got)
 
 
 def read_table(sf, tor: str, table: str) -> list:

@@ -11,12 +11,10 @@ import grpc
 import pytest
 import yaml
 from fabric_fixture import two_tor_fabric
+from helpers import api_client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4vtep.api import overlay_pb2 as pb
-from p4vtep.api import overlay_pb2_grpc as pb_grpc
-from p4vtep.api.server import serve
-from p4vtep.bmv2 import free_port
 from p4vtep.config import ConfigError, load_inventory
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -126,12 +124,8 @@ def api(tmp_path_factory):
         two_tor_fabric(), bmv2_pipeline(), Store(tmp_path_factory.mktemp("fuzz") / "s.db")
     )
     controller.attach(Vm("keep", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10))
-    address = f"127.0.0.1:{free_port()}"
-    server = serve(controller, address)
-    channel = grpc.insecure_channel(address)
-    yield controller, pb_grpc.OverlayStub(channel)
-    channel.close()
-    server.stop(0)
+    with api_client(controller) as (client, _):
+        yield controller, client
 
 
 @SETTINGS

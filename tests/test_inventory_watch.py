@@ -1,9 +1,9 @@
 """Edits to the inventory file are picked up; a bad edit changes nothing."""
 
-import time
 from pathlib import Path
 
 from fabric_fixture import two_tor_fabric
+from helpers import wait_until
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Vm
@@ -34,13 +34,6 @@ def write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def wait_for(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not predicate():
-        time.sleep(0.05)
-    return predicate()
-
-
 def test_edits_apply_and_bad_edits_change_nothing(tmp_path: Path):
     path = tmp_path / "inventory.yaml"
     path.write_text(GOOD)
@@ -52,15 +45,15 @@ def test_edits_apply_and_bad_edits_change_nothing(tmp_path: Path):
     try:
         assert set(controller.vms) == {"a1", "api-vm"}
         write(path, MORE)
-        assert wait_for(lambda: "a2" in controller.vms)
+        assert wait_until(lambda: "a2" in controller.vms)
         write(path, DUPLICATE)
-        assert wait_for(lambda: "vm a3" in watcher.last_error)
+        assert wait_until(lambda: "vm a3" in watcher.last_error)
         assert "vm a3: mac: 00:00:0a:00:00:01 is already used by vm a1" in watcher.last_error
         assert set(controller.vms) == {"a1", "a2", "api-vm"}
         write(path, "vms: [")
-        assert wait_for(lambda: "not valid YAML" in watcher.last_error)
+        assert wait_until(lambda: "not valid YAML" in watcher.last_error)
         write(path, GOOD)
-        assert wait_for(lambda: set(controller.vms) == {"a1", "api-vm"})
+        assert wait_until(lambda: set(controller.vms) == {"a1", "api-vm"})
         assert controller.vms["api-vm"].source == "api"  # other sources untouched
     finally:
         watcher.stop()

@@ -6,6 +6,7 @@ import time
 
 import pytest
 from fabric_fixture import two_tor_fabric
+from helpers import wait_until
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Server
@@ -60,13 +61,6 @@ def test_parse_domain():
         )
 
 
-def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not predicate():
-        time.sleep(0.05)
-    return predicate()
-
-
 @pytest.fixture
 def source(tmp_path):
     from p4vtep.sources.libvirt_domains import LibvirtSource
@@ -93,22 +87,22 @@ def test_lifecycle_events_add_and_remove_bindings(source):
     time.sleep(0.3)
     assert "web-1" not in controller.vms  # defined, not running: no binding
     dom.create()
-    assert wait_for(lambda: "web-1" in controller.vms)
+    assert wait_until(lambda: "web-1" in controller.vms)
     vm = controller.vms["web-1"]
     assert (vm.server, vm.vlan, vm.mac, vm.source) == ("s11", 10, "52:54:00:aa:00:01", "libvirt")
     dom.destroy()
-    assert wait_for(lambda: "web-1" not in controller.vms)
+    assert wait_until(lambda: "web-1" not in controller.vms)
 
 
 def test_move_between_hypervisors_is_a_migration(source):
     controller, src = source
     old = src.connections["s11"].defineXML(domain("web-2", "52:54:00:aa:00:02", 10))
     old.create()
-    assert wait_for(lambda: "web-2" in controller.vms)
+    assert wait_until(lambda: "web-2" in controller.vms)
     events = controller.bus.subscribe()
     new = src.connections["s21"].defineXML(domain("web-2", "52:54:00:aa:00:02", 22))
     new.create()  # destination starts first...
-    assert wait_for(lambda: controller.vms["web-2"].server == "s21")
+    assert wait_until(lambda: controller.vms["web-2"].server == "s21")
     assert controller.vms["web-2"].vlan == 22
     old.destroy()  # ...then the source stops
     old.undefine()
@@ -126,5 +120,5 @@ def test_bad_metadata_is_reported_not_applied(source):
         domain("web-3", "52:54:00:aa:00:03", 10, meta="<p4vtep:vni>none</p4vtep:vni>")
     )
     bad.create()
-    assert wait_for(lambda: any("web-3" in e for e in src.errors))
+    assert wait_until(lambda: any("web-3" in e for e in src.errors))
     assert "web-3" not in controller.vms

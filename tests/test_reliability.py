@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from helpers import wait_until
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.store import Store
@@ -14,12 +15,12 @@ from switch_fabric import PROBE_SENDER as A1
 from switch_fabric import PROBE_TARGET as A2
 from switch_fabric import (
     background_vms,
+    bmv2_fabric,
+    delivered,
     needs_switch,
     read_back_matches,
-    two_tor_fabric,
-    wait_until,
+    start_controller,
 )
-from test_controller_switch import delivered
 
 pytestmark = needs_switch("scale")
 VMS = 10000
@@ -28,7 +29,7 @@ VMS = 10000
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("reliability")
-    with two_tor_fabric(tmp / "logs") as sf:
+    with bmv2_fabric(tmp / "logs") as sf:
         store_path = tmp / "state.db"
         controller = Controller(
             sf.fabric, bmv2_pipeline(), Store(store_path), resync_seconds=3600, election_id=10
@@ -41,18 +42,9 @@ def loaded(tmp_path_factory):
         yield sf, store_path
 
 
-def start(sf, store_path, election_id: int = 10) -> Controller:
-    controller = Controller(
-        sf.fabric, bmv2_pipeline(), Store(store_path), resync_seconds=3600, election_id=election_id
-    )
-    controller.start()
-    assert controller.wait_converged(300)
-    return controller
-
-
 def test_switch_killed_and_restarted_is_restored(loaded):
     sf, store_path = loaded
-    controller = start(sf, store_path)
+    controller = start_controller(sf, store_path, election_id=10, timeout=300)
     tor2 = controller.supervisors["tor2"]
     writes_before = tor2.status.writes
     killed = time.monotonic()
@@ -73,7 +65,7 @@ def test_switch_killed_and_restarted_is_restored(loaded):
 
 def test_controller_outage_keeps_forwarding_and_restart_writes_nothing(loaded):
     sf, store_path = loaded
-    start(sf, store_path).stop()
+    start_controller(sf, store_path, election_id=10, timeout=300).stop()
     outage_ok = [delivered(sf, A1, A2, tag=i) and delivered(sf, A2, A1, tag=i) for i in range(5)]
     assert all(outage_ok), "traffic stopped while the controller was down"
     started = time.monotonic()
@@ -96,7 +88,7 @@ def test_controller_outage_keeps_forwarding_and_restart_writes_nothing(loaded):
 
 def test_channel_dropped_mid_batch_converges_exactly(loaded, tmp_path):
     sf, store_path = loaded
-    controller = start(sf, store_path)
+    controller = start_controller(sf, store_path, election_id=10, timeout=300)
     try:
         extra = background_vms(VMS + 2000)[VMS:]  # 2,000 more VMs, one change
         everything = list(controller.vms.values()) + extra
@@ -118,7 +110,7 @@ def test_channel_dropped_mid_batch_converges_exactly(loaded, tmp_path):
 
 def test_backup_takes_over_at_scale(loaded, tmp_path):
     sf, store_path = loaded
-    primary = start(sf, store_path)
+    primary = start_controller(sf, store_path, election_id=10, timeout=300)
     try:
         # Primary and backup share the desired state (one SQLite file here):
         # same VMs, same indices, so the takeover needs no writes.

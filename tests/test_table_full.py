@@ -3,14 +3,14 @@ status, event, metric) and everything else keeps working."""
 
 from __future__ import annotations
 
+from helpers import wait_until
 from p4vtep.api.server import vm_to_pb
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.events import WriteFailed
 from p4vtep.model import Vm
 from p4vtep.store import Store
-from switch_fabric import needs_switch, two_tor_fabric, wait_until
-from test_controller_switch import A1, A2, delivered
+from switch_fabric import A1, A2, bmv2_fabric, delivered, needs_switch
 
 pytestmark = needs_switch()
 
@@ -21,7 +21,7 @@ def test_full_arp_table_is_reported_per_vm(tmp_path):
     # "zz-big" sorts last, so the small VMs' entries are written first.
     ips = tuple(f"10.{i >> 16}.{(i >> 8) & 255}.{i & 255}" for i in range(ARP_TABLE_SIZE + 100))
     big = Vm("zz-big", "00:00:0a:00:00:99", ips, 5000, "s12", 99)
-    with two_tor_fabric(tmp_path / "logs") as sf:
+    with bmv2_fabric(tmp_path / "logs") as sf:
         controller = Controller(
             sf.fabric, bmv2_pipeline(), Store(tmp_path / "s.db"), resync_seconds=3600
         )
