@@ -166,8 +166,12 @@ def test_watch_events_streams_changes(api):
     stream = client.WatchEvents(pb.WatchEventsRequest())
     import threading
 
-    threading.Timer(0.3, lambda: client.AttachVM(pb.AttachVMRequest(vm=vm()))).start()
+    attach = threading.Timer(0.3, lambda: client.AttachVM(pb.AttachVMRequest(vm=vm())))
+    attach.start()
     event = next(iter(stream))
+    # The event can arrive before the attach's reply: let the call finish
+    # before the fixture closes the channel under it.
+    attach.join(timeout=10)
     assert event.kind == "DesiredStateChanged"
     assert "vm=a1" in event.detail
     assert "change=attached" in event.detail
