@@ -75,7 +75,7 @@ def frames(path: str, size: int) -> list[bytes]:
     out = []
     for flow in range(FLOWS):
 
-        def tenant(src_mac, src_ip, dst_mac, dst_ip, vlan=None):
+        def tenant(src_mac, src_ip, dst_mac, dst_ip, vlan=None, flow=flow):
             head = Ether(src=src_mac, dst=dst_mac)
             if vlan is not None:
                 head = head / Dot1Q(vlan=vlan)
@@ -247,11 +247,11 @@ def main() -> None:
                     path_frames = frames(path, size)
                     ingress, egress = PORTS[path]
 
-                    def run_base():
+                    def run_base(base_frames=base_frames):
                         load(baseline, install_baseline)
                         return throughput(host[ACCESS_1], host[ACCESS_2], base_frames, args.seconds)
 
-                    def run_vtep():
+                    def run_vtep(ingress=ingress, egress=egress, path_frames=path_frames):
                         load(vtep, install_p4vtep)
                         return throughput(host[ingress], host[egress], path_frames, args.seconds)
 

@@ -54,13 +54,15 @@ def section_convergence(out: list[str]) -> None:
         return
     sizes = data["sizes"]
     out.append(
-        "| VMs | entities (both ToRs) | controller s | raw writer s | controller entities/s | raw entities/s | controller / raw |"
+        "| VMs | entities (both ToRs) | controller s | raw writer s | controller entities/s | "
+        "raw entities/s | controller / raw |"
     )
     out.append("|---|---|---|---|---|---|---|")
     for n, r in sizes.items():
         out.append(
             f"| {int(n):,} | {r['entities']:,} | {spread(r['controller_seconds'])} | "
-            f"{spread(r['raw_seconds'])} | {spread(r['controller_entities_per_s'], fmt='{:,.0f}')} | "
+            f"{spread(r['raw_seconds'])} | "
+            f"{spread(r['controller_entities_per_s'], fmt='{:,.0f}')} | "
             f"{spread(r['raw_entities_per_s'], fmt='{:,.0f}')} | "
             f"**{spread(r['controller_over_raw_throughput'])}** |"
         )
@@ -99,7 +101,8 @@ def section_memory(out: list[str]) -> None:
     )
     out.append(
         f"| 100,000 VMs: desired state + compiled entities for 16 ToRs "
-        f"({b['compiled_entities']:,} entities), no switch | {b['rss_mib']:.0f} | {b['state_mib']:.0f} |"
+        f"({b['compiled_entities']:,} entities), no switch | {b['rss_mib']:.0f} | "
+        f"{b['state_mib']:.0f} |"
     )
     out.append('\n"Of which the state" is RSS minus the same process\'s RSS after its imports.\n')
 
@@ -114,11 +117,13 @@ def section_move(out: list[str]) -> None:
     out.append("| from the MigrateVM call to | p50 ms | p99 ms | min-max ms |")
     out.append("|---|---|---|---|")
     out.append(
-        f"| last write acknowledged on every ToR | {ack['p50'] * 1e3:.0f} | {ack['p99'] * 1e3:.0f} | "
+        f"| last write acknowledged on every ToR | {ack['p50'] * 1e3:.0f} | "
+        f"{ack['p99'] * 1e3:.0f} | "
         f"{ack['min'] * 1e3:.0f}-{ack['max'] * 1e3:.0f} |"
     )
     out.append(
-        f"| first probe packet at the new location | {pkt['p50'] * 1e3:.0f} | {pkt['p99'] * 1e3:.0f} | "
+        f"| first probe packet at the new location | {pkt['p50'] * 1e3:.0f} | "
+        f"{pkt['p99'] * 1e3:.0f} | "
         f"{pkt['min'] * 1e3:.0f}-{pkt['max'] * 1e3:.0f} |"
     )
     if pkt.get("missing"):
@@ -144,7 +149,8 @@ def section_dataplane(out: list[str]) -> None:
         return
     paths = data["paths"]
     out.append(
-        "| path | frame B | baseline pps | p4vtep pps | p4vtep / baseline | latency baseline / p4vtep µs |"
+        "| path | frame B | baseline pps | p4vtep pps | p4vtep / baseline | "
+        "latency baseline / p4vtep µs |"
     )
     out.append("|---|---|---|---|---|---|")
     for r in paths.values():
