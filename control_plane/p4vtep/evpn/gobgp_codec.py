@@ -187,7 +187,8 @@ def decode_key(path: Any) -> tuple[object, ...] | None:
 
 
 def _ip_or_none(text: str) -> str | None:
-    return text if text and text not in ("0.0.0.0", "::") else None
+    # GoBGP renders an absent IP as "<nil>" (Go's nil net.IP), older ones as "".
+    return text if text and text not in ("<nil>", "0.0.0.0", "::") else None
 
 
 def decode(path: Any) -> MacIpRoute | InclusiveMulticastRoute | None:

@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 GOBGPD = "gobgpd"
 ESTABLISHED = "ESTABLISHED"
+NO_PEER = frozenset({"", "<nil>", "0.0.0.0"})  # how GoBGP names "locally originated"
 
 
 class SpeakerError(RuntimeError):
@@ -208,8 +209,8 @@ class GoBgpSpeaker:
             api.ListPathRequest(table_type=api.GLOBAL, family=gobgp_codec.evpn_family())
         ):
             for path in reply.destination.paths:
-                if path.is_from_external or path.neighbor_ip not in ("", "<nil>", "0.0.0.0"):
-                    continue
+                if path.neighbor_ip not in NO_PEER:
+                    continue  # learned from a peer, not ours
                 route = gobgp_codec.decode(path)
                 if route is not None:
                     routes.append(route)
@@ -248,7 +249,7 @@ class GoBgpSpeaker:
                     state = event.peer.peer.state
                     address = state.neighbor_address
                     up = state.session_state == api.PeerState.ESTABLISHED
-                    if address and self._up.get(address) != up:
+                    if address not in NO_PEER and self._up.get(address, False) != up:
                         self._up[address] = up
                         log.info("EVPN: session to %s %s", address, "up" if up else "down")
                         self._safe(self._on_peer_state, address, up)
@@ -261,7 +262,7 @@ class GoBgpSpeaker:
 
     def _path(self, path: Any) -> None:
         source = path.neighbor_ip
-        if not source or not path.is_from_external:
+        if source in NO_PEER:
             return  # our own paths
         try:
             if path.is_withdraw:
