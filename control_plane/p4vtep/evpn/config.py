@@ -196,7 +196,7 @@ def parse_evpn(
     for vni in known_vnis:
         o = overrides.get(vni)
         rd: str | None = None
-        if o is not None and str(doc.get(p + ("rd",), AUTO)) != AUTO:
+        if o is not None and str(doc.get(o + ("rd",), AUTO)) != AUTO:
             try:
                 rd = canonical_rd(str(doc.get(o + ("rd",))))
             except RouteError as exc:
