@@ -4,7 +4,7 @@
        ctl0 10.99.<n>.1 ───veth─── frr0 10.99.<n>.2   [ns frr]
                                    zebra + bgpd (advertise-all-vni)
                                    br<vni> ── vxlan<vni> (local 10.99.<n>.2)
-                                      └── vmbr0 ══ vm0 (the VM's MAC)
+                                      └── vmbr0 ══ vm0 (the VM's MAC)  [ns vm]
 
 FRR runs as its own packaged user with every file (config, pid, vty sockets,
 zebra API socket, logs) in a private temp dir: nothing under /etc/frr or
@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -64,10 +65,15 @@ def _run(*args: str, check: bool = True) -> str:
 
 
 class FrrLab:
-    def __init__(self, vni: int = 5000, asn: int = 65000, hold_time: int = 3) -> None:
+    def __init__(
+        self, vni: int = 5000, asn: int = 65000, hold_time: int = 3, foreign_vni: int | None = None
+    ) -> None:
         tag = os.getpid() % 100000
         self.vni, self.asn, self.hold_time = vni, asn, hold_time
-        self.ctl_ns, self.frr_ns = f"p4ve-c{tag}", f"p4ve-f{tag}"
+        self.foreign_vni = foreign_vni  # a second VNI with no VM, only a type 3 route
+        # The VM has a namespace of its own: bgpd refuses routes for a MAC that
+        # belongs to one of its own interfaces ("self mac").
+        self.ctl_ns, self.frr_ns, self.vm_ns = f"p4ve-c{tag}", f"p4ve-f{tag}", f"p4ve-v{tag}"
         subnet = tag % 250 + 1
         self.ctl_ip, self.frr_ip = f"10.99.{subnet}.1", f"10.99.{subnet}.2"
         self.dir = Path(tempfile.mkdtemp(prefix="p4vtep-frr-"))
@@ -92,6 +98,17 @@ class FrrLab:
         c, f, vni = self.ctl_ns, self.frr_ns, self.vni
         _run("ip", "netns", "add", c)
         _run("ip", "netns", "add", f)
+        _run("ip", "netns", "add", self.vm_ns)
+        # The VM says nothing unless told to (no IPv6 DAD or router solicitations).
+        _run(
+            "ip",
+            "netns",
+            "exec",
+            self.vm_ns,
+            "sysctl",
+            "-qw",
+            "net.ipv6.conf.default.disable_ipv6=1",
+        )
         _run(
             "ip", "-n", c, "link", "add", "ctl0", "type", "veth", "peer", "name", "frr0", "netns", f
         )
@@ -102,18 +119,24 @@ class FrrLab:
         # p4vtep's ToR VTEPs (10.0.0.0/24) are reached through the controller's
         # side here, so FRR's next-hop tracking finds them resolvable.
         _run("ip", "-n", f, "route", "add", "10.0.0.0/24", "via", self.ctl_ip)
-        _run("ip", "-n", f, "link", "add", f"br{vni}", "type", "bridge")
-        _run(
-            "ip", "-n", f, "link", "add", f"vxlan{vni}", "type", "vxlan", "id", str(vni),
-            "local", self.frr_ip, "dstport", "4789", "nolearning",
-        )  # fmt: skip
-        _run("ip", "-n", f, "link", "set", f"vxlan{vni}", "master", f"br{vni}")
+        for v in (vni, self.foreign_vni):
+            if v is None:
+                continue
+            _run("ip", "-n", f, "link", "add", f"br{v}", "type", "bridge")
+            _run(
+                "ip", "-n", f, "link", "add", f"vxlan{v}", "type", "vxlan", "id", str(v),
+                "local", self.frr_ip, "dstport", str(4789 + (v != vni)), "nolearning",
+            )  # fmt: skip
+            _run("ip", "-n", f, "link", "set", f"vxlan{v}", "master", f"br{v}")
+            _run("ip", "-n", f, "link", "set", f"br{v}", "up")
+            _run("ip", "-n", f, "link", "set", f"vxlan{v}", "up")
         _run(
             "ip", "-n", f, "link", "add", "vm0", "address", VM_MAC, "type", "veth", "peer", "vmbr0"
         )
+        _run("ip", "-n", f, "link", "set", "vm0", "netns", self.vm_ns)
         _run("ip", "-n", f, "link", "set", "vmbr0", "master", f"br{vni}")
-        for dev in (f"br{vni}", f"vxlan{vni}", "vm0", "vmbr0"):
-            _run("ip", "-n", f, "link", "set", dev, "up")
+        _run("ip", "-n", f, "link", "set", "vmbr0", "up")
+        _run("ip", "-n", self.vm_ns, "link", "set", "vm0", "up")
 
     def add_vm_mac(self, mac: str = VM_MAC) -> None:
         """The VM's MAC as a local FDB entry on its bridge port: zebra sees it
@@ -121,7 +144,21 @@ class FrrLab:
         _run("bridge", "-n", self.frr_ns, "fdb", "replace", mac, "dev", "vmbr0", "master", "static")
 
     def del_vm_mac(self, mac: str = VM_MAC) -> None:
-        _run("bridge", "-n", self.frr_ns, "fdb", "del", mac, "dev", "vmbr0", "master", "static")
+        """The VM left the host: its bridge entry goes (whatever its kind)."""
+        _run("bridge", "-n", self.frr_ns, "fdb", "del", mac, "dev", "vmbr0", "master", check=False)
+
+    def vm_speaks(self) -> None:
+        """The VM sends exactly one frame, so the bridge learns its MAC on
+        vmbr0 as a dynamic entry (as after a live migration's announcement).
+        One raw frame, not a ping: ARP retries would keep re-teaching the MAC
+        here after the VM has moved away."""
+        sender = (
+            "import socket; s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW); "
+            "s.bind(('vm0', 0)); "
+            f"s.send(b'\\xff' * 6 + bytes.fromhex('{VM_MAC.replace(':', '')}') "
+            "+ b'\\x88\\xb5' + bytes(46))"
+        )
+        _run("ip", "netns", "exec", self.vm_ns, sys.executable, "-c", sender)
 
     def _start_frr(self) -> None:
         (self.dir / "zebra.conf").write_text(f"hostname frr-evpn\nlog file {self.dir}/zebra.log\n")
@@ -227,6 +264,6 @@ router bgp {self.asn}
                 process.kill()
                 process.wait()
         self.daemons.clear()
-        for ns in (self.ctl_ns, self.frr_ns):
+        for ns in (self.ctl_ns, self.frr_ns, self.vm_ns):
             _run("ip", "netns", "del", ns, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -20,13 +20,14 @@ from p4vtep.evpn.table import LocalMac, RemoteMac
 pytestmark = needs_frr()
 
 VNI = 5000
+FOREIGN_VNI = 7000  # FRR serves it, p4vtep does not route it
 TOR1, TOR2 = "10.0.0.1", "10.0.0.2"  # our ToRs' VTEPs
 OUR_MAC, OUR_IP = "52:54:00:aa:00:01", "192.168.1.10"
 
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[tuple[FrrLab, EvpnService]]:
-    with FrrLab(vni=VNI, asn=65000, hold_time=3) as frr:
+    with FrrLab(vni=VNI, asn=65000, hold_time=3, foreign_vni=FOREIGN_VNI) as frr:
         config = EvpnConfig(
             asn=65000,
             router_id=frr.ctl_ip,
@@ -72,8 +73,11 @@ def test_frr_routes_arrive_in_the_learned_table(lab: tuple[FrrLab, EvpnService])
         dict(service.intake.refused),
     )
     assert wait_for(lambda: service.view.flood_vteps(VNI) == {frr.frr_ip}, 10)
-    assert service.view.flood_vteps(6000) == frozenset()
-    assert not service.intake.refused
+    # FRR also serves a VNI this fabric does not route: its type 3 is refused
+    # (counted, logged) and nothing of it is installed.
+    assert wait_for(lambda: service.intake.refused["unknown-vni"] >= 1, 10)
+    assert set(service.intake.refused) == {"unknown-vni"}
+    assert service.view.flood_vteps(FOREIGN_VNI) == frozenset()
 
 
 def test_frr_withdrawal_removes_the_learned_mac(lab: tuple[FrrLab, EvpnService]) -> None:
@@ -130,6 +134,47 @@ def test_a_vm_moving_between_our_tors_is_renumbered_in_frr(
     finally:
         service.set_local([], {})
     assert wait_for(lambda: not _fdb_has(frr, OUR_MAC, TOR2), 10), frr.fdb()
+
+
+def test_a_vm_migrating_from_frr_to_us_and_back_follows_the_sequence_numbers(
+    lab: tuple[FrrLab, EvpnService],
+) -> None:
+    frr, service = lab
+    # The VM runs on the Linux host, its MAC learned dynamically by the bridge.
+    frr.del_vm_mac()
+    frr.vm_speaks()
+    assert wait_for(lambda: any(m.mac == VM_MAC for m in service.view.remote_macs()), 15)
+    seq_there = next(m.seq for m in service.view.remote_macs() if m.mac == VM_MAC)
+    try:
+        # To us: the VM appears behind TOR1; we advertise one higher, FRR
+        # gives the MAC up (withdraws its route) and points its FDB at TOR1.
+        service.set_local([LocalMac(VNI, VM_MAC, TOR1)], {TOR1: [VNI]})
+        assert [(a.vtep, a.seq) for a in service.view.advertisements()] == [(TOR1, seq_there + 1)]
+        assert wait_for(lambda: _fdb_has(frr, VM_MAC, TOR1), 10), frr.fdb()
+        assert wait_for(lambda: not service.view.remote_macs(VNI), 10), service.view.remote_macs()
+        ours = [p for p in frr.evpn_routes() if VM_MAC in p["prefix"]]
+        assert [p["rd"] for p in ours] == [f"{TOR1}:{VNI}"], ours
+        assert f"MM:{seq_there + 1}" in ours[0]["extendedCommunity"]["string"]
+        # And back: the VM speaks on the Linux host again. FRR advertises it
+        # one higher still; we see the move, stop advertising, learn it.
+        frr.vm_speaks()
+        back = RemoteMac(VNI, VM_MAC, frr.frr_ip, frozenset(), seq_there + 2, frr.frr_ip)
+        assert wait_for(lambda: back in service.view.remote_macs(), 10), (
+            service.view.remote_macs(),
+            frr.vtysh("show evpn mac vni all"),
+        )
+        assert service.view.advertisements() == frozenset()
+        assert service.view.moved_away() == {(VNI, VM_MAC)}
+        assert wait_for(
+            lambda: all(
+                p["rd"] != f"{TOR1}:{VNI}" for p in frr.evpn_routes() if VM_MAC in p["prefix"]
+            ),
+            10,
+        ), frr.vtysh("show bgp l2vpn evpn")
+    finally:
+        service.set_local([], {})  # the inventory follows the VM away
+        frr.add_vm_mac()
+    assert wait_for(lambda: any(m.mac == VM_MAC for m in service.view.remote_macs()), 10)
 
 
 def test_frr_failure_withdraws_its_routes_after_the_hold_time(

@@ -10,6 +10,7 @@ counted and logged by the receiver callback's owner, never raised here.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import subprocess
@@ -193,6 +194,12 @@ class GoBgpSpeaker:
 
     def withdraw(self, route: MacIpRoute | InclusiveMulticastRoute) -> None:
         api = gobgp_api.gobgp_pb2
+        if isinstance(route, MacIpRoute):
+            # A withdrawal is the NLRI alone. Sent with its old MAC mobility
+            # number, gobgpd would refuse it once a peer holds a higher one
+            # ("invalid MAC mobility sequence number"): exactly when we must
+            # withdraw because the MAC moved away.
+            route = dataclasses.replace(route, mobility_seq=0, sticky=False)
         self._stub.DeletePath(
             api.DeletePathRequest(
                 table_type=api.GLOBAL,
