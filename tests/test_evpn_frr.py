@@ -7,6 +7,8 @@ failure test runs last because it freezes FRR's bgpd.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 
@@ -175,6 +177,34 @@ def test_a_vm_migrating_from_frr_to_us_and_back_follows_the_sequence_numbers(
         service.set_local([], {})  # the inventory follows the VM away
         frr.add_vm_mac()
     assert wait_for(lambda: any(m.mac == VM_MAC for m in service.view.remote_macs()), 10)
+
+
+def test_a_dead_gobgpd_drops_what_it_learned_and_a_restart_relearns_and_readvertises(
+    lab: tuple[FrrLab, EvpnService],
+) -> None:
+    frr, service = lab
+    service.set_local([LocalMac(VNI, OUR_MAC, TOR1, frozenset({OUR_IP}))], {TOR1: [VNI]})
+    try:
+        assert wait_for(lambda: _fdb_has(frr, OUR_MAC, TOR1), 10), frr.fdb()
+        assert wait_for(lambda: service.view.remote_macs(VNI), 15)
+        pid = service.speaker.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)  # the speaker process we started, by its pid
+        assert wait_for(lambda: not service.view.remote_macs(VNI), 5), service.view.remote_macs()
+        assert service.view.flood_vteps(VNI) == frozenset()
+        assert not service.speaker.running
+        # FRR sees the session drop and forgets our routes.
+        assert wait_for(lambda: not _fdb_has(frr, OUR_MAC, TOR1), 10), frr.fdb()
+
+        service.restart()
+        assert wait_for(lambda: service.view.remote_macs(VNI), 30), "FRR's routes not re-learned"
+        assert service.view.flood_vteps(VNI) == {frr.frr_ip}
+        assert wait_for(lambda: _fdb_has(frr, OUR_MAC, TOR1), 10), frr.fdb()
+        assert _frr_has(frr, f"[{OUR_MAC}]:[32]:[{OUR_IP}]", TOR1)
+        assert _frr_has(frr, f"[3]:[0]:[32]:[{TOR1}]", TOR1)
+    finally:
+        service.set_local([], {})
+    assert wait_for(lambda: not _fdb_has(frr, OUR_MAC, TOR1), 10), frr.fdb()
 
 
 def test_frr_failure_withdraws_its_routes_after_the_hold_time(

@@ -53,6 +53,16 @@ class EvpnService:
     def stop(self) -> None:
         self.speaker.stop()
 
+    def restart(self) -> None:
+        """A new gobgpd (after the old one died, or was stopped): sessions are
+        re-established, peers re-teach us, and everything we originate is
+        announced again (the new gobgpd holds nothing)."""
+        self.speaker.stop()
+        self.speaker.start()
+        with self._sync_lock:
+            self.advertiser.announced.clear()
+        self._readvertise()
+
     def set_local(
         self, macs: Iterable[LocalMac], vnis_by_vtep: Mapping[str, Iterable[int]]
     ) -> None:

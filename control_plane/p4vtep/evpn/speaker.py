@@ -101,6 +101,8 @@ class GoBgpSpeaker:
     def start(self, timeout: float = 10.0) -> None:
         api = gobgp_api.gobgp_pb2
         self._dir.mkdir(parents=True, exist_ok=True)
+        self.socket.unlink(missing_ok=True)  # a dead gobgpd's socket blocks a new one
+        self._up = {}
         logfile = open(self._dir / "gobgpd.log", "ab")  # noqa: SIM115 - owned by the child
         command = [
             *self._prefix,
@@ -163,6 +165,10 @@ class GoBgpSpeaker:
     @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
 
     def _add_peer(self, address: str, asn: int, password: str | None) -> None:
         api = gobgp_api.gobgp_pb2
@@ -254,18 +260,28 @@ class GoBgpSpeaker:
             for event in self._watch:
                 if event.HasField("peer"):
                     state = event.peer.peer.state
-                    address = state.neighbor_address
-                    up = state.session_state == api.PeerState.ESTABLISHED
-                    if address not in NO_PEER and self._up.get(address, False) != up:
-                        self._up[address] = up
-                        log.info("EVPN: session to %s %s", address, "up" if up else "down")
-                        self._safe(self._on_peer_state, address, up)
+                    self._peer_event(
+                        state.neighbor_address, state.session_state == api.PeerState.ESTABLISHED
+                    )
                 elif event.HasField("table"):
                     for path in event.table.paths:
                         self._path(path)
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
-                log.error("EVPN: gobgpd event stream ended: %s", exc)
+                log.error("EVPN: gobgpd event stream ended (gobgpd gone?): %s", exc)
+        finally:
+            # Without gobgpd there are no sessions: whatever they taught us is
+            # withdrawn, as when each session goes down.
+            for address, up in list(self._up.items()):
+                if up:
+                    self._peer_event(address, False)
+
+    def _peer_event(self, address: str, up: bool) -> None:
+        if address in NO_PEER or self._up.get(address, False) == up:
+            return
+        self._up[address] = up
+        log.info("EVPN: session to %s %s", address, "up" if up else "down")
+        self._safe(self._on_peer_state, address, up)
 
     def _path(self, path: Any) -> None:
         source = path.neighbor_ip
