@@ -205,3 +205,21 @@ def test_two_vnis_sharing_an_automatic_rd_need_an_explicit_one() -> None:
     )
     config = parse_evpn(doc, [5000, 70536], OUR_VTEPS)
     assert config is not None and config.routing(70536) is not None
+
+
+def test_the_example_fabric_file_parses_with_the_loader_it_will_hook_into() -> None:
+    from p4vtep.config import _read, load_fabric
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "examples" / "fabric-evpn.yaml"
+    fabric = load_fabric(path)
+    config = parse_evpn(_read(path), fabric.vnis, (t.vtep_ip for t in fabric.tors.values()))
+    assert config is not None
+    assert [p.address for p in config.peers] == ["10.0.0.250", "192.0.2.10"]
+    assert [r.vni for r in config.vnis] == sorted(fabric.vnis)
+    assert config.static_vteps[0].macs[0].mac == "52:54:00:00:00:50"
+
+
+def test_a_fabric_vni_out_of_range_is_left_to_the_fabric_validation() -> None:
+    doc = _Doc(Path("fabric.yaml"), "evpn: {asn: 65000, router_id: 10.0.0.254}\n")
+    config = parse_evpn(doc, [0, 5000], OUR_VTEPS)
+    assert config is not None and [r.vni for r in config.vnis] == [5000]

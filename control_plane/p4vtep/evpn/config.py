@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .routes import (
+    VNI_MAX,
     RouteError,
     auto_route_target,
     canonical_ipv4,
@@ -153,7 +154,8 @@ def parse_evpn(
     not be one of ours; only fabric VNIs can be routed)."""
     if doc.get(root, {}) == {}:
         return None
-    known_vnis = sorted(set(fabric_vnis))
+    # A fabric VNI out of range is the fabric validation's to report; skip it here.
+    known_vnis = sorted(v for v in set(fabric_vnis) if 1 <= v <= VNI_MAX)
     ours = set(own_vteps)
 
     asn = doc.typed(root + ("asn",), int)
