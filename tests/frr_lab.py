@@ -76,6 +76,7 @@ class FrrLab:
         self.ctl_ns, self.frr_ns, self.vm_ns = f"p4ve-c{tag}", f"p4ve-f{tag}", f"p4ve-v{tag}"
         subnet = tag % 250 + 1
         self.ctl_ip, self.frr_ip = f"10.99.{subnet}.1", f"10.99.{subnet}.2"
+        self.observer_ip = f"10.99.{subnet}.3"  # a second address on FRR's side, for a 2nd peer
         self.dir = Path(tempfile.mkdtemp(prefix="p4vtep-frr-"))
         self.dir.chmod(0o777)  # the frr user writes its sockets, pid and log files here
         self.daemons: dict[str, subprocess.Popen[bytes]] = {}
@@ -116,6 +117,7 @@ class FrrLab:
             _run("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
             _run("ip", "-n", ns, "link", "set", dev, "up")
             _run("ip", "-n", ns, "link", "set", "lo", "up")
+        _run("ip", "-n", f, "addr", "add", f"{self.observer_ip}/24", "dev", "frr0")
         # p4vtep's ToR VTEPs (10.0.0.0/24) are reached through the controller's
         # side here, so FRR's next-hop tracking finds them resolvable.
         _run("ip", "-n", f, "route", "add", "10.0.0.0/24", "via", self.ctl_ip)
@@ -202,6 +204,9 @@ router bgp {self.asn}
                 str(self.dir / "zserv.api"),
                 "-P",
                 "0",
+                # bgpd listens on FRR's own address only: the other address on
+                # frr0 belongs to a second peer in some tests.
+                *(["-l", self.frr_ip] if name == "bgpd" else []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

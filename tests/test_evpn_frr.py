@@ -23,6 +23,7 @@ pytestmark = needs_frr()
 
 VNI = 5000
 FOREIGN_VNI = 7000  # FRR serves it, p4vtep does not route it
+OBSERVER_ASN = 65099  # a second, eBGP, peer: another GoBGP that only listens
 TOR1, TOR2 = "10.0.0.1", "10.0.0.2"  # our ToRs' VTEPs
 OUR_MAC, OUR_IP = "52:54:00:aa:00:01", "192.168.1.10"
 
@@ -33,7 +34,7 @@ def lab() -> Iterator[tuple[FrrLab, EvpnService]]:
         config = EvpnConfig(
             asn=65000,
             router_id=frr.ctl_ip,
-            peers=(EvpnPeer(frr.frr_ip, 65000),),
+            peers=(EvpnPeer(frr.frr_ip, 65000), EvpnPeer(frr.observer_ip, OBSERVER_ASN)),
             vnis=(VniRouting(VNI, None, ("65000:5000",), ("65000:5000",)),),
             hold_time=3,
         )
@@ -177,6 +178,44 @@ def test_a_vm_migrating_from_frr_to_us_and_back_follows_the_sequence_numbers(
         service.set_local([], {})  # the inventory follows the VM away
         frr.add_vm_mac()
     assert wait_for(lambda: any(m.mac == VM_MAC for m in service.view.remote_macs()), 10)
+
+
+def test_we_pass_on_only_our_own_routes_never_another_peers(
+    lab: tuple[FrrLab, EvpnService],
+) -> None:
+    """A second peer (eBGP) hears our ToRs' routes, and not FRR's: the
+    controller speaks for its ToRs, it is not a transit for other VTEPs."""
+    frr, service = lab
+    observer = EvpnService(
+        EvpnConfig(
+            asn=OBSERVER_ASN,
+            router_id=frr.observer_ip,
+            peers=(EvpnPeer(frr.ctl_ip, 65000),),
+            vnis=(VniRouting(VNI, None, (f"*:{VNI}",), (f"{OBSERVER_ASN}:{VNI}",)),),
+            hold_time=3,
+            listen_port=-1,
+        ),
+        [],
+        command_prefix=["ip", "netns", "exec", frr.frr_ns],
+        local_address=frr.observer_ip,
+    )
+    service.set_local([LocalMac(VNI, OUR_MAC, TOR1, frozenset({OUR_IP}))], {TOR1: [VNI]})
+    observer.start()
+    try:
+        assert wait_for(lambda: service.view.remote_macs(VNI), 15)  # FRR's MAC is known to us
+        mine = RemoteMac(VNI, OUR_MAC, TOR1, frozenset({OUR_IP}), 0, frr.ctl_ip)
+        assert wait_for(lambda: mine in observer.view.remote_macs(), 30), (
+            observer.speaker.peers(),
+            observer.view.remote_macs(),
+        )
+        assert wait_for(lambda: observer.view.flood_vteps(VNI) == {TOR1}, 10)
+        time.sleep(1)  # anything else gobgpd would pass on has had time to arrive
+        assert observer.view.remote_macs() == {mine}
+        assert observer.view.flood_vteps(VNI) == {TOR1}
+        assert not observer.intake.refused
+    finally:
+        observer.stop()
+        service.set_local([], {})
 
 
 def test_a_dead_gobgpd_drops_what_it_learned_and_a_restart_relearns_and_readvertises(

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 GOBGPD = "gobgpd"
 ESTABLISHED = "ESTABLISHED"
+EXPORT_POLICY = "p4vtep-originated-only"
 NO_PEER = frozenset({"", "<nil>", "0.0.0.0"})  # how GoBGP names "locally originated"
 
 
@@ -68,6 +69,7 @@ class GoBgpSpeaker:
         *,
         command_prefix: Sequence[str] = (),
         listen_addresses: Sequence[str] = (),
+        local_address: str | None = None,
         run_dir: str | None = None,
         log_level: str = "info",
     ) -> None:
@@ -82,6 +84,7 @@ class GoBgpSpeaker:
         self._on_malformed = on_malformed
         self._prefix = list(command_prefix)  # e.g. ["ip", "netns", "exec", NS] in tests
         self._listen = list(listen_addresses)
+        self._local_address = local_address  # source address of our sessions
         self._own_dir = run_dir is None
         self._dir = Path(run_dir or tempfile.mkdtemp(prefix="p4vtep-gobgp-"))
         self._log_level = log_level
@@ -126,6 +129,7 @@ class GoBgpSpeaker:
             ) from None
         self._stub = gobgp_api.gobgp_pb2_grpc.GobgpApiStub(self._channel)
         self._stub.StartBgp(_start_request(api, self.config, self._listen))
+        self._export_only_our_routes()
         # Watch before adding peers, so no state change or route is missed.
         self._watch = self._stub.WatchEvent(
             api.WatchEventRequest(
@@ -170,6 +174,32 @@ class GoBgpSpeaker:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    def _export_only_our_routes(self) -> None:
+        """We speak for our ToRs only: never pass one peer's routes on to
+        another. (gobgpd would, towards eBGP peers, with itself as next hop.)"""
+        api = gobgp_api.gobgp_pb2
+        policy = api.Policy(
+            name=EXPORT_POLICY,
+            statements=[
+                api.Statement(
+                    name=f"{EXPORT_POLICY}-local",
+                    conditions=api.Conditions(route_type=api.Conditions.ROUTE_TYPE_LOCAL),
+                    actions=api.Actions(route_action=api.ACCEPT),
+                )
+            ],
+        )
+        self._stub.AddPolicy(api.AddPolicyRequest(policy=policy))
+        self._stub.AddPolicyAssignment(
+            api.AddPolicyAssignmentRequest(
+                assignment=api.PolicyAssignment(
+                    name="global",
+                    direction=api.EXPORT,
+                    policies=[api.Policy(name=EXPORT_POLICY)],
+                    default_action=api.REJECT,
+                )
+            )
+        )
+
     def _add_peer(self, address: str, asn: int, password: str | None) -> None:
         api = gobgp_api.gobgp_pb2
         hold = self.config.hold_time
@@ -187,6 +217,7 @@ class GoBgpSpeaker:
                     config=api.AfiSafiConfig(family=gobgp_codec.evpn_family(), enabled=True)
                 )
             ],
+            transport=api.Transport(local_address=self._local_address or ""),
         )
         self._stub.AddPeer(api.AddPeerRequest(peer=peer))
 
