@@ -26,7 +26,7 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .routes import InclusiveMulticastRoute, MacIpRoute
 
@@ -115,23 +115,22 @@ class _Before:
     flood: frozenset[tuple[int, str]] | None
 
 
-@dataclass
 class LearnedTable:
     """The table; ``view()`` is the read side the controller uses."""
 
-    _type2: dict[tuple[str, tuple[object, ...]], MacIpRoute] = field(default_factory=dict)
-    _type3: dict[tuple[str, tuple[object, ...]], InclusiveMulticastRoute] = field(
-        default_factory=dict
-    )
-    _by_mac: dict[MacKey, set[tuple[str, tuple[object, ...]]]] = field(default_factory=dict)
-    _static_macs: dict[MacKey, _Claim] = field(default_factory=dict)
-    _static_flood: set[tuple[int, str]] = field(default_factory=set)
-    _local: dict[MacKey, LocalMac] = field(default_factory=dict)
-    _local_seq: dict[MacKey, int] = field(default_factory=dict)
-    _winner: dict[MacKey, _Claim] = field(default_factory=dict)
-    refused: Counter[str] = field(default_factory=Counter)
-    _listeners: list[Callable[[ViewChange], None]] = field(default_factory=list)
-    _lock: threading.RLock = field(default_factory=threading.RLock)
+    def __init__(self) -> None:
+        # Accepted remote routes by (peer, NLRI key), and type 2 keys by (VNI, MAC).
+        self._type2: dict[tuple[str, tuple[object, ...]], MacIpRoute] = {}
+        self._type3: dict[tuple[str, tuple[object, ...]], InclusiveMulticastRoute] = {}
+        self._by_mac: dict[MacKey, set[tuple[str, tuple[object, ...]]]] = {}
+        self._static_macs: dict[MacKey, _Claim] = {}
+        self._static_flood: set[tuple[int, str]] = set()
+        self._local: dict[MacKey, LocalMac] = {}
+        self._local_seq: dict[MacKey, int] = {}  # the number each local MAC carries
+        self._winner: dict[MacKey, _Claim] = {}  # what is installed, per (VNI, MAC)
+        self.refused: Counter[str] = Counter()
+        self._listeners: list[Callable[[ViewChange], None]] = []
+        self._lock = threading.RLock()  # the speaker's thread and the controller's
 
     # ---- inputs -------------------------------------------------------------
 
