@@ -11,15 +11,18 @@ P4_BUILD := p4src/v1model/build
 P4RT_GEN := control_plane/p4vtep/runtime/generated/__init__.py
 UNIT_TESTS := not (switch or e2e or scale or tofino)
 DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping iperf3 mininet \
-	pkg-config libvirt-dev
+	pkg-config libvirt-dev frr gobgpd golang-github-osrg-gobgp-dev
+# GoBGP's API protos, from golang-github-osrg-gobgp-dev (same version as gobgpd);
+# compiled into the virtualenv by `make deps`, never committed (docs/evpn.md).
+GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 
-.PHONY: all deps deps-system deps-python p4 p4-check proto proto-api proto-p4runtime regen \
-	lint format typecheck unit check ptf test demo demo-cli clean \
+.PHONY: all deps deps-system deps-python gobgp-api p4 p4-check proto proto-api proto-p4runtime \
+	regen lint format typecheck unit check ptf test demo demo-cli clean \
 	bench bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
 
 all: test
 
-deps: deps-system deps-python
+deps: deps-system deps-python gobgp-api
 
 # Debian packages, installed only when one is missing (idempotent, no apt
 # update when nothing is needed).
@@ -43,6 +46,16 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt control_plane/pyprojec
 	  ln -sfn /usr/lib/python3/dist-packages/mininet \
 	    "$$($(VPY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/mininet"; fi
 	touch $@
+
+# GoBGP's gRPC classes for the EVPN speaker (p4vtep/evpn/gobgp_api.py).
+gobgp-api: deps-python
+	@purelib=$$($(VPY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	if [ ! -f $(GOBGP_PROTOS)/gobgp.proto ]; then \
+	  echo "GoBGP protos not found in $(GOBGP_PROTOS): EVPN disabled (install golang-github-osrg-gobgp-dev)"; \
+	elif [ ! -f "$$purelib/gobgp_pb2.py" ] || [ $(GOBGP_PROTOS)/gobgp.proto -nt "$$purelib/gobgp_pb2.py" ]; then \
+	  $(VPY) -m grpc_tools.protoc -I$(GOBGP_PROTOS) --python_out="$$purelib" \
+	    --grpc_python_out="$$purelib" gobgp.proto attribute.proto capability.proto; \
+	fi
 
 # Compile the pipeline; the outputs are committed next to the sources.
 p4:

@@ -1,0 +1,277 @@
+"""The fabric file's ``evpn:`` section, parsed into frozen values.
+
+    evpn:
+      asn: 65000
+      router_id: 10.0.0.254
+      hold_time: 9                  # seconds (keepalive = hold_time / 3); 0 = none
+      listen_port: 179              # -1: only connect out
+      peers:
+        - {address: 192.0.2.1, asn: 65000, password: s3cret}
+      vnis:                         # optional overrides; every fabric VNI takes part
+        - vni: 5000
+          rd: 10.0.0.254:5000       # default: <ToR VTEP IP>:<VNI, low 16 bits>
+          route_targets: [65000:5000]          # both directions, or:
+          # route_targets: {import: ["*:5000"], export: [65000:5000]}
+      static_vteps:                 # VTEPs that speak no BGP
+        - vtep_ip: 192.0.2.50
+          vnis: [5000]
+          macs: [{vni: 5000, mac: "52:54:00:00:00:50", ips: [192.168.1.50]}]
+
+The parser works on the fabric loader's document object (``p4vtep.config``'s
+``_Doc``: ``get``/``typed``/``list``/``error``), so errors name the file,
+line and field like every other fabric-file error.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .routes import (
+    VNI_MAX,
+    RouteError,
+    auto_route_target,
+    canonical_ipv4,
+    canonical_rd,
+    canonical_rt,
+    unicast_mac,
+)
+
+AUTO = "auto"
+
+
+class _Doc(Protocol):
+    def get(self, path: tuple[Any, ...], default: Any = None) -> Any: ...
+    def typed(self, path: tuple[Any, ...], kind: Any, default: Any = ...) -> Any: ...
+    def list(self, path: tuple[Any, ...], required: bool = True) -> list[Any]: ...
+    def error(self, path: tuple[Any, ...], message: str) -> Exception: ...
+
+
+@dataclass(frozen=True)
+class EvpnPeer:
+    address: str
+    asn: int
+    password: str | None = None
+
+
+@dataclass(frozen=True)
+class VniRouting:
+    vni: int
+    rd: str | None  # None: per ToR, <VTEP IP>:<VNI low 16 bits>
+    import_rts: tuple[str, ...]  # "ASN:N", "IP:N" or the wildcard "*:N"
+    export_rts: tuple[str, ...]
+
+    def rd_for(self, vtep_ip: str) -> str:
+        return self.rd if self.rd is not None else f"{vtep_ip}:{self.vni & 0xFFFF}"
+
+    def imports(self, route_targets: Iterable[str]) -> bool:
+        for rt in route_targets:
+            for wanted in self.import_rts:
+                if wanted == rt or (
+                    wanted.startswith("*:") and rt.rpartition(":")[2] == wanted[2:]
+                ):
+                    return True
+        return False
+
+
+@dataclass(frozen=True)
+class StaticMac:
+    vni: int
+    mac: str
+    ips: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StaticVtep:
+    vtep_ip: str
+    vnis: tuple[int, ...]
+    macs: tuple[StaticMac, ...] = ()
+
+
+@dataclass(frozen=True)
+class EvpnConfig:
+    asn: int
+    router_id: str
+    peers: tuple[EvpnPeer, ...]
+    vnis: tuple[VniRouting, ...]  # one per fabric VNI, defaults filled in
+    static_vteps: tuple[StaticVtep, ...] = ()
+    hold_time: int = 9
+    listen_port: int = 179
+
+    def routing(self, vni: int) -> VniRouting | None:
+        for routing in self.vnis:
+            if routing.vni == vni:
+                return routing
+        return None
+
+
+def _route_targets(
+    doc: _Doc, path: tuple[Any, ...], asn: int, vni: int
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    value = doc.get(path, AUTO)
+    if isinstance(value, dict):
+        unknown = set(value) - {"import", "export"}
+        if unknown:
+            raise doc.error(path + (min(unknown),), "expected import or export")
+        directions = {d: value.get(d, [AUTO]) for d in ("import", "export")}
+    else:
+        directions = {"import": value, "export": value}
+    result: dict[str, tuple[str, ...]] = {}
+    for direction, items in directions.items():
+        where = path + (direction,) if isinstance(value, dict) else path
+        if not isinstance(items, list):
+            items = [items]
+        rts: set[str] = set()
+        for item in items:
+            text = str(item).strip()
+            if text == AUTO:
+                rts.add(auto_route_target(asn, vni))
+            elif text.startswith("*:") and direction == "import":
+                if not text[2:].isdigit():
+                    raise doc.error(where, f"{text!r}: the wildcard form is *:N")
+                rts.add(text)
+            else:
+                try:
+                    rts.add(canonical_rt(text))
+                except RouteError as exc:
+                    raise doc.error(where, str(exc)) from None
+        if not rts:
+            raise doc.error(where, f"at least one {direction} route target is needed")
+        result[direction] = tuple(sorted(rts))
+    return result["import"], result["export"]
+
+
+def parse_evpn(
+    doc: _Doc,
+    fabric_vnis: Iterable[int],
+    own_vteps: Iterable[str],
+    root: tuple[Any, ...] = ("evpn",),
+) -> EvpnConfig | None:
+    """The ``evpn`` section, or None when the file has none. fabric_vnis and
+    own_vteps are the fabric's VNIs and its ToRs' VTEP IPs (a static VTEP may
+    not be one of ours; only fabric VNIs can be routed)."""
+    if doc.get(root, {}) == {}:
+        return None
+    # A fabric VNI out of range is the fabric validation's to report; skip it here.
+    known_vnis = sorted(v for v in set(fabric_vnis) if 1 <= v <= VNI_MAX)
+    ours = set(own_vteps)
+
+    asn = doc.typed(root + ("asn",), int)
+    if not 1 <= asn <= 0xFFFFFFFF:
+        raise doc.error(root + ("asn",), f"ASN {asn} is outside 1..4294967295")
+    router_id = _ipv4(doc, root + ("router_id",))
+    hold_time = doc.typed(root + ("hold_time",), int, 9)
+    if hold_time != 0 and not 3 <= hold_time <= 65535:
+        raise doc.error(root + ("hold_time",), "expected 0 or 3..65535 seconds (RFC 4271 4.2)")
+    listen_port = doc.typed(root + ("listen_port",), int, 179)
+    if listen_port != -1 and not 1 <= listen_port <= 65535:
+        raise doc.error(root + ("listen_port",), "expected a TCP port or -1 (do not listen)")
+
+    peers: list[EvpnPeer] = []
+    for i, _ in enumerate(doc.list(root + ("peers",), required=False)):
+        p = root + ("peers", i)
+        try:
+            address = str(ipaddress.ip_address(doc.typed(p + ("address",), str)))
+        except ValueError:
+            raise doc.error(p + ("address",), "expected an IP address") from None
+        peer_asn = doc.typed(p + ("asn",), int)
+        if not 1 <= peer_asn <= 0xFFFFFFFF:
+            raise doc.error(p + ("asn",), f"ASN {peer_asn} is outside 1..4294967295")
+        if any(existing.address == address for existing in peers):
+            raise doc.error(p + ("address",), f"peer {address} listed twice")
+        peers.append(EvpnPeer(address, peer_asn, doc.typed(p + ("password",), str, None)))
+
+    overrides: dict[int, tuple[Any, ...]] = {}
+    for i, _ in enumerate(doc.list(root + ("vnis",), required=False)):
+        p = root + ("vnis", i)
+        vni = doc.typed(p + ("vni",), int)
+        if vni not in known_vnis:
+            raise doc.error(p + ("vni",), f"VNI {vni} is not one of the fabric's vnis")
+        if vni in overrides:
+            raise doc.error(p + ("vni",), f"VNI {vni} listed twice")
+        overrides[vni] = p
+
+    routings: list[VniRouting] = []
+    auto_rd_owner: dict[int, int] = {}
+    for vni in known_vnis:
+        o = overrides.get(vni)
+        rd: str | None = None
+        if o is not None and str(doc.get(o + ("rd",), AUTO)) != AUTO:
+            try:
+                rd = canonical_rd(str(doc.get(o + ("rd",))))
+            except RouteError as exc:
+                raise doc.error(o + ("rd",), str(exc)) from None
+        if rd is None:
+            # The auto RD keeps the VNI's low 16 bits: two VNIs that share them
+            # would share an RD on every ToR, so one of them needs an explicit rd.
+            other = auto_rd_owner.setdefault(vni & 0xFFFF, vni)
+            if other != vni:
+                raise doc.error(
+                    o or root,
+                    f"VNIs {other} and {vni} would get the same automatic RD; give one an rd",
+                )
+        if o is not None:
+            imports, exports = _route_targets(doc, o + ("route_targets",), asn, vni)
+        else:
+            imports = exports = (auto_route_target(asn, vni),)
+        routings.append(VniRouting(vni, rd, imports, exports))
+
+    statics: list[StaticVtep] = []
+    static_macs: dict[tuple[int, str], str] = {}
+    for i, _ in enumerate(doc.list(root + ("static_vteps",), required=False)):
+        p = root + ("static_vteps", i)
+        vtep_ip = _ipv4(doc, p + ("vtep_ip",))
+        if vtep_ip in ours:
+            raise doc.error(p + ("vtep_ip",), f"{vtep_ip} is one of this fabric's own ToR VTEPs")
+        if any(s.vtep_ip == vtep_ip for s in statics):
+            raise doc.error(p + ("vtep_ip",), f"static VTEP {vtep_ip} listed twice")
+        vnis: list[int] = []
+        for j, _ in enumerate(doc.list(p + ("vnis",))):
+            vni = doc.typed(p + ("vnis", j), int)
+            if vni not in known_vnis:
+                raise doc.error(p + ("vnis", j), f"VNI {vni} is not one of the fabric's vnis")
+            vnis.append(vni)
+        macs: list[StaticMac] = []
+        for j, _ in enumerate(doc.list(p + ("macs",), required=False)):
+            m = p + ("macs", j)
+            vni = doc.typed(m + ("vni",), int)
+            if vni not in vnis:
+                raise doc.error(m + ("vni",), f"VNI {vni} is not in this static VTEP's vnis")
+            try:
+                mac = unicast_mac(doc.typed(m + ("mac",), str))
+            except RouteError as exc:
+                raise doc.error(m + ("mac",), str(exc)) from None
+            if (vni, mac) in static_macs:
+                raise doc.error(
+                    m + ("mac",), f"{mac} in VNI {vni} is already behind {static_macs[vni, mac]}"
+                )
+            static_macs[vni, mac] = vtep_ip
+            ips = doc.get(m + ("ips",), [])
+            ips = ips if isinstance(ips, list) else [ips]
+            checked = []
+            for k, ip in enumerate(ips):
+                try:
+                    checked.append(str(ipaddress.ip_address(str(ip))))
+                except ValueError:
+                    raise doc.error(m + ("ips", k), f"{ip!r} is not an IP address") from None
+            macs.append(StaticMac(vni, mac, tuple(checked)))
+        statics.append(StaticVtep(vtep_ip, tuple(vnis), tuple(macs)))
+
+    return EvpnConfig(
+        asn=asn,
+        router_id=router_id,
+        peers=tuple(peers),
+        vnis=tuple(routings),
+        static_vteps=tuple(statics),
+        hold_time=hold_time,
+        listen_port=listen_port,
+    )
+
+
+def _ipv4(doc: _Doc, path: tuple[Any, ...]) -> str:
+    try:
+        return canonical_ipv4(doc.typed(path, str))
+    except RouteError as exc:
+        raise doc.error(path, str(exc)) from None

@@ -1,0 +1,266 @@
+"""Routes to and from GoBGP's API paths (GoBGP v3 ``apipb.Path``).
+
+The message classes come from GoBGP's own protos, compiled at install time
+(``make deps``; see gobgp_api.py): nothing of GoBGP is kept in this tree.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from . import gobgp_api
+from .routes import (
+    InclusiveMulticastRoute,
+    MacIpRoute,
+    RouteError,
+    parse_admin_value,
+)
+
+EC_SUBTYPE_ROUTE_TARGET = 0x02  # RFC 4360 / RFC 5668 sub-type
+TUNNEL_TYPE_VXLAN = 8  # RFC 9012 / RFC 8365 5.1.3 encapsulation extended community
+PMSI_INGRESS_REPLICATION = 6  # RFC 6514 5
+ORIGIN_IGP = 0
+
+
+def _any(message: Any) -> Any:
+    wrapped = gobgp_api.any_pb2.Any()
+    wrapped.Pack(message)
+    return wrapped
+
+
+def _type_name(wrapped: Any) -> str:
+    return str(wrapped.type_url).rpartition(".")[2]
+
+
+def _unpack(wrapped: Any, cls: Any) -> Any:
+    message = cls()
+    if not wrapped.Unpack(message):
+        raise RouteError(f"expected {cls.__name__}, got {wrapped.type_url}")
+    return message
+
+
+def evpn_family() -> Any:
+    api = gobgp_api.gobgp_pb2
+    return api.Family(afi=api.Family.AFI_L2VPN, safi=api.Family.SAFI_EVPN)
+
+
+# ---- encoding ---------------------------------------------------------------
+
+
+def _rd(text: str) -> Any:
+    attr = gobgp_api.attribute_pb2
+    value = parse_admin_value(text, "route distinguisher")
+    if value.kind == 0:
+        return _any(
+            attr.RouteDistinguisherTwoOctetASN(admin=int(value.admin), assigned=value.assigned)
+        )
+    if value.kind == 1:
+        return _any(attr.RouteDistinguisherIPAddress(admin=value.admin, assigned=value.assigned))
+    return _any(
+        attr.RouteDistinguisherFourOctetASN(admin=int(value.admin), assigned=value.assigned)
+    )
+
+
+def _route_target(text: str) -> Any:
+    attr = gobgp_api.attribute_pb2
+    value = parse_admin_value(text, "route target")
+    common = {
+        "is_transitive": True,
+        "sub_type": EC_SUBTYPE_ROUTE_TARGET,
+        "local_admin": value.assigned,
+    }
+    if value.kind == 0:
+        return _any(attr.TwoOctetAsSpecificExtended(asn=int(value.admin), **common))
+    if value.kind == 1:
+        return _any(attr.IPv4AddressSpecificExtended(address=value.admin, **common))
+    return _any(attr.FourOctetAsSpecificExtended(asn=int(value.admin), **common))
+
+
+def _esi(text: str) -> Any:
+    raw = bytes(int(b, 16) for b in text.split(":"))
+    return gobgp_api.attribute_pb2.EthernetSegmentIdentifier(type=raw[0], value=raw[1:])
+
+
+def encode(route: MacIpRoute | InclusiveMulticastRoute) -> Any:
+    """The ``apipb.Path`` that announces (AddPath) or withdraws (DeletePath) it."""
+    api, attr = gobgp_api.gobgp_pb2, gobgp_api.attribute_pb2
+    communities = [_route_target(rt) for rt in route.route_targets]
+    communities.append(_any(attr.EncapExtended(tunnel_type=TUNNEL_TYPE_VXLAN)))
+    pattrs = [_any(attr.OriginAttribute(origin=ORIGIN_IGP))]
+    if isinstance(route, MacIpRoute):
+        nlri = attr.EVPNMACIPAdvertisementRoute(
+            rd=_rd(route.rd),
+            esi=_esi(route.esi),
+            ethernet_tag=route.ethernet_tag,
+            mac_address=route.mac,
+            ip_address=route.ip or "",
+            labels=[route.vni],
+        )
+        if route.mobility_seq or route.sticky:
+            communities.append(
+                _any(
+                    attr.MacMobilityExtended(
+                        sequence_num=route.mobility_seq, is_sticky=route.sticky
+                    )
+                )
+            )
+    else:
+        nlri = attr.EVPNInclusiveMulticastEthernetTagRoute(
+            rd=_rd(route.rd), ethernet_tag=route.ethernet_tag, ip_address=route.originator
+        )
+        pattrs.append(
+            _any(
+                attr.PmsiTunnelAttribute(
+                    flags=0,
+                    type=PMSI_INGRESS_REPLICATION,
+                    label=route.vni,
+                    id=ipaddress.IPv4Address(route.vtep).packed,
+                )
+            )
+        )
+    packed_nlri = _any(nlri)
+    pattrs.append(
+        _any(
+            attr.MpReachNLRIAttribute(
+                family=evpn_family(), next_hops=[route.next_hop], nlris=[packed_nlri]
+            )
+        )
+    )
+    pattrs.append(_any(attr.ExtendedCommunitiesAttribute(communities=communities)))
+    return api.Path(nlri=packed_nlri, pattrs=pattrs, family=evpn_family())
+
+
+# ---- decoding ---------------------------------------------------------------
+
+
+def _decode_rd(wrapped: Any) -> str:
+    attr = gobgp_api.attribute_pb2
+    name = _type_name(wrapped)
+    for cls in (
+        attr.RouteDistinguisherTwoOctetASN,
+        attr.RouteDistinguisherIPAddress,
+        attr.RouteDistinguisherFourOctetASN,
+    ):
+        if name == cls.__name__:
+            rd = _unpack(wrapped, cls)
+            return f"{rd.admin}:{rd.assigned}"
+    raise RouteError(f"unknown route distinguisher {wrapped.type_url}")
+
+
+def _decode_esi(esi: Any) -> str:
+    raw = bytes([esi.type]) + bytes(esi.value)
+    if len(raw) == 1:
+        raw += bytes(9)  # GoBGP leaves the value empty for ESI 0
+    if len(raw) != 10:
+        raise RouteError(f"ESI of {len(raw)} bytes")
+    return ":".join(f"{b:02x}" for b in raw)
+
+
+def decode_key(path: Any) -> tuple[object, ...] | None:
+    """The NLRI key of an EVPN path, or None when it is a route type we do
+    not use (1, 4, 5: ignored, not refused)."""
+    attr = gobgp_api.attribute_pb2
+    name = _type_name(path.nlri)
+    if name == attr.EVPNMACIPAdvertisementRoute.__name__:
+        n = _unpack(path.nlri, attr.EVPNMACIPAdvertisementRoute)
+        mac = MacIpRoute(
+            rd=_decode_rd(n.rd),
+            mac=n.mac_address,
+            vni=1,
+            next_hop="0.0.0.0",
+            ip=_ip_or_none(n.ip_address),
+            ethernet_tag=n.ethernet_tag,
+        )
+        return mac.nlri_key()
+    if name == attr.EVPNInclusiveMulticastEthernetTagRoute.__name__:
+        n = _unpack(path.nlri, attr.EVPNInclusiveMulticastEthernetTagRoute)
+        im = InclusiveMulticastRoute(
+            rd=_decode_rd(n.rd),
+            vni=1,
+            originator=n.ip_address,
+            next_hop="0.0.0.0",
+            ethernet_tag=n.ethernet_tag,
+        )
+        return im.nlri_key()
+    return None
+
+
+def _ip_or_none(text: str) -> str | None:
+    # GoBGP renders an absent IP as "<nil>" (Go's nil net.IP), older ones as "".
+    return text if text and text not in ("<nil>", "0.0.0.0", "::") else None
+
+
+def decode(path: Any) -> MacIpRoute | InclusiveMulticastRoute | None:
+    """A received (announced) path as a route; None for route types we do not
+    use. Raises RouteError for a malformed one (the caller counts it)."""
+    attr = gobgp_api.attribute_pb2
+    name = _type_name(path.nlri)
+    next_hop = ""
+    targets: list[str] = []
+    seq, sticky = 0, False
+    pmsi = None
+    for wrapped in path.pattrs:
+        kind = _type_name(wrapped)
+        if kind == "MpReachNLRIAttribute":
+            reach = _unpack(wrapped, attr.MpReachNLRIAttribute)
+            next_hop = reach.next_hops[0] if reach.next_hops else ""
+        elif kind == "NextHopAttribute":
+            next_hop = next_hop or _unpack(wrapped, attr.NextHopAttribute).next_hop
+        elif kind == "ExtendedCommunitiesAttribute":
+            for community in _unpack(wrapped, attr.ExtendedCommunitiesAttribute).communities:
+                ckind = _type_name(community)
+                if ckind == "TwoOctetAsSpecificExtended":
+                    c = _unpack(community, attr.TwoOctetAsSpecificExtended)
+                    if c.sub_type == EC_SUBTYPE_ROUTE_TARGET:
+                        targets.append(f"{c.asn}:{c.local_admin}")
+                elif ckind == "FourOctetAsSpecificExtended":
+                    c = _unpack(community, attr.FourOctetAsSpecificExtended)
+                    if c.sub_type == EC_SUBTYPE_ROUTE_TARGET:
+                        targets.append(f"{c.asn}:{c.local_admin}")
+                elif ckind == "IPv4AddressSpecificExtended":
+                    c = _unpack(community, attr.IPv4AddressSpecificExtended)
+                    if c.sub_type == EC_SUBTYPE_ROUTE_TARGET:
+                        targets.append(f"{c.address}:{c.local_admin}")
+                elif ckind == "MacMobilityExtended":
+                    c = _unpack(community, attr.MacMobilityExtended)
+                    seq, sticky = c.sequence_num, c.is_sticky
+        elif kind == "PmsiTunnelAttribute":
+            pmsi = _unpack(wrapped, attr.PmsiTunnelAttribute)
+    if not next_hop:
+        raise RouteError("no next hop")
+    if name == attr.EVPNMACIPAdvertisementRoute.__name__:
+        n = _unpack(path.nlri, attr.EVPNMACIPAdvertisementRoute)
+        if not n.labels:
+            raise RouteError(f"type 2 {n.mac_address} without a label (VNI)")
+        return MacIpRoute(
+            rd=_decode_rd(n.rd),
+            mac=n.mac_address,
+            vni=n.labels[0],
+            next_hop=next_hop,
+            ip=_ip_or_none(n.ip_address),
+            route_targets=tuple(targets),
+            mobility_seq=seq,
+            sticky=sticky,
+            esi=_decode_esi(n.esi),
+            ethernet_tag=n.ethernet_tag,
+        )
+    if name == attr.EVPNInclusiveMulticastEthernetTagRoute.__name__:
+        n = _unpack(path.nlri, attr.EVPNInclusiveMulticastEthernetTagRoute)
+        if pmsi is None:
+            raise RouteError(f"type 3 from {n.ip_address} without a PMSI tunnel attribute")
+        if pmsi.type != PMSI_INGRESS_REPLICATION:
+            raise RouteError(
+                f"type 3 from {n.ip_address}: PMSI tunnel type {pmsi.type} is not ingress replication"
+            )
+        endpoint = str(ipaddress.IPv4Address(bytes(pmsi.id))) if len(pmsi.id) == 4 else None
+        return InclusiveMulticastRoute(
+            rd=_decode_rd(n.rd),
+            vni=pmsi.label,
+            originator=n.ip_address,
+            next_hop=next_hop,
+            route_targets=tuple(targets),
+            ethernet_tag=n.ethernet_tag,
+            tunnel_endpoint=endpoint,
+        )
+    return None

@@ -1,0 +1,199 @@
+"""EVPN routes as plain values (RFC 7432 section 7, VXLAN use per RFC 8365).
+
+Only the two route types a VXLAN fabric without multihoming needs: type 2
+(MAC/IP advertisement) and type 3 (inclusive multicast Ethernet tag, with a
+PMSI tunnel attribute of type ingress replication). The VNI travels in the
+MPLS label field (RFC 8365 section 5.1.3) and in the PMSI tunnel label.
+
+Route distinguishers and route targets are kept as canonical strings
+("10.0.0.1:5000", "65000:5000"): they are compared, logged and shown far
+more often than they are encoded, and the codec parses them once.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+
+MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+VNI_MAX = (1 << 24) - 1
+SINGLE_HOMED_ESI = "00:00:00:00:00:00:00:00:00:00"  # ESI type 0, value 0 (RFC 7432 5)
+ESI_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){9}$")
+
+
+class RouteError(ValueError):
+    """A route that cannot be built or was received malformed."""
+
+
+def canonical_mac(text: str) -> str:
+    mac = text.strip().lower().replace("-", ":")
+    if not MAC_RE.match(mac):
+        raise RouteError(f"{text!r} is not a MAC address")
+    return mac
+
+
+def unicast_mac(text: str) -> str:
+    """A MAC a VM can own: not multicast/broadcast (I/G bit clear), not zero."""
+    mac = canonical_mac(text)
+    if int(mac[:2], 16) & 1:
+        raise RouteError(f"{mac} is a multicast or broadcast MAC")
+    if mac == "00:00:00:00:00:00":
+        raise RouteError("the zero MAC is not a host")
+    return mac
+
+
+def canonical_ip(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text.strip()))
+    except ValueError:
+        raise RouteError(f"{text!r} is not an IP address") from None
+
+
+def canonical_ipv4(text: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(text.strip()))
+    except ValueError:
+        raise RouteError(f"{text!r} is not an IPv4 address") from None
+
+
+def check_vni(vni: int) -> int:
+    if isinstance(vni, bool) or not isinstance(vni, int) or not 1 <= vni <= VNI_MAX:
+        raise RouteError(f"VNI {vni!r} is outside 1..{VNI_MAX}")
+    return vni
+
+
+@dataclass(frozen=True, order=True)
+class AdminValue:
+    """The <administrator>:<assigned number> pair of an RD or RT (RFC 4364 4.2,
+    RFC 4360 3.1). kind: 0 two-octet ASN, 1 IPv4 address, 2 four-octet ASN."""
+
+    kind: int
+    admin: str  # ASN in decimal or an IPv4 address
+    assigned: int
+
+    def __str__(self) -> str:
+        return f"{self.admin}:{self.assigned}"
+
+
+def parse_admin_value(text: str, what: str) -> AdminValue:
+    """Parse "ASN:N" or "IPv4:N" with the field sizes of the three encodings."""
+    admin, sep, number = str(text).strip().rpartition(":")
+    if not sep or not number.isdigit():
+        raise RouteError(f"{what} {text!r}: expected ASN:N or IPv4:N")
+    assigned = int(number)
+    if admin.isdigit():
+        asn = int(admin)
+        if asn <= 0xFFFF:
+            if assigned > 0xFFFFFFFF:
+                raise RouteError(f"{what} {text!r}: the number must fit 32 bits after a 2-byte ASN")
+            return AdminValue(0, str(asn), assigned)
+        if asn > 0xFFFFFFFF:
+            raise RouteError(f"{what} {text!r}: the ASN must fit 32 bits")
+        if assigned > 0xFFFF:
+            raise RouteError(f"{what} {text!r}: the number must fit 16 bits after a 4-byte ASN")
+        return AdminValue(2, str(asn), assigned)
+    try:
+        ip = ipaddress.IPv4Address(admin)
+    except ValueError:
+        raise RouteError(
+            f"{what} {text!r}: {admin!r} is neither an ASN nor an IPv4 address"
+        ) from None
+    if assigned > 0xFFFF:
+        raise RouteError(f"{what} {text!r}: the number must fit 16 bits after an IPv4 address")
+    return AdminValue(1, str(ip), assigned)
+
+
+def canonical_rd(text: str) -> str:
+    return str(parse_admin_value(text, "route distinguisher"))
+
+
+def canonical_rt(text: str) -> str:
+    return str(parse_admin_value(text, "route target"))
+
+
+@dataclass(frozen=True)
+class MacIpRoute:
+    """Route type 2: one MAC (and optionally one of its IPs) behind a VTEP."""
+
+    rd: str
+    mac: str
+    vni: int  # label 1 (RFC 8365 5.1.3)
+    next_hop: str  # the VTEP that owns the MAC
+    ip: str | None = None
+    route_targets: tuple[str, ...] = ()
+    mobility_seq: int = 0  # MAC mobility extended community; 0 = absent (RFC 7432 7.7)
+    sticky: bool = False  # static MAC: must not move (RFC 7432 15.2)
+    esi: str = SINGLE_HOMED_ESI
+    ethernet_tag: int = 0  # VLAN-based service: always 0 (RFC 8365 5.1.2)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rd", canonical_rd(self.rd))
+        object.__setattr__(self, "mac", canonical_mac(self.mac))
+        check_vni(self.vni)
+        object.__setattr__(self, "next_hop", canonical_ipv4(self.next_hop))
+        if self.ip is not None:
+            object.__setattr__(self, "ip", canonical_ip(self.ip))
+        object.__setattr__(
+            self, "route_targets", tuple(sorted({canonical_rt(t) for t in self.route_targets}))
+        )
+        if not 0 <= self.mobility_seq <= 0xFFFFFFFF:
+            raise RouteError(f"MAC mobility sequence {self.mobility_seq} is outside 32 bits")
+        if not ESI_RE.match(self.esi):
+            raise RouteError(f"ESI {self.esi!r}: expected 10 colon-separated bytes")
+        if not 0 <= self.ethernet_tag <= 0xFFFFFFFF:
+            raise RouteError(f"Ethernet tag {self.ethernet_tag} is outside 32 bits")
+
+    def nlri_key(self) -> tuple[object, ...]:
+        """What identifies the route in BGP (RFC 7432 7.2: RD, Ethernet tag,
+        MAC, IP; label and ESI are not part of the key); a withdrawal carries
+        only this."""
+        return (2, self.rd, self.ethernet_tag, self.mac, self.ip)
+
+
+@dataclass(frozen=True)
+class InclusiveMulticastRoute:
+    """Route type 3: the VTEP wants the VNI's BUM traffic, by ingress replication."""
+
+    rd: str
+    vni: int  # PMSI tunnel attribute label (RFC 8365 5.1.3)
+    originator: str  # originating router's IP in the NLRI: the VTEP
+    next_hop: str
+    route_targets: tuple[str, ...] = ()
+    ethernet_tag: int = 0
+    tunnel_endpoint: str | None = None  # PMSI tunnel identifier, when not the originator
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rd", canonical_rd(self.rd))
+        check_vni(self.vni)
+        object.__setattr__(self, "originator", canonical_ipv4(self.originator))
+        if self.tunnel_endpoint is not None:
+            endpoint = canonical_ipv4(self.tunnel_endpoint)
+            object.__setattr__(
+                self, "tunnel_endpoint", None if endpoint == self.originator else endpoint
+            )
+        object.__setattr__(self, "next_hop", canonical_ipv4(self.next_hop))
+        object.__setattr__(
+            self, "route_targets", tuple(sorted({canonical_rt(t) for t in self.route_targets}))
+        )
+        if not 0 <= self.ethernet_tag <= 0xFFFFFFFF:
+            raise RouteError(f"Ethernet tag {self.ethernet_tag} is outside 32 bits")
+
+    @property
+    def vtep(self) -> str:
+        """Where the VNI's BUM traffic for this VTEP goes (head-end replication)."""
+        return self.tunnel_endpoint or self.originator
+
+    def nlri_key(self) -> tuple[object, ...]:
+        return (3, self.rd, self.ethernet_tag, self.originator)
+
+
+EvpnRoute = MacIpRoute | InclusiveMulticastRoute
+
+
+def auto_route_target(asn: int, vni: int) -> str:
+    """The auto-derived RT as FRR derives it, low 16 bits of the ASN : VNI, so
+    a p4vtep fabric and FRR VTEPs agree without configuration. (RFC 8365
+    5.1.2.1 packs type and domain bits above the VNI; FRR does not, and FRR is
+    what we meet in the field.)"""
+    return f"{asn & 0xFFFF}:{check_vni(vni)}"

@@ -1,0 +1,99 @@
+"""EVPN for one controller: the speaker, the intake, the learned table and
+the advertiser, wired together. The controller gives it our VMs' MACs and the
+VNIs on each ToR; it reads ``view`` for the remote facts to compile."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .advertiser import Advertiser
+from .config import EvpnConfig
+from .intake import RouteIntake
+from .routes import InclusiveMulticastRoute, MacIpRoute
+from .speaker import GoBgpSpeaker
+from .table import EvpnView, LearnedTable, LocalMac, ViewChange
+
+log = logging.getLogger(__name__)
+
+
+class EvpnService:
+    def __init__(
+        self, config: EvpnConfig, own_vteps: Iterable[str], **speaker_options: Any
+    ) -> None:
+        self.config = config
+        self.table = LearnedTable()
+        self.intake = RouteIntake.build(config, own_vteps)
+        self.speaker = GoBgpSpeaker(
+            config,
+            on_route=self._route,
+            on_withdraw=self._withdraw,
+            on_peer_state=self._peer_state,
+            on_malformed=self._malformed,
+            **speaker_options,
+        )
+        self.advertiser = Advertiser(config, self.speaker)
+        self._vnis_by_vtep: dict[str, frozenset[int]] = {}
+        self._sync_lock = threading.Lock()
+        self.table.on_change(self._changed)
+        self.table.set_static(
+            [(vni, s.vtep_ip) for s in config.static_vteps for vni in s.vnis],
+            [(m.vni, m.mac, s.vtep_ip, m.ips) for s in config.static_vteps for m in s.macs],
+        )
+
+    @property
+    def view(self) -> EvpnView:
+        return self.table.view()
+
+    def start(self) -> None:
+        self.speaker.start()
+
+    def stop(self) -> None:
+        self.speaker.stop()
+
+    def restart(self) -> None:
+        """A new gobgpd (after the old one died, or was stopped): sessions are
+        re-established, peers re-teach us, and everything we originate is
+        announced again (the new gobgpd holds nothing)."""
+        self.speaker.stop()
+        self.speaker.start()
+        with self._sync_lock:
+            self.advertiser.announced.clear()
+        self._readvertise()
+
+    def set_local(
+        self, macs: Iterable[LocalMac], vnis_by_vtep: Mapping[str, Iterable[int]]
+    ) -> None:
+        """Our VMs' MACs and the VNIs each ToR hosts (its VTEP IP -> VNIs)."""
+        self._vnis_by_vtep = {vtep: frozenset(vnis) for vtep, vnis in vnis_by_vtep.items()}
+        self.table.set_local(macs)
+        self._readvertise()
+
+    def _readvertise(self) -> None:
+        with self._sync_lock:
+            self.advertiser.sync(self.view.advertisements(), self._vnis_by_vtep)
+
+    def _changed(self, change: ViewChange) -> None:
+        if change.local_changed:
+            self._readvertise()
+
+    # ---- speaker callbacks ----------------------------------------------------
+
+    def _route(self, source: str, route: MacIpRoute | InclusiveMulticastRoute) -> None:
+        if self.intake.admit(source, route):
+            self.table.learn(source, route)
+        else:
+            # A refused re-advertisement replaces an accepted one: drop the old.
+            self.table.unlearn(source, route.nlri_key())
+
+    def _withdraw(self, source: str, key: tuple[object, ...]) -> None:
+        self.table.unlearn(source, key)
+
+    def _peer_state(self, source: str, up: bool) -> None:
+        if not up:
+            self.table.drop_source(source)
+
+    def _malformed(self, source: str, detail: str) -> None:
+        self.intake.refuse(source, "malformed", detail)

@@ -1,0 +1,439 @@
+"""Learned EVPN state and the MAC mobility rules (RFC 7432 sections 7.7, 15).
+
+Inputs: remote routes accepted from peers (by peer), static remote VTEPs from
+the fabric file, and the MACs of our own VMs (by ToR VTEP). Output, as an
+``EvpnView``: which (VNI, MAC) lives behind which remote VTEP, which remote
+VTEPs want each VNI's BUM traffic, and which local MACs we advertise with
+which sequence number. Pure logic: no I/O, no threads of its own.
+
+Per (VNI, MAC) every VTEP that claims the MAC is a candidate with a sequence
+number (the highest among its routes for that MAC; absent = 0). The winner is
+the candidate with the highest sequence number (a sticky claim beats a
+non-sticky one, RFC 7432 15.2). Two VTEPs at the same highest number are a
+conflict: the new claim is refused (counted and logged) and whatever was
+installed stays. RFC 7432 15.1 would instead pick the lowest VTEP IP; we keep
+the installed state because a tie means a duplicate MAC or a broken peer, and
+moving traffic on that evidence is worse than staying put.
+
+A local VM whose MAC is claimed remotely is advertised with seq = highest
+remote + 1 (it moved to us); a remote claim above our number means the VM
+moved away, and we stop advertising it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .routes import InclusiveMulticastRoute, MacIpRoute
+
+log = logging.getLogger(__name__)
+
+STATIC = "static"  # the source name of fabric-file static VTEPs
+
+MacKey = tuple[int, str]  # (VNI, MAC)
+
+
+@dataclass(frozen=True)
+class RemoteMac:
+    """A MAC behind a VTEP that is not one of ours: what the ToRs will install."""
+
+    vni: int
+    mac: str
+    vtep: str
+    ips: frozenset[str]
+    seq: int
+    source: str  # peer address, or "static"
+
+
+@dataclass(frozen=True)
+class LocalMac:
+    """A MAC of one of our VMs, behind one of our ToRs."""
+
+    vni: int
+    mac: str
+    vtep: str  # the ToR's VTEP IP
+    ips: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class LocalAdvertisement:
+    """A local MAC we advertise, with the sequence number it must carry."""
+
+    vni: int
+    mac: str
+    vtep: str
+    ips: frozenset[str]
+    seq: int
+
+
+@dataclass(frozen=True)
+class ViewChange:
+    """What one update changed; the controller recompiles from these."""
+
+    remote_added: frozenset[RemoteMac] = frozenset()
+    remote_removed: frozenset[RemoteMac] = frozenset()
+    flood_added: frozenset[tuple[int, str]] = frozenset()  # (VNI, VTEP)
+    flood_removed: frozenset[tuple[int, str]] = frozenset()
+    local_changed: frozenset[MacKey] = frozenset()  # advertisement added, gone or renumbered
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.remote_added
+            or self.remote_removed
+            or self.flood_added
+            or self.flood_removed
+            or self.local_changed
+        )
+
+
+@dataclass(frozen=True)
+class _Claim:
+    vtep: str
+    seq: int
+    sticky: bool
+    ips: frozenset[str]
+    source: str  # peer address, "static" or "local"
+
+    @property
+    def rank(self) -> tuple[bool, int]:
+        return (self.sticky, self.seq)
+
+
+LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class _Before:
+    """The state of the keys an update touches, taken before it."""
+
+    winners: dict[MacKey, _Claim | None]
+    local_seq: dict[MacKey, int | None]
+    flood: frozenset[tuple[int, str]] | None
+
+
+class LearnedTable:
+    """The table; ``view()`` is the read side the controller uses."""
+
+    def __init__(self) -> None:
+        # Accepted remote routes by (peer, NLRI key), and type 2 keys by (VNI, MAC).
+        self._type2: dict[tuple[str, tuple[object, ...]], MacIpRoute] = {}
+        self._type3: dict[tuple[str, tuple[object, ...]], InclusiveMulticastRoute] = {}
+        self._by_mac: dict[MacKey, set[tuple[str, tuple[object, ...]]]] = {}
+        self._static_macs: dict[MacKey, _Claim] = {}
+        self._static_flood: set[tuple[int, str]] = set()
+        self._local: dict[MacKey, LocalMac] = {}
+        self._local_seq: dict[MacKey, int] = {}  # the number each local MAC carries
+        self._winner: dict[MacKey, _Claim] = {}  # what is installed, per (VNI, MAC)
+        self.refused: Counter[str] = Counter()
+        self._listeners: list[Callable[[ViewChange], None]] = []
+        self._lock = threading.RLock()  # the speaker's thread and the controller's
+
+    # ---- inputs -------------------------------------------------------------
+
+    def learn(self, source: str, route: MacIpRoute | InclusiveMulticastRoute) -> ViewChange:
+        """A validated route from peer ``source`` (a re-advertisement replaces
+        the earlier version of the same NLRI)."""
+        with self._lock:
+            key = (source, route.nlri_key())
+            if isinstance(route, MacIpRoute):
+                old = self._type2.get(key)
+                touched = {(route.vni, route.mac)}
+                if old is not None:
+                    touched.add((old.vni, old.mac))
+                before = self._before(touched, flood=False)
+                if old is not None:
+                    self._unindex(key, old)
+                self._type2[key] = route
+                self._by_mac.setdefault((route.vni, route.mac), set()).add(key)
+                self._settle(touched, newcomer=(source, route))
+            else:
+                before = self._before(set(), flood=True)
+                self._type3[key] = route
+            change = self._diff(before)
+        self._notify(change)
+        return change
+
+    def unlearn(self, source: str, nlri_key: tuple[object, ...]) -> ViewChange:
+        """The peer withdrew the route with this NLRI; unknown keys are ignored."""
+        with self._lock:
+            key = (source, nlri_key)
+            old = self._type2.get(key)
+            touched = {(old.vni, old.mac)} if old is not None else set()
+            before = self._before(touched, flood=key in self._type3)
+            if old is not None:
+                del self._type2[key]
+                self._unindex(key, old)
+            self._type3.pop(key, None)
+            self._settle(touched)
+            change = self._diff(before)
+        self._notify(change)
+        return change
+
+    def drop_source(self, source: str) -> ViewChange:
+        """Session to ``source`` went down (hold timer expired or closed):
+        every route it gave us is withdrawn."""
+        with self._lock:
+            gone2 = [k for k in self._type2 if k[0] == source]
+            gone3 = [k for k in self._type3 if k[0] == source]
+            touched = {(self._type2[k].vni, self._type2[k].mac) for k in gone2}
+            before = self._before(touched, flood=bool(gone3))
+            for key in gone2:
+                self._unindex(key, self._type2.pop(key))
+            for key in gone3:
+                del self._type3[key]
+            self._settle(touched)
+            change = self._diff(before)
+        self._notify(change)
+        return change
+
+    def set_static(
+        self,
+        flood: Iterable[tuple[int, str]],
+        macs: Iterable[tuple[int, str, str, Iterable[str]]],
+    ) -> ViewChange:
+        """Static remote VTEPs of the fabric file: (VNI, VTEP) flood members and
+        (VNI, MAC, VTEP, IPs) MACs. Static MACs are sticky: the operator said so."""
+        with self._lock:
+            new = {
+                (vni, mac): _Claim(vtep, 0, True, frozenset(ips), STATIC)
+                for vni, mac, vtep, ips in macs
+            }
+            touched = set(self._static_macs) | set(new)
+            before = self._before(touched, flood=True)
+            self._static_flood = set(flood)
+            self._static_macs = new
+            self._settle(touched)
+            change = self._diff(before)
+        self._notify(change)
+        return change
+
+    def set_local(self, macs: Iterable[LocalMac]) -> ViewChange:
+        """The full set of our VMs' MACs (the desired state's, after a compile)."""
+        with self._lock:
+            new = {(m.vni, m.mac): m for m in macs}
+            touched = {k for k in set(self._local) | set(new) if self._local.get(k) != new.get(k)}
+            before = self._before(touched, flood=False)
+            for key in touched:
+                mac = new.get(key)
+                old = self._local.get(key)
+                if mac is None:
+                    self._local_seq.pop(key, None)
+                elif old is None:
+                    # A MAC that appears here: RFC 7432 15, one more than any
+                    # number a remote VTEP holds for it.
+                    remote = [c.seq for c in self._remote_claims(key).values()]
+                    self._local_seq[key] = max(remote) + 1 if remote else 0
+                elif old.vtep != mac.vtep:
+                    # Moved between two of our ToRs: a new number so remote
+                    # VTEPs prefer the new route even before the old is withdrawn.
+                    self._local_seq[key] = self._local_seq.get(key, 0) + 1
+            self._local = new
+            self._settle(touched)
+            change = self._diff(before)
+        self._notify(change)
+        return change
+
+    def on_change(self, listener: Callable[[ViewChange], None]) -> None:
+        self._listeners.append(listener)
+
+    def view(self) -> EvpnView:
+        return EvpnView(self)
+
+    def _unindex(self, key: tuple[str, tuple[object, ...]], route: MacIpRoute) -> None:
+        keys = self._by_mac.get((route.vni, route.mac))
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_mac[route.vni, route.mac]
+
+    # ---- the rules ----------------------------------------------------------
+
+    def _remote_claims(self, key: MacKey) -> dict[str, _Claim]:
+        """One claim per remote VTEP: its highest number, the union of its IPs."""
+        claims: dict[str, _Claim] = {}
+        for route_key in sorted(self._by_mac.get(key, ()), key=repr):
+            source, route = route_key[0], self._type2[route_key]
+            ips = frozenset([route.ip]) if route.ip else frozenset()
+            old = claims.get(route.next_hop)
+            if old is None:
+                claims[route.next_hop] = _Claim(
+                    route.next_hop, route.mobility_seq, route.sticky, ips, source
+                )
+            else:
+                claims[route.next_hop] = _Claim(
+                    route.next_hop,
+                    max(old.seq, route.mobility_seq),
+                    old.sticky or route.sticky,
+                    old.ips | ips,
+                    old.source,
+                )
+        static = self._static_macs.get(key)
+        if static is not None and static.vtep not in claims:
+            claims[static.vtep] = static
+        return claims
+
+    def _settle(
+        self,
+        keys: Iterable[MacKey],
+        newcomer: tuple[str, MacIpRoute] | None = None,
+    ) -> None:
+        for key in keys:
+            claims = list(self._remote_claims(key).values())
+            local = self._local.get(key)
+            if local is not None:
+                claims.append(
+                    _Claim(local.vtep, self._local_seq.get(key, 0), False, local.ips, LOCAL)
+                )
+            current = self._winner.get(key)
+            if not claims:
+                self._winner.pop(key, None)
+                continue
+            top = max(c.rank for c in claims)
+            leaders = [c for c in claims if c.rank == top]
+            if len(leaders) == 1:
+                self._winner[key] = leaders[0]
+                continue
+            # Two VTEPs, one number: keep what is installed (refreshed, if it
+            # is one of the leaders), refuse the rest.
+            kept = next(
+                (c for c in leaders if current is not None and c.vtep == current.vtep), None
+            )
+            if kept is not None:
+                self._winner[key] = kept
+            elif current is not None and any(c.vtep == current.vtep for c in claims):
+                # The installed claim stands, though outranked by the tie.
+                self._winner[key] = next(c for c in claims if c.vtep == current.vtep)
+            else:
+                self._winner.pop(key, None)
+            if newcomer is not None:
+                source, route = newcomer
+                contested = route.next_hop in {c.vtep for c in leaders}
+                if (
+                    (route.vni, route.mac) == key
+                    and contested
+                    and (kept is None or kept.vtep != route.next_hop)
+                ):
+                    self.refused["conflict"] += 1
+                    log.warning(
+                        "EVPN: refused %s in VNI %d from %s (VTEP %s, seq %d): "
+                        "same sequence number as VTEP(s) %s",
+                        route.mac,
+                        route.vni,
+                        source,
+                        route.next_hop,
+                        route.mobility_seq,
+                        ", ".join(sorted(c.vtep for c in leaders if c.vtep != route.next_hop)),
+                    )
+
+    # ---- read side ----------------------------------------------------------
+
+    def _before(self, touched: set[MacKey], flood: bool) -> _Before:
+        return _Before(
+            {k: self._winner.get(k) for k in touched},
+            {k: self._local_seq.get(k) for k in touched},
+            self._flood() if flood else None,
+        )
+
+    def _diff(self, before: _Before) -> ViewChange:
+        added: set[RemoteMac] = set()
+        removed: set[RemoteMac] = set()
+        local: set[MacKey] = set()
+        for key, old in before.winners.items():
+            new = self._winner.get(key)
+            if old == new and before.local_seq[key] == self._local_seq.get(key):
+                continue
+            for claim, bucket in ((old, removed), (new, added)):
+                if claim is None:
+                    continue
+                if claim.source == LOCAL:
+                    local.add(key)
+                else:
+                    bucket.add(
+                        RemoteMac(key[0], key[1], claim.vtep, claim.ips, claim.seq, claim.source)
+                    )
+        flood_added: frozenset[tuple[int, str]] = frozenset()
+        flood_removed: frozenset[tuple[int, str]] = frozenset()
+        if before.flood is not None:
+            flood = self._flood()
+            flood_added, flood_removed = flood - before.flood, before.flood - flood
+        common = added & removed
+        return ViewChange(
+            frozenset(added - common),
+            frozenset(removed - common),
+            flood_added,
+            flood_removed,
+            frozenset(local),
+        )
+
+    def _remote_macs(self) -> frozenset[RemoteMac]:
+        return frozenset(
+            RemoteMac(vni, mac, c.vtep, c.ips, c.seq, c.source)
+            for (vni, mac), c in self._winner.items()
+            if c.source != LOCAL
+        )
+
+    def _flood(self) -> frozenset[tuple[int, str]]:
+        learned = {(r.vni, r.vtep) for r in self._type3.values()}
+        return frozenset(learned | self._static_flood)
+
+    def _advertisements(self) -> dict[MacKey, LocalAdvertisement]:
+        return {
+            key: LocalAdvertisement(key[0], key[1], c.vtep, c.ips, c.seq)
+            for key, c in self._winner.items()
+            if c.source == LOCAL
+        }
+
+    def _notify(self, change: ViewChange) -> None:
+        if not change:
+            return
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception:  # a listener's bug must not stop route intake
+                log.exception("EVPN: change listener failed")
+
+
+class EvpnView:
+    """Read-only facts for the controller's compiler (next round's integration)."""
+
+    def __init__(self, table: LearnedTable) -> None:
+        self._table = table
+
+    def remote_macs(self, vni: int | None = None) -> frozenset[RemoteMac]:
+        with self._table._lock:
+            macs = self._table._remote_macs()
+        return macs if vni is None else frozenset(m for m in macs if m.vni == vni)
+
+    def flood_vteps(self, vni: int) -> frozenset[str]:
+        with self._table._lock:
+            return frozenset(vtep for v, vtep in self._table._flood() if v == vni)
+
+    def flood_map(self) -> dict[int, frozenset[str]]:
+        with self._table._lock:
+            flood = self._table._flood()
+        result: dict[int, set[str]] = {}
+        for vni, vtep in flood:
+            result.setdefault(vni, set()).add(vtep)
+        return {vni: frozenset(vteps) for vni, vteps in result.items()}
+
+    def advertisements(self) -> frozenset[LocalAdvertisement]:
+        """Local MACs that win, with the sequence number to advertise."""
+        with self._table._lock:
+            return frozenset(self._table._advertisements().values())
+
+    def moved_away(self) -> frozenset[MacKey]:
+        """Local VMs whose MAC a remote VTEP holds with a higher number: the
+        VM runs elsewhere now (or the inventory is stale); not advertised."""
+        with self._table._lock:
+            return frozenset(
+                key
+                for key in self._table._local
+                if self._table._winner.get(key) is None or self._table._winner[key].source != LOCAL
+            )
+
+    def on_change(self, listener: Callable[[ViewChange], None]) -> None:
+        self._table.on_change(listener)

@@ -1,0 +1,274 @@
+"""A standard Linux EVPN VTEP run by FRR, in network namespaces the test owns.
+
+    [ns ctl]  gobgpd (p4vtep's speaker)
+       ctl0 10.99.<n>.1 ───veth─── frr0 10.99.<n>.2   [ns frr]
+                                   zebra + bgpd (advertise-all-vni)
+                                   br<vni> ── vxlan<vni> (local 10.99.<n>.2)
+                                      └── vmbr0 ══ vm0 (the VM's MAC)  [ns vm]
+
+FRR runs as its own packaged user with every file (config, pid, vty sockets,
+zebra API socket, logs) in a private temp dir: nothing under /etc/frr or
+/var/run/frr is touched. Namespaces and links carry this run's pid in their
+names and are deleted at the end; only the daemons started here are killed,
+by the pids of the processes started here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FRR_DIR = Path("/usr/lib/frr")
+VM_MAC = "52:54:00:f0:00:01"
+
+
+def missing_requirements() -> list[str]:
+    reasons = []
+    if os.geteuid() != 0:
+        reasons.append("not root (network namespaces)")
+    for tool in ("ip", "bridge"):
+        if shutil.which(tool) is None:
+            reasons.append(f"{tool} missing")
+    if not (FRR_DIR / "bgpd").exists() or shutil.which("vtysh") is None:
+        reasons.append("FRR missing (Debian package frr)")
+    if shutil.which("gobgpd") is None:
+        reasons.append("gobgpd missing (Debian package gobgpd)")
+    from p4vtep.evpn import gobgp_api
+
+    if gobgp_api.MISSING:
+        reasons.append("GoBGP API classes missing (make deps)")
+    return reasons
+
+
+def needs_frr() -> pytest.MarkDecorator:
+    reasons = missing_requirements()
+    return pytest.mark.skipif(
+        bool(reasons), reason="; ".join(reasons) + ": FRR EVPN interop tests skipped"
+    )
+
+
+def _run(*args: str, check: bool = True) -> str:
+    done = subprocess.run(args, check=False, capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+class FrrLab:
+    def __init__(
+        self, vni: int = 5000, asn: int = 65000, hold_time: int = 3, foreign_vni: int | None = None
+    ) -> None:
+        tag = os.getpid() % 100000
+        self.vni, self.asn, self.hold_time = vni, asn, hold_time
+        self.foreign_vni = foreign_vni  # a second VNI with no VM, only a type 3 route
+        # The VM has a namespace of its own: bgpd refuses routes for a MAC that
+        # belongs to one of its own interfaces ("self mac").
+        self.ctl_ns, self.frr_ns, self.vm_ns = f"p4ve-c{tag}", f"p4ve-f{tag}", f"p4ve-v{tag}"
+        subnet = tag % 250 + 1
+        self.ctl_ip, self.frr_ip = f"10.99.{subnet}.1", f"10.99.{subnet}.2"
+        self.observer_ip = f"10.99.{subnet}.3"  # a second address on FRR's side, for a 2nd peer
+        self.dir = Path(tempfile.mkdtemp(prefix="p4vtep-frr-"))
+        self.dir.chmod(0o777)  # the frr user writes its sockets, pid and log files here
+        self.daemons: dict[str, subprocess.Popen[bytes]] = {}
+
+    # ---- setup ----------------------------------------------------------------
+
+    def __enter__(self) -> FrrLab:  # noqa: PYI034 - Python 3.10 has no typing.Self
+        try:
+            self._network()
+            self._start_frr()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _network(self) -> None:
+        c, f, vni = self.ctl_ns, self.frr_ns, self.vni
+        _run("ip", "netns", "add", c)
+        _run("ip", "netns", "add", f)
+        _run("ip", "netns", "add", self.vm_ns)
+        # The VM says nothing unless told to (no IPv6 DAD or router solicitations).
+        _run(
+            "ip",
+            "netns",
+            "exec",
+            self.vm_ns,
+            "sysctl",
+            "-qw",
+            "net.ipv6.conf.default.disable_ipv6=1",
+        )
+        _run(
+            "ip", "-n", c, "link", "add", "ctl0", "type", "veth", "peer", "name", "frr0", "netns", f
+        )
+        for ns, dev, ip in ((c, "ctl0", self.ctl_ip), (f, "frr0", self.frr_ip)):
+            _run("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
+            _run("ip", "-n", ns, "link", "set", dev, "up")
+            _run("ip", "-n", ns, "link", "set", "lo", "up")
+        _run("ip", "-n", f, "addr", "add", f"{self.observer_ip}/24", "dev", "frr0")
+        # p4vtep's ToR VTEPs (10.0.0.0/24) are reached through the controller's
+        # side here, so FRR's next-hop tracking finds them resolvable.
+        _run("ip", "-n", f, "route", "add", "10.0.0.0/24", "via", self.ctl_ip)
+        for v in (vni, self.foreign_vni):
+            if v is None:
+                continue
+            _run("ip", "-n", f, "link", "add", f"br{v}", "type", "bridge")
+            _run(
+                "ip", "-n", f, "link", "add", f"vxlan{v}", "type", "vxlan", "id", str(v),
+                "local", self.frr_ip, "dstport", str(4789 + (v != vni)), "nolearning",
+            )  # fmt: skip
+            _run("ip", "-n", f, "link", "set", f"vxlan{v}", "master", f"br{v}")
+            _run("ip", "-n", f, "link", "set", f"br{v}", "up")
+            _run("ip", "-n", f, "link", "set", f"vxlan{v}", "up")
+        _run(
+            "ip", "-n", f, "link", "add", "vm0", "address", VM_MAC, "type", "veth", "peer", "vmbr0"
+        )
+        _run("ip", "-n", f, "link", "set", "vm0", "netns", self.vm_ns)
+        _run("ip", "-n", f, "link", "set", "vmbr0", "master", f"br{vni}")
+        _run("ip", "-n", f, "link", "set", "vmbr0", "up")
+        _run("ip", "-n", self.vm_ns, "link", "set", "vm0", "up")
+
+    def add_vm_mac(self, mac: str = VM_MAC) -> None:
+        """The VM's MAC as a local FDB entry on its bridge port: zebra sees it
+        and bgpd advertises it as a type 2 route."""
+        _run("bridge", "-n", self.frr_ns, "fdb", "replace", mac, "dev", "vmbr0", "master", "static")
+
+    def del_vm_mac(self, mac: str = VM_MAC) -> None:
+        """The VM left the host: its bridge entry goes (whatever its kind)."""
+        _run("bridge", "-n", self.frr_ns, "fdb", "del", mac, "dev", "vmbr0", "master", check=False)
+
+    def vm_speaks(self) -> None:
+        """The VM sends exactly one frame, so the bridge learns its MAC on
+        vmbr0 as a dynamic entry (as after a live migration's announcement).
+        One raw frame, not a ping: ARP retries would keep re-teaching the MAC
+        here after the VM has moved away."""
+        sender = (
+            "import socket; s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW); "
+            "s.bind(('vm0', 0)); "
+            f"s.send(b'\\xff' * 6 + bytes.fromhex('{VM_MAC.replace(':', '')}') "
+            "+ b'\\x88\\xb5' + bytes(46))"
+        )
+        _run("ip", "netns", "exec", self.vm_ns, sys.executable, "-c", sender)
+
+    def _start_frr(self) -> None:
+        (self.dir / "zebra.conf").write_text(f"hostname frr-evpn\nlog file {self.dir}/zebra.log\n")
+        (self.dir / "bgpd.conf").write_text(
+            f"""frr defaults datacenter
+hostname frr-evpn
+log file {self.dir}/bgpd.log
+router bgp {self.asn}
+ bgp router-id {self.frr_ip}
+ no bgp default ipv4-unicast
+ neighbor {self.ctl_ip} remote-as {self.asn}
+ neighbor {self.ctl_ip} timers 1 {self.hold_time}
+ neighbor {self.ctl_ip} timers connect 1
+ address-family l2vpn evpn
+  neighbor {self.ctl_ip} activate
+  advertise-all-vni
+ exit-address-family
+"""
+        )
+        for name in ("zebra", "bgpd"):
+            self._start_daemon(name)
+            if name == "zebra":
+                self._wait_for_file(self.dir / "zserv.api")
+
+    def _start_daemon(self, name: str) -> None:
+        log = open(self.dir / f"{name}.out", "wb")  # noqa: SIM115 - handed to the child
+        self.daemons[name] = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                self.frr_ns,
+                str(FRR_DIR / name),
+                "-f",
+                str(self.dir / f"{name}.conf"),
+                "-i",
+                str(self.dir / f"{name}.pid"),
+                "--vty_socket",
+                str(self.dir),
+                "-z",
+                str(self.dir / "zserv.api"),
+                "-P",
+                "0",
+                # bgpd listens on FRR's own address only: the other address on
+                # frr0 belongs to a second peer in some tests.
+                *(["-l", self.frr_ip] if name == "bgpd" else []),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        log.close()
+
+    def _wait_for_file(self, path: Path, timeout: float = 10) -> None:
+        deadline = time.monotonic() + timeout
+        while not path.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{path} did not appear; see {self.dir}")
+            time.sleep(0.05)
+
+    # ---- looking at FRR -------------------------------------------------------
+
+    def vtysh(self, command: str) -> str:
+        return _run("vtysh", "--vty_socket", str(self.dir), "-c", command)
+
+    def evpn_routes(self) -> list[dict[str, Any]]:
+        """FRR's EVPN table as a flat list of paths (type, MAC, IP, next hop, ...)."""
+        table = json.loads(self.vtysh("show bgp l2vpn evpn json") or "{}")
+        paths = []
+        for rd, prefixes in table.items():
+            if not isinstance(prefixes, dict) or ":" not in rd:
+                continue
+            for prefix, entry in prefixes.items():
+                if not isinstance(entry, dict):
+                    continue
+                for group in entry.get("paths", []):
+                    for path in group if isinstance(group, list) else [group]:
+                        paths.append({"rd": rd, "prefix": prefix, **path})
+        return paths
+
+    def fdb(self) -> list[dict[str, Any]]:
+        out = _run("bridge", "-n", self.frr_ns, "-j", "fdb", "show", "dev", f"vxlan{self.vni}")
+        return list(json.loads(out or "[]"))
+
+    def session_established(self) -> bool:
+        summary = json.loads(self.vtysh("show bgp l2vpn evpn summary json") or "{}")
+        peers = summary.get("peers", {})
+        return peers.get(self.ctl_ip, {}).get("state") == "Established"
+
+    def freeze_bgpd(self) -> None:
+        """bgpd stops answering but keeps its TCP session: only the hold
+        timer can tell the peer it is gone."""
+        self.daemons["bgpd"].send_signal(signal.SIGSTOP)
+
+    # ---- teardown -------------------------------------------------------------
+
+    def close(self) -> None:
+        for process in self.daemons.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
+                process.terminate()
+        for process in self.daemons.values():
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.daemons.clear()
+        for ns in (self.ctl_ns, self.frr_ns, self.vm_ns):
+            _run("ip", "netns", "del", ns, check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
