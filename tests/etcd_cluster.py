@@ -1,0 +1,177 @@
+"""A real etcd cluster for tests: 1 or 3 members on free loopback ports.
+
+Each member is an `etcd` process (Debian's etcd-server) with its data dir in a
+temporary directory. A member can be killed (SIGKILL) and restarted with its
+data, so tests can take one member away or break quorum and bring it back.
+Teardown kills exactly the processes this object started.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from p4vtep.bmv2 import free_port
+
+ETCD = shutil.which("etcd")
+
+# One transaction may carry a whole initial import (10,000 VMs and their
+# indices); etcd's defaults (128 operations, 1.5 MiB) are for small configs.
+MAX_TXN_OPS = 65536
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+
+
+def needs_etcd() -> pytest.MarkDecorator:
+    return pytest.mark.skipif(
+        ETCD is None, reason="etcd not found (Debian etcd-server; make deps): etcd tests skipped"
+    )
+
+
+@dataclass
+class Member:
+    name: str
+    client_port: int
+    peer_port: int
+    data_dir: Path
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://127.0.0.1:{self.peer_port}"
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class EtcdCluster:
+    def __init__(self, size: int = 3, root: Path | None = None, token: str = "p4vtep-test") -> None:
+        if ETCD is None:
+            raise RuntimeError("etcd not found (install Debian's etcd-server)")
+        self._tmp = None if root is not None else tempfile.TemporaryDirectory(prefix="etcd-")
+        self.root = root if root is not None else Path(self._tmp.name)  # type: ignore[union-attr]
+        self.token = token
+        self.members = [
+            Member(
+                f"m{i}",
+                free_port(),
+                free_port(),
+                self.root / f"m{i}.etcd",
+                self.root / f"m{i}.log",
+            )
+            for i in range(size)
+        ]
+        self._initial_cluster = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
+
+    @property
+    def endpoints(self) -> list[str]:
+        return [m.endpoint for m in self.members]
+
+    def start(self, timeout: float = 20.0) -> EtcdCluster:
+        for member in self.members:
+            self._spawn(member)
+        self.wait_healthy(timeout)
+        return self
+
+    def _spawn(self, member: Member) -> None:
+        assert ETCD is not None
+        state = "existing" if member.data_dir.exists() else "new"
+        args = [
+            ETCD,
+            "--name",
+            member.name,
+            "--data-dir",
+            str(member.data_dir),
+            "--listen-client-urls",
+            f"http://{member.endpoint}",
+            "--advertise-client-urls",
+            f"http://{member.endpoint}",
+            "--listen-peer-urls",
+            member.peer_url,
+            "--initial-advertise-peer-urls",
+            member.peer_url,
+            "--initial-cluster",
+            self._initial_cluster,
+            "--initial-cluster-state",
+            state,
+            "--initial-cluster-token",
+            self.token,
+            "--max-txn-ops",
+            str(MAX_TXN_OPS),
+            "--max-request-bytes",
+            str(MAX_REQUEST_BYTES),
+        ]
+        log = member.log.open("ab")
+        member.process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        log.close()
+
+    def wait_healthy(self, timeout: float = 20.0, members: list[Member] | None = None) -> None:
+        """Wait until each given (default: every live) member answers a
+        linearizable read, i.e. it is part of a cluster with a raft leader."""
+        deadline = time.monotonic() + timeout
+        for member in members or [m for m in self.members if m.alive]:
+            while True:
+                if not member.alive:
+                    raise RuntimeError(f"etcd {member.name} exited; see {member.log}")
+                if self._healthy(member):
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"etcd {member.name} not healthy in {timeout} s")
+                time.sleep(0.1)
+
+    def _healthy(self, member: Member) -> bool:
+        etcdctl = shutil.which("etcdctl")
+        if etcdctl is None:
+            raise RuntimeError("etcdctl not found (Debian etcd-client)")
+        result = subprocess.run(
+            [etcdctl, "--endpoints", member.endpoint, "--command-timeout=1s", "endpoint", "health"],
+            capture_output=True,
+            check=False,
+            env={"ETCDCTL_API": "3"},
+        )
+        return result.returncode == 0
+
+    def kill(self, index: int) -> None:
+        """SIGKILL one member (its data stays for restart)."""
+        member = self.members[index]
+        if member.process is not None and member.process.poll() is None:
+            member.process.send_signal(signal.SIGKILL)
+            member.process.wait(10)
+
+    def restart(self, index: int, wait: bool = True) -> None:
+        member = self.members[index]
+        if member.alive:
+            return
+        self._spawn(member)
+        if wait:
+            self.wait_healthy(members=[member])
+
+    def stop(self) -> None:
+        for index in range(len(self.members)):
+            self.kill(index)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+
+@contextmanager
+def etcd_cluster(size: int = 3) -> Iterator[EtcdCluster]:
+    cluster = EtcdCluster(size)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
