@@ -8,6 +8,7 @@ Teardown kills exactly the processes this object started.
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -33,6 +34,10 @@ def needs_etcd() -> pytest.MarkDecorator:
     return pytest.mark.skipif(
         ETCD is None, reason="etcd not found (Debian etcd-server; make deps): etcd tests skipped"
     )
+
+
+class MemberExited(RuntimeError):
+    pass
 
 
 @dataclass
@@ -64,15 +69,19 @@ class EtcdCluster:
         self._tmp = None if root is not None else tempfile.TemporaryDirectory(prefix="etcd-")
         self.root = root if root is not None else Path(self._tmp.name)  # type: ignore[union-attr]
         self.token = token
+        self.size = size
+        self._new_members("")
+
+    def _new_members(self, tag: str) -> None:
         self.members = [
             Member(
                 f"m{i}",
                 free_port(),
                 free_port(),
-                self.root / f"m{i}.etcd",
-                self.root / f"m{i}.log",
+                self.root / f"m{i}{tag}.etcd",
+                self.root / f"m{i}{tag}.log",
             )
-            for i in range(size)
+            for i in range(self.size)
         ]
         self._initial_cluster = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
 
@@ -80,10 +89,21 @@ class EtcdCluster:
     def endpoints(self) -> list[str]:
         return [m.endpoint for m in self.members]
 
-    def start(self, timeout: float = 20.0) -> EtcdCluster:
-        for member in self.members:
-            self._spawn(member)
-        self.wait_healthy(timeout)
+    def start(self, timeout: float = 20.0, attempts: int = 3) -> EtcdCluster:
+        for attempt in range(attempts):
+            for member in self.members:
+                self._spawn(member)
+            try:
+                self.wait_healthy(timeout)
+                return self
+            except MemberExited:
+                # A free port was taken before etcd bound it (other tests
+                # run beside us): start over on new ports with empty dirs.
+                if attempt == attempts - 1:
+                    raise
+                for index in range(len(self.members)):
+                    self.kill(index)
+                self._new_members(f"retry{attempt}")
         return self
 
     def _spawn(self, member: Member) -> None:
@@ -127,7 +147,8 @@ class EtcdCluster:
         for member in members or [m for m in self.members if m.alive]:
             while True:
                 if not member.alive:
-                    raise RuntimeError(f"etcd {member.name} exited; see {member.log}")
+                    tail = member.log.read_text(errors="replace").splitlines()[-3:]
+                    raise MemberExited(f"etcd {member.name} exited: " + " | ".join(tail))
                 if self._healthy(member):
                     break
                 if time.monotonic() > deadline:
@@ -135,16 +156,31 @@ class EtcdCluster:
                 time.sleep(0.1)
 
     def _healthy(self, member: Member) -> bool:
+        return self._etcdctl(member, "endpoint", "health").returncode == 0
+
+    def _etcdctl(self, member: Member, *args: str) -> subprocess.CompletedProcess[str]:
         etcdctl = shutil.which("etcdctl")
         if etcdctl is None:
             raise RuntimeError("etcdctl not found (Debian etcd-client)")
-        result = subprocess.run(
-            [etcdctl, "--endpoints", member.endpoint, "--command-timeout=1s", "endpoint", "health"],
+        return subprocess.run(
+            [etcdctl, "--endpoints", member.endpoint, "--command-timeout=1s", *args],
             capture_output=True,
+            text=True,
             check=False,
             env={"ETCDCTL_API": "3"},
         )
-        return result.returncode == 0
+
+    def raft_leader(self) -> int:
+        """Index of the member that is the raft leader now."""
+        for index, member in enumerate(self.members):
+            if not member.alive:
+                continue
+            result = self._etcdctl(member, "endpoint", "status", "-w", "json")
+            if result.returncode == 0:
+                status = json.loads(result.stdout)[0]["Status"]
+                if status["header"]["member_id"] == status["leader"]:
+                    return index
+        raise RuntimeError("no member is the raft leader")
 
     def kill(self, index: int) -> None:
         """SIGKILL one member (its data stays for restart)."""
