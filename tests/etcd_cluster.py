@@ -182,6 +182,13 @@ class EtcdCluster:
                     return index
         raise RuntimeError("no member is the raft leader")
 
+    def compact(self, revision: int) -> None:
+        """Drop the history before ``revision`` (as etcd's auto-compaction does)."""
+        member = next(m for m in self.members if m.alive)
+        result = self._etcdctl(member, "compact", str(revision))
+        if result.returncode != 0:
+            raise RuntimeError(f"etcdctl compact {revision}: {result.stderr.strip()}")
+
     def kill(self, index: int) -> None:
         """SIGKILL one member (its data stays for restart)."""
         member = self.members[index]
