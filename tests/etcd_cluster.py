@@ -40,6 +40,17 @@ class MemberExited(RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class ClusterTls:
+    """PEM files: clients must present a certificate signed by ``ca``."""
+
+    ca: Path
+    server_cert: Path  # for 127.0.0.1
+    server_key: Path
+    client_cert: Path  # used by the harness's own health checks
+    client_key: Path
+
+
 @dataclass
 class Member:
     name: str
@@ -63,12 +74,20 @@ class Member:
 
 
 class EtcdCluster:
-    def __init__(self, size: int = 3, root: Path | None = None, token: str = "p4vtep-test") -> None:
+    def __init__(
+        self,
+        size: int = 3,
+        root: Path | None = None,
+        token: str = "p4vtep-test",
+        tls: ClusterTls | None = None,
+    ) -> None:
         if ETCD is None:
             raise RuntimeError("etcd not found (install Debian's etcd-server)")
         self._tmp = None if root is not None else tempfile.TemporaryDirectory(prefix="etcd-")
         self.root = root if root is not None else Path(self._tmp.name)  # type: ignore[union-attr]
         self.token = token
+        self.tls = tls
+        self.scheme = "https" if tls else "http"
         self.size = size
         self._new_members("")
 
@@ -116,9 +135,9 @@ class EtcdCluster:
             "--data-dir",
             str(member.data_dir),
             "--listen-client-urls",
-            f"http://{member.endpoint}",
+            f"{self.scheme}://{member.endpoint}",
             "--advertise-client-urls",
-            f"http://{member.endpoint}",
+            f"{self.scheme}://{member.endpoint}",
             "--listen-peer-urls",
             member.peer_url,
             "--initial-advertise-peer-urls",
@@ -134,6 +153,10 @@ class EtcdCluster:
             "--max-request-bytes",
             str(MAX_REQUEST_BYTES),
         ]
+        if self.tls is not None:
+            args += ["--cert-file", str(self.tls.server_cert), "--key-file"]
+            args += [str(self.tls.server_key), "--client-cert-auth", "--trusted-ca-file"]
+            args += [str(self.tls.ca)]
         log = member.log.open("ab")
         member.process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -162,8 +185,12 @@ class EtcdCluster:
         etcdctl = shutil.which("etcdctl")
         if etcdctl is None:
             raise RuntimeError("etcdctl not found (Debian etcd-client)")
+        tls = []
+        if self.tls is not None:
+            tls = [f"--cacert={self.tls.ca}", f"--cert={self.tls.client_cert}"]
+            tls += [f"--key={self.tls.client_key}"]
         return subprocess.run(
-            [etcdctl, "--endpoints", member.endpoint, "--command-timeout=1s", *args],
+            [etcdctl, "--endpoints", member.endpoint, "--command-timeout=1s", *tls, *args],
             capture_output=True,
             text=True,
             check=False,
@@ -212,8 +239,8 @@ class EtcdCluster:
 
 
 @contextmanager
-def etcd_cluster(size: int = 3) -> Iterator[EtcdCluster]:
-    cluster = EtcdCluster(size)
+def etcd_cluster(size: int = 3, tls: ClusterTls | None = None) -> Iterator[EtcdCluster]:
+    cluster = EtcdCluster(size, tls=tls)
     try:
         yield cluster.start()
     finally:

@@ -8,6 +8,7 @@ asserted: run with -s to see them.
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -19,8 +20,8 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from etcd_cluster import EtcdCluster, etcd_cluster, needs_etcd
-from p4vtep.model import Vm
+from etcd_cluster import ClusterTls, EtcdCluster, etcd_cluster, needs_etcd
+from p4vtep.model import TlsFiles, Vm
 from p4vtep.state.etcd_connection import EtcdSettings
 from p4vtep.state.etcd_store import EtcdStateStore
 from p4vtep.state.leadership import ELECTION_ID_BASE, EtcdLeadership
@@ -32,6 +33,7 @@ from p4vtep.state.protocol import (
     StateEvent,
     StoreUnavailable,
 )
+from test_tls import make_ca, make_cert
 
 pytestmark = [pytest.mark.etcd, needs_etcd()]
 
@@ -469,6 +471,46 @@ def test_partitioned_leader_stops_writing_before_its_lease_expires(cluster, reso
         f"{new_started - old_stopped:.2f} s, TTL {TTL} s, margin {MARGIN} s); "
         f"campaign returned at {took_over - partitioned:.2f} s"
     )
+
+
+# -- TLS --------------------------------------------------------------------
+
+
+def test_mutual_tls(tmp_path, resources):
+    """Over TLS with a client certificate the store works; without one, or
+    with a certificate from another CA, it is refused with a clear error."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl not found: etcd TLS test skipped")
+    make_ca(tmp_path, "ca")
+    make_ca(tmp_path, "rogue-ca")
+    make_cert(tmp_path, "ca", "server", server=True)
+    make_cert(tmp_path, "ca", "client", server=False)
+    make_cert(tmp_path, "rogue-ca", "rogue", server=False)
+    pem, key = (lambda n: tmp_path / f"{n}.pem"), (lambda n: tmp_path / f"{n}.key")
+    tls = ClusterTls(pem("ca"), pem("server"), key("server"), pem("client"), key("client"))
+    with etcd_cluster(1, tls=tls) as cluster:
+        prefix = unique_prefix()
+        client = TlsFiles(str(pem("ca")), str(pem("client")), str(key("client")))
+        secure = EtcdSettings(tuple(cluster.endpoints), prefix=prefix, tls=client)
+        a = open_store(resources, secure, "a")
+        r = a.commit(Change(upserts=(vm(1),)), 0)
+        assert open_store(resources, secure, "b").load().revision == r
+        rogue = TlsFiles(str(pem("ca")), str(pem("rogue")), str(key("rogue")))
+        for name, refused in (
+            ("plaintext", EtcdSettings(tuple(cluster.endpoints), prefix=prefix, timeout=1.0)),
+            (
+                "rogue",
+                EtcdSettings(tuple(cluster.endpoints), prefix=prefix, tls=rogue, timeout=1.0),
+            ),
+        ):
+            store = EtcdStateStore(refused, name)
+            try:
+                with pytest.raises(StoreUnavailable, match="no etcd member reachable"):
+                    store.commit(Change(upserts=(vm(2),)), r)
+            finally:
+                store.close()
+        assert set(a.load().vms) == {"vm1"}
+        resources.close()  # before the cluster stops
 
 
 # -- etcd failures ----------------------------------------------------------

@@ -156,8 +156,9 @@ class EtcdConnection:
                 log.info("etcd member failed during %s: %s", what, exc.details())
                 error = exc
                 self.mark_failed()
+        last = f" (last error: {error.details()})" if error is not None else ""
         raise StoreUnavailable(
-            f"etcd: cannot {what} (tried {budget:.1f} s): {self.diagnose()}"
+            f"etcd: cannot {what} (tried {budget:.1f} s): {self.diagnose()}{last}"
         ) from error
 
     def kv(self, what: str, request: Any, size: int = 0) -> Any:
