@@ -434,7 +434,16 @@ def test_partitioned_leader_stops_writing_before_its_lease_expires(cluster, reso
     strictly before the replica on the majority side becomes leader; at no
     sampled instant do both may write."""
     prefix = unique_prefix()
-    old = open_leadership(resources, settings(cluster, prefix, [0]), "old")
+    lost: list[tuple[float, str]] = []
+    old = EtcdLeadership(
+        settings(cluster, prefix, [0]),
+        "old",
+        "old:50051",
+        ttl=TTL,
+        margin=MARGIN,
+        on_lost=lambda reason: lost.append((time.monotonic(), reason)),
+    )
+    resources.callback(old.close)
     new = open_leadership(resources, settings(cluster, prefix, [1, 2]), "new")
     old_term = old.campaign(timeout=10)
     assert old.may_write()
@@ -465,6 +474,9 @@ def test_partitioned_leader_stops_writing_before_its_lease_expires(cluster, reso
     new_started = next(t for t, _, new_ok in samples if new_ok)
     assert old_stopped < new_started
     assert not any(o and n for _, o, n in samples)
+    # The old leader was told, before the new one started.
+    assert lost and "keepalives failing" in lost[0][1] and lost[0][0] < new_started
+    assert old.term is None
     print(
         f"\npartition: old leader stopped writing {old_stopped - partitioned:.2f} s after losing "
         f"etcd; new leader {new_started - partitioned:.2f} s after (gap "

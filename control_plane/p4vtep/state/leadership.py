@@ -107,15 +107,9 @@ class EtcdLeadership(Leadership):
                 # in case a watch event was lost to a member failure.
                 left = 1.0 if end is None else min(1.0, end - time.monotonic())
                 if left <= 0:
-                    raise TimeoutError(
-                        f"{self.replica_id}: not leader after {timeout} s ("
-                        + (
-                            str(unavailable)
-                            if unavailable
-                            else f"leader: {self._leader.replica_id if self._leader else 'none'}"
-                        )
-                        + ")"
-                    )
+                    holder = self._leader.replica_id if self._leader else "none"
+                    why = str(unavailable) if unavailable else f"leader: {holder}"
+                    raise TimeoutError(f"{self.replica_id}: not leader after {timeout} s ({why})")
                 if unavailable is not None:
                     self._changed.wait(min(left, 0.2))
                 elif self._leader is not None:
@@ -189,22 +183,34 @@ class EtcdLeadership(Leadership):
         return int(response.ID)
 
     def _keep_alive(self) -> None:
-        interval = self.ttl / 3
-        while not self._stop.wait(interval):
+        period = self.ttl / 3
+        next_send = time.monotonic() + period
+        while True:
             with self._lock:
-                lease_id = self._lease_id
-            if not lease_id:
+                lease_id, leading = self._lease_id, self._term is not None
+                write_until = self._deadline - self.margin
+            now = time.monotonic()
+            if leading and now >= write_until:
+                # may_write() is already false (it reads the clock); tell the
+                # owner now rather than after the next failed keepalive.
+                self._lose("lease keepalives failing; the lease may expire")
+                leading = False
+            wake = min(next_send, write_until) if leading else next_send
+            if self._stop.wait(max(0.01, wake - now)):
+                return
+            if time.monotonic() < next_send or not lease_id:
+                next_send = max(next_send, time.monotonic() + (0 if lease_id else period))
                 continue
             sent = time.monotonic()
+            # A try never outlasts the write deadline, so the check above runs in time.
+            budget = min(period, write_until - sent) if leading else period
             try:
-                ttl = self._send_keepalive(lease_id)
+                ttl = self._send_keepalive(lease_id, max(0.1, budget))
             except StateError as exc:
                 log.warning("%s: lease keepalive failed: %s", self.replica_id, exc)
-                interval = 0.2  # retry soon: the deadline is running out
-                if time.monotonic() >= self._deadline - self.margin:
-                    self._lose("lease keepalives failing; the lease may expire")
+                next_send = time.monotonic() + 0.2  # retry soon: the deadline is running out
                 continue
-            interval = self.ttl / 3
+            next_send = sent + period
             with self._lock:
                 if lease_id != self._lease_id:
                     continue
@@ -216,7 +222,7 @@ class EtcdLeadership(Leadership):
             if ttl <= 0:
                 self._lose("lease expired")
 
-    def _send_keepalive(self, lease_id: int) -> int:
+    def _send_keepalive(self, lease_id: int, budget: float) -> int:
         def keepalive(channel: Any, timeout: float) -> int:
             request = etcdrpc.LeaseKeepAliveRequest(ID=lease_id)
             for reply in etcdrpc.LeaseStub(channel).LeaseKeepAlive(
@@ -225,8 +231,7 @@ class EtcdLeadership(Leadership):
                 return int(reply.TTL)
             return 0
 
-        # Not longer than a keepalive period: the next one must go out in time.
-        return self._connection.call("keep the lease alive", keepalive, budget=self.ttl / 3)
+        return self._connection.call("keep the lease alive", keepalive, budget=budget)
 
     def _lose(self, reason: str) -> None:
         with self._lock:
