@@ -528,10 +528,11 @@ def test_mutual_tls(tmp_path, resources):
 # -- etcd failures ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("victim", ["member in use", "raft leader"])
+@pytest.mark.parametrize("victim", ["member in use", "member the watch uses", "raft leader"])
 def test_one_member_killed_store_and_leader_continue(cluster, resources, victim):
-    """With one of three members SIGKILLed (the one the store talks to, or
-    etcd's raft leader), commits, the watch and leadership go on. The lease
+    """With one of three members SIGKILLed (the one the committing store
+    talks to, the one the watching store follows, or etcd's raft leader),
+    commits, the watch and leadership go on. The lease
     uses the production TTL: it must outlast a raft election."""
     s = settings(cluster, unique_prefix())
     a, b = open_store(resources, s, "a"), open_store(resources, s, "b")
@@ -545,6 +546,8 @@ def test_one_member_killed_store_and_leader_continue(cluster, resources, victim)
     raft_leader = cluster.raft_leader()
     if victim == "member in use":
         index = cluster.endpoints.index(a._connection.client.endpoint_in_use.netloc)
+    elif victim == "member the watch uses":
+        index = cluster.endpoints.index(b._connection.client.endpoint_in_use.netloc)
     else:
         index = raft_leader
     writable: list[bool] = []
