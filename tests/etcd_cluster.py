@@ -58,15 +58,17 @@ class Member:
     peer_port: int
     data_dir: Path
     log: Path
+    host: str = "127.0.0.1"
+    wrap: tuple[str, ...] = ()  # command prefix, e.g. ("ip", "netns", "exec", ns)
     process: subprocess.Popen[bytes] | None = None
 
     @property
     def endpoint(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
+        return f"{self.host}:{self.client_port}"
 
     @property
     def peer_url(self) -> str:
-        return f"http://127.0.0.1:{self.peer_port}"
+        return f"http://{self.host}:{self.peer_port}"
 
     @property
     def alive(self) -> bool:
@@ -80,7 +82,10 @@ class EtcdCluster:
         root: Path | None = None,
         token: str = "p4vtep-test",
         tls: ClusterTls | None = None,
+        placement: list[tuple[str, tuple[str, ...]]] | None = None,
     ) -> None:
+        """``placement``: per member, the address it listens on and a command
+        prefix to start it with (e.g. in a network namespace)."""
         if ETCD is None:
             raise RuntimeError("etcd not found (install Debian's etcd-server)")
         self._tmp = None if root is not None else tempfile.TemporaryDirectory(prefix="etcd-")
@@ -89,6 +94,7 @@ class EtcdCluster:
         self.tls = tls
         self.scheme = "https" if tls else "http"
         self.size = size
+        self.placement = placement or [("127.0.0.1", ())] * size
         self._new_members("")
 
     def _new_members(self, tag: str) -> None:
@@ -99,6 +105,7 @@ class EtcdCluster:
                 free_port(),
                 self.root / f"m{i}{tag}.etcd",
                 self.root / f"m{i}{tag}.log",
+                *self.placement[i],
             )
             for i in range(self.size)
         ]
@@ -129,6 +136,7 @@ class EtcdCluster:
         assert ETCD is not None
         state = "existing" if member.data_dir.exists() else "new"
         args = [
+            *member.wrap,
             ETCD,
             "--name",
             member.name,
@@ -190,7 +198,8 @@ class EtcdCluster:
             tls = [f"--cacert={self.tls.ca}", f"--cert={self.tls.client_cert}"]
             tls += [f"--key={self.tls.client_key}"]
         return subprocess.run(
-            [etcdctl, "--endpoints", member.endpoint, "--command-timeout=1s", *tls, *args],
+            [*member.wrap, etcdctl, "--endpoints", member.endpoint, "--command-timeout=1s"]
+            + [*tls, *args],
             capture_output=True,
             text=True,
             check=False,
@@ -208,6 +217,16 @@ class EtcdCluster:
                 if status["header"]["member_id"] == status["leader"]:
                     return index
         raise RuntimeError("no member is the raft leader")
+
+    def move_raft_leader(self, index: int) -> None:
+        """Make member ``index`` etcd's raft leader."""
+        leader = self.members[self.raft_leader()]
+        target = self._etcdctl(self.members[index], "endpoint", "status", "-w", "json")
+        member_id = json.loads(target.stdout)[0]["Status"]["header"]["member_id"]
+        if leader is not self.members[index]:
+            result = self._etcdctl(leader, "move-leader", f"{member_id:x}")
+            if result.returncode != 0:
+                raise RuntimeError(f"etcdctl move-leader: {result.stderr.strip()}")
 
     def compact(self, revision: int) -> None:
         """Drop the history before ``revision`` (as etcd's auto-compaction does)."""
@@ -239,8 +258,12 @@ class EtcdCluster:
 
 
 @contextmanager
-def etcd_cluster(size: int = 3, tls: ClusterTls | None = None) -> Iterator[EtcdCluster]:
-    cluster = EtcdCluster(size, tls=tls)
+def etcd_cluster(
+    size: int = 3,
+    tls: ClusterTls | None = None,
+    placement: list[tuple[str, tuple[str, ...]]] | None = None,
+) -> Iterator[EtcdCluster]:
+    cluster = EtcdCluster(size, tls=tls, placement=placement)
     try:
         yield cluster.start()
     finally:

@@ -8,6 +8,7 @@ asserted: run with -s to see them.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from etcd_cluster import ClusterTls, EtcdCluster, etcd_cluster, needs_etcd
+from netns_link import netns_link
 from p4vtep.model import TlsFiles, Vm
 from p4vtep.state.etcd_connection import EtcdSettings
 from p4vtep.state.etcd_store import EtcdStateStore
@@ -523,6 +525,84 @@ def test_mutual_tls(tmp_path, resources):
                 store.close()
         assert set(a.load().vms) == {"vm1"}
         resources.close()  # before the cluster stops
+
+
+def needs_netns() -> pytest.MarkDecorator:
+    missing = [
+        why
+        for bad, why in (
+            (os.geteuid() != 0, "not root"),
+            (shutil.which("ip") is None, "iproute2 missing"),
+        )
+        if bad
+    ]
+    return pytest.mark.skipif(
+        bool(missing), reason="; ".join(missing) + ": network-namespace partition test skipped"
+    )
+
+
+def read_events(proc: subprocess.Popen[str], into: list[dict]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        into.append(json.loads(line))
+
+
+@needs_netns()
+@pytest.mark.parametrize("raft_leader", ["on the old leader's side", "on the majority side"])
+def test_leader_cut_off_by_a_network_partition(resources, raft_leader):
+    """A real partition: etcd member 0 and the old leader (a separate process)
+    run in a network namespace whose link is cut; members 1 and 2 and the
+    other replica stay outside. Whichever side etcd's raft leader is on, the
+    old leader stops writing and is told so before the new leader exists.
+    (With the raft leader inside, etcd 3.4 keeps renewing the old lease
+    locally until that member steps down: the case the margin must cover.)"""
+    prefix = unique_prefix()
+    script = Path(__file__).with_name("etcd_candidate.py")
+    with netns_link("etcd") as link:
+        placement = [(link.ns_address, link.wrap)] + [(link.host_address, ())] * 2
+        with etcd_cluster(3, placement=placement) as cluster:
+            cluster.move_raft_leader(0 if raft_leader == "on the old leader's side" else 1)
+            old = subprocess.Popen(
+                [*link.wrap, sys.executable, str(script), "--endpoints", cluster.endpoints[0]]
+                + ["--prefix", prefix, "--id", "old", "--ttl", str(TTL)]
+                + ["--margin", str(MARGIN), "--report"],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            try:
+                events: list[dict] = []
+                reader = threading.Thread(target=read_events, args=(old, events), daemon=True)
+                reader.start()
+                deadline = time.monotonic() + 30
+                while not events and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                assert events and events[0]["event"] == "leader"
+                new = open_leadership(resources, settings(cluster, prefix, [1, 2]), "new")
+                won: list[tuple[float, EtcdLeadership, int]] = []
+                campaigner = threading.Thread(target=campaign_into, args=(new, won), daemon=True)
+                campaigner.start()
+                time.sleep(0.5)
+                assert not won  # the old leader still holds its lease
+                cut = time.monotonic()
+                link.cut()
+                campaigner.join(40)
+                assert won, "the majority side elects a new leader"
+                new_at, _, term = won[0]
+                time.sleep(0.2)
+                stopped = next(e["t"] for e in events if e["event"] == "stopped")
+                lost = next(e for e in events if e["event"] == "lost")
+                assert term > events[0]["term"]
+                assert stopped < new_at and lost["t"] < new_at
+                print(
+                    f"\nnetwork partition, raft leader {raft_leader}: old leader stopped writing "
+                    f"{stopped - cut:.2f} s after the cut, new leader {new_at - cut:.2f} s after "
+                    f"(gap {new_at - stopped:.2f} s; TTL {TTL} s, margin {MARGIN} s)"
+                )
+                resources.close()  # the new leader resigns before the cluster stops
+            finally:
+                old.kill()
+                old.wait()
+                link.heal()
 
 
 # -- etcd failures ----------------------------------------------------------
