@@ -114,7 +114,11 @@ class EtcdConnection:
             try:
                 return self.client.channel
             except pyetcd.exceptions.NoServerAvailableError:
-                raise StoreUnavailable(self.diagnose()) from None
+                # Cheap on purpose (callers retry in a loop); call() adds
+                # the diagnosis once it gives up.
+                raise StoreUnavailable(
+                    f"every etcd member failed in the last {self.settings.retry_member_after} s"
+                ) from None
 
     def mark_failed(self) -> None:
         with self._lock:
@@ -222,7 +226,7 @@ def prefix_range_end(prefix: bytes) -> bytes:
 class WatchLoop:
     """Follows a key range from a revision on, across member failures.
 
-    ``on_events(events, header_revision)`` gets each watch response's events
+    ``on_events(events)`` gets each watch response's events
     (mvccpb.Event). When the revision to resume from has been compacted away,
     ``on_compacted()`` must resynchronise and return the revision to resume
     after. Runs on its own thread until :meth:`cancel`."""
@@ -233,7 +237,7 @@ class WatchLoop:
         key: bytes,
         range_end: bytes,
         after_revision: int,
-        on_events: Callable[[Sequence[Any], int], None],
+        on_events: Callable[[Sequence[Any]], None],
         on_compacted: Callable[[], int],
         name: str = "etcd-watch",
     ) -> None:
@@ -253,7 +257,7 @@ class WatchLoop:
             try:
                 self._follow()
             except StoreUnavailable as exc:
-                log.warning("watch paused: %s", exc)
+                log.info("watch paused: %s", exc)
             except grpc.RpcError as exc:
                 if self._stop.is_set():
                     return
@@ -282,7 +286,7 @@ class WatchLoop:
                     log.info("etcd cancelled the watch: %s", response.cancel_reason)
                     return
                 if response.events:
-                    self._on_events(response.events, response.header.revision)
+                    self._on_events(response.events)
                     self._next_revision = response.events[-1].kv.mod_revision + 1
         finally:
             ended.set()

@@ -234,7 +234,7 @@ class EtcdStateStore(StateStore):
             )
         return watcher
 
-    def _on_events(self, events: Sequence[Any], header_revision: int) -> None:
+    def _on_events(self, events: Sequence[Any]) -> None:
         by_revision: dict[int, list[Any]] = {}
         for event in events:
             by_revision.setdefault(event.kv.mod_revision, []).append(event)

@@ -244,7 +244,7 @@ class EtcdLeadership(Leadership):
 
     # -- observing --------------------------------------------------------
 
-    def _on_leader_events(self, events: Sequence[Any], header_revision: int) -> None:
+    def _on_leader_events(self, events: Sequence[Any]) -> None:
         event = events[-1]
         self._set_leader(_leader_info(event.kv) if event.type == _PUT else None)
 
