@@ -31,9 +31,12 @@ MAX_REQUEST_BYTES = 32 * 1024 * 1024
 
 
 def needs_etcd() -> pytest.MarkDecorator:
-    return pytest.mark.skipif(
-        ETCD is None, reason="etcd not found (Debian etcd-server; make deps): etcd tests skipped"
-    )
+    missing = [
+        f"{tool} not found (Debian {package}; make deps)"
+        for tool, package in (("etcd", "etcd-server"), ("etcdctl", "etcd-client"))
+        if shutil.which(tool) is None
+    ]
+    return pytest.mark.skipif(bool(missing), reason="; ".join(missing) + ": etcd tests skipped")
 
 
 class MemberExited(RuntimeError):
