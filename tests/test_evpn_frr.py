@@ -19,7 +19,7 @@ from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
 from p4vtep.evpn.table import LocalMac, RemoteMac
 
-pytestmark = needs_frr()
+pytestmark = [pytest.mark.evpn, needs_frr()]
 
 VNI = 5000
 FOREIGN_VNI = 7000  # FRR serves it, p4vtep does not route it

@@ -1,0 +1,61 @@
+"""The stored form of the desired state, shared by every store.
+
+VMs are JSON objects (the fields of :class:`~p4vtep.model.Vm`); allocations
+are rows ``(space, key) -> index`` with the space names SQLite uses too:
+``vni`` (key: the VNI), ``tor`` (key: ToR name), ``vm@<tor>`` (key: VM name).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from ..compiler import Allocations
+from ..model import Vm
+from .protocol import AllocKey, Change, Snapshot
+
+
+def vm_to_json(vm: Vm) -> str:
+    return json.dumps(asdict(vm), sort_keys=True, separators=(",", ":"))
+
+
+def vm_from_json(text: str | bytes) -> Vm:
+    data: dict[str, Any] = json.loads(text)
+    data["ips"] = tuple(data["ips"])
+    return Vm(**data)
+
+
+def allocation_rows(alloc: Allocations) -> dict[AllocKey, int]:
+    rows: dict[AllocKey, int] = {("vni", str(k)): i for k, i in alloc.vni.items()}
+    rows.update({("tor", str(k)): i for k, i in alloc.tor.items()})
+    for tor, space in alloc.vm.items():
+        rows.update({(f"vm@{tor}", str(k)): i for k, i in space.items()})
+    return rows
+
+
+def allocations_from_rows(rows: Mapping[AllocKey, int]) -> Allocations:
+    alloc = Allocations()
+    for (space, key), index in rows.items():
+        if space == "vni":
+            alloc.vni.restore(int(key), index)
+        elif space == "tor":
+            alloc.tor.restore(key, index)
+        elif space.startswith("vm@"):
+            alloc.vm_space(space[3:]).restore(key, index)
+        else:
+            raise ValueError(f"unknown allocation space {space!r} (key {key!r})")
+    return alloc
+
+
+def change_between(
+    before: Snapshot, vms: Mapping[str, Vm], allocations: Mapping[AllocKey, int]
+) -> Change:
+    """The change that turns ``before`` into the given VMs and allocations."""
+    return Change(
+        upserts=tuple(vm for name, vm in vms.items() if before.vms.get(name) != vm),
+        removals=tuple(name for name in before.vms if name not in vms),
+        alloc_set={k: i for k, i in allocations.items() if before.allocations.get(k) != i},
+        alloc_removed=tuple(k for k in before.allocations if k not in allocations),
+    )
