@@ -269,6 +269,10 @@ def counters(args) -> int:
                 ["TOR", "DROP REASON", "PACKETS"],
             )
         )
+    if reply.unreachable:
+        print()
+    for s in reply.unreachable:
+        print(f"{s.switch}: unreachable, its counters are missing: {s.error}")
     return 0
 
 

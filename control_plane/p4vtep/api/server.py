@@ -11,7 +11,8 @@ from concurrent import futures
 import grpc
 
 from ..allocation import SpaceFull
-from ..controller import Controller, CounterReader, NotFound
+from ..controller import Controller, NotFound
+from ..counters import CounterReader, Traffic
 from ..model import Vm
 from ..runtime.client import P4RuntimeError
 from ..validation import Problem, ValidationError, normalise_mac
@@ -42,6 +43,10 @@ def vm_to_pb(controller: Controller, vm: Vm) -> pb.VM:
         tor=controller.tor_of(vm),
         error="; ".join(errors),
     )
+
+
+def _traffic(t: Traffic) -> pb.Traffic:
+    return pb.Traffic(packets=t.packets, bytes=t.bytes)
 
 
 def _errors(method: Callable) -> Callable:
@@ -151,29 +156,18 @@ class OverlayService(pb_grpc.OverlayServicer):
 
     @_errors
     def GetCounters(self, request, context):
+        counters = self.counters.collect(list(request.vms) or None, list(request.vnis) or None)
         response = pb.GetCountersResponse()
-        names = list(request.vms) or sorted(self.c.vms)
-        for name in names:
-            tor, tx, rx = self.counters.vm(name)
-            response.vms.add(
-                name=name,
-                tor=tor,
-                tx=pb.Traffic(packets=tx[0], bytes=tx[1]),
-                rx=pb.Traffic(packets=rx[0], bytes=rx[1]),
-            )
-        vnis = list(request.vnis) or sorted({vm.vni for vm in self.c.vms.values()})
-        for vni in vnis:
-            for tor, tx, rx in self.counters.vni(vni):
-                response.vnis.add(
-                    vni=vni,
-                    tor=tor,
-                    tx=pb.Traffic(packets=tx[0], bytes=tx[1]),
-                    rx=pb.Traffic(packets=rx[0], bytes=rx[1]),
-                )
-        for tor in sorted(self.c.supervisors):
-            for reason, packets in self.counters.drops(tor).items():
+        for c in counters.vms:
+            response.vms.add(name=c.name, tor=c.tor, tx=_traffic(c.tx), rx=_traffic(c.rx))
+        for c in counters.vnis:
+            response.vnis.add(vni=c.vni, tor=c.tor, tx=_traffic(c.tx), rx=_traffic(c.rx))
+        for tor, reasons in sorted(counters.drops.items()):
+            for reason, packets in reasons.items():
                 if packets:
                     response.drops.add(tor=tor, reason=reason, packets=packets)
+        for tor, error in sorted(counters.unreachable.items()):
+            response.unreachable.add(switch=tor, error=error)
         return response
 
     def WatchEvents(self, request, context):
