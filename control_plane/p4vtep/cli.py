@@ -87,6 +87,67 @@ def run_controller(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- switch run ------------------------------------------------------------------------
+def parse_interfaces(specs: Sequence[str]) -> dict[int, str]:
+    """["1@veth1", ...] -> {1: "veth1", ...}; ValueError names a bad one."""
+    ports: dict[int, str] = {}
+    for spec in specs:
+        port, at, iface = spec.partition("@")
+        if not at or not port.isdigit() or not iface:
+            raise ValueError(f"-i {spec}: expected PORT@INTERFACE, e.g. 1@veth1")
+        if int(port) in ports:
+            raise ValueError(f"-i {spec}: port {port} is already {ports[int(port)]}")
+        ports[int(port)] = iface
+    return ports
+
+
+def switch_run(args: argparse.Namespace) -> int:
+    """Start simple_switch_grpc for one ToR of the fabric, in the foreground
+    (this process becomes the switch), with every option the pipeline needs."""
+    import shlex
+
+    from .bmv2 import find_simple_switch_grpc, switch_command
+    from .config import ConfigError, load_fabric
+    from .validation import ValidationError, check_fabric
+
+    fabric = load_fabric(args.fabric)
+    problems = check_fabric(fabric)
+    if problems:
+        raise ValidationError(problems)
+    tor = fabric.tors.get(args.tor)
+    if tor is None:
+        raise ConfigError(
+            f"{args.fabric}: no ToR named {args.tor!r} (has: {', '.join(sorted(fabric.tors))})"
+        )
+    binary = args.binary or find_simple_switch_grpc()
+    if binary is None:
+        raise FileNotFoundError("simple_switch_grpc not found (see docs/toolchain.md)")
+    try:
+        ports = parse_interfaces(args.interface or [])
+        cmd = switch_command(
+            binary,
+            tor.device_id,
+            tor.address,
+            args.thrift_port or 9089 + tor.device_id,
+            ports,
+            tls=tor.tls,
+            log_file=args.log_file,
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    used = {u.port: "uplink" for u in tor.uplinks}
+    used.update({s.port: f"server {s.name}" for s in fabric.servers.values() if s.tor == tor.name})
+    for port, what in sorted(used.items()):
+        if port not in ports:
+            print(f"p4vtep: warning: {tor.name} port {port} ({what}) has no -i", file=sys.stderr)
+    if args.print_command:
+        print(shlex.join(cmd))
+        return 0
+    sys.stdout.flush()
+    os.execv(binary, cmd)
+    return 0  # not reached
+
+
 # --- API client commands -------------------------------------------------------------
 def stub(args):
     from .api import overlay_pb2_grpc
@@ -314,6 +375,35 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--resync", type=float, default=30.0, help="seconds between drift repairs")
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=run_controller)
+
+    switch = sub.add_parser("switch", help="BMv2 switches").add_subparsers(
+        dest="action", required=True
+    )
+    srun = switch.add_parser(
+        "run",
+        help="start simple_switch_grpc for one ToR of the fabric (in the foreground)",
+        description="Start simple_switch_grpc for one ToR with every option the p4vtep "
+        "pipeline needs: device id and P4Runtime address from the fabric file, CPU port, "
+        "priority queues, replication-engine limits, and the ToR's TLS files if it has any.",
+    )
+    srun.add_argument("tor", help="ToR name in the fabric file")
+    srun.add_argument("--fabric", required=True, help="fabric YAML")
+    srun.add_argument(
+        "-i",
+        "--interface",
+        action="append",
+        metavar="PORT@IFACE",
+        help="attach a network interface to a switch port (repeat)",
+    )
+    srun.add_argument(
+        "--thrift-port", type=int, help="BMv2 Thrift port (default: 9089 + device id)"
+    )
+    srun.add_argument("--log-file", help="BMv2's own log (flushed per line)")
+    srun.add_argument("--binary", help="simple_switch_grpc to run ($SIMPLE_SWITCH_GRPC, PATH)")
+    srun.add_argument(
+        "--print-command", action="store_true", help="print the command line instead of running it"
+    )
+    srun.set_defaults(func=switch_run)
 
     vm = sub.add_parser("vm", help="VM bindings").add_subparsers(dest="action", required=True)
     attach = vm.add_parser("attach", help="attach (or replace) a VM")
