@@ -61,7 +61,7 @@ def run_controller(args: argparse.Namespace) -> int:
         libvirt_source.start()
     credentials = None
     if fabric.api_tls is not None:
-        from .api.server import server_credentials
+        from .tls import server_credentials
 
         credentials = server_credentials(fabric.api_tls)
     server = serve(controller, args.listen, credentials=credentials)
@@ -153,13 +153,9 @@ def stub(args):
     from .api import overlay_pb2_grpc
 
     if args.ca:
-        from pathlib import Path
+        from .tls import channel_credentials
 
-        credentials = grpc.ssl_channel_credentials(
-            root_certificates=Path(args.ca).read_bytes(),
-            private_key=Path(args.key).read_bytes() if args.key else None,
-            certificate_chain=Path(args.cert).read_bytes() if args.cert else None,
-        )
+        credentials = channel_credentials(args.ca, args.cert, args.key)
         return overlay_pb2_grpc.OverlayStub(grpc.secure_channel(args.api, credentials))
     return overlay_pb2_grpc.OverlayStub(grpc.insecure_channel(args.api))
 

@@ -15,6 +15,7 @@ from ..controller import Controller, NotFound
 from ..counters import CounterReader, Traffic
 from ..model import Vm
 from ..runtime.client import P4RuntimeError
+from ..tls import server_credentials
 from ..validation import Problem, ValidationError, normalise_mac
 from . import overlay_pb2 as pb
 from . import overlay_pb2_grpc as pb_grpc
@@ -189,14 +190,6 @@ class OverlayService(pb_grpc.OverlayServicer):
                 )
         finally:
             self.c.bus.unsubscribe(subscription)
-
-
-def server_credentials(tls) -> grpc.ServerCredentials:
-    """Mutual TLS: our certificate, and client certificates signed by ``tls.ca`` required."""
-    ca, cert, key = tls.read()
-    return grpc.ssl_server_credentials(
-        [(key, cert)], root_certificates=ca, require_client_auth=True
-    )
 
 
 def serve(
