@@ -172,21 +172,13 @@ VM_HEADERS = ["NAME", "MAC", "IPS", "VNI", "SERVER", "TOR", "VLAN", "QOS", "SOUR
 
 def vm_attach(args) -> int:
     from .api import overlay_pb2 as pb
+    from .api.messages import vm_to_pb
+    from .model import Vm
 
-    reply = stub(args).AttachVM(
-        pb.AttachVMRequest(
-            vm=pb.VM(
-                name=args.name,
-                mac=args.mac,
-                ips=args.ip or [],
-                vni=args.vni,
-                server=args.server,
-                vlan=args.vlan,
-                qos=args.qos or "",
-            ),
-            wait=not args.no_wait,
-        )
+    vm = Vm(
+        args.name, args.mac, tuple(args.ip or ()), args.vni, args.server, args.vlan, args.qos, "api"
     )
+    reply = stub(args).AttachVM(pb.AttachVMRequest(vm=vm_to_pb(vm), wait=not args.no_wait))
     print(table(vm_rows([reply.vm]), VM_HEADERS))
     print(f"version {reply.version}" + (", applied on every ToR" if reply.applied else ""))
     return 0
@@ -195,25 +187,14 @@ def vm_attach(args) -> int:
 def vm_bulk(args) -> int:
     """Attach every VM of an inventory file, showing progress."""
     from .api import overlay_pb2 as pb
+    from .api.messages import vm_to_pb
     from .config import load_inventory
 
     vms = load_inventory(args.file)
     client = stub(args)
     last = 0
     for done, vm in enumerate(vms, start=1):
-        reply = client.AttachVM(
-            pb.AttachVMRequest(
-                vm=pb.VM(
-                    name=vm.name,
-                    mac=vm.mac,
-                    ips=list(vm.ips),
-                    vni=vm.vni,
-                    server=vm.server,
-                    vlan=vm.vlan,
-                    qos=vm.qos or "",
-                )
-            )
-        )
+        reply = client.AttachVM(pb.AttachVMRequest(vm=vm_to_pb(vm)))
         last = reply.version
         print(f"\rattached {done}/{len(vms)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)

@@ -16,7 +16,8 @@ from ..counters import CounterReader, Traffic
 from ..model import Vm
 from ..runtime.client import P4RuntimeError
 from ..tls import server_credentials
-from ..validation import Problem, ValidationError, normalise_mac
+from ..validation import ValidationError
+from . import messages
 from . import overlay_pb2 as pb
 from . import overlay_pb2_grpc as pb_grpc
 
@@ -27,23 +28,13 @@ WAIT_SECONDS = 30.0
 
 
 def vm_to_pb(controller: Controller, vm: Vm) -> pb.VM:
+    """The VM as the API shows it: with its ToR and why switches refused it."""
     errors = [
         f"{name}: {sup.status.vm_errors[vm.name]}"
         for name, sup in sorted(controller.supervisors.items())
         if vm.name in sup.status.vm_errors
     ]
-    return pb.VM(
-        name=vm.name,
-        mac=vm.mac,
-        ips=list(vm.ips),
-        vni=vm.vni,
-        server=vm.server,
-        vlan=vm.vlan,
-        qos=vm.qos or "",
-        source=vm.source,
-        tor=controller.tor_of(vm),
-        error="; ".join(errors),
-    )
+    return messages.vm_to_pb(vm, tor=controller.tor_of(vm), error="; ".join(errors))
 
 
 def _traffic(t: Traffic) -> pb.Traffic:
@@ -80,19 +71,7 @@ class OverlayService(pb_grpc.OverlayServicer):
 
     @_errors
     def AttachVM(self, request, context):
-        v = request.vm
-        if not v.name:
-            raise ValidationError([Problem("vm", "name", "a name is required")])
-        vm = Vm(
-            name=v.name,
-            mac=normalise_mac(v.mac),
-            ips=tuple(v.ips),
-            vni=v.vni,
-            server=v.server,
-            vlan=v.vlan,
-            qos=v.qos or None,
-            source="api",
-        )
+        vm = messages.vm_from_pb(request.vm, source="api")
         version = self.c.attach(vm)
         return pb.VMResponse(
             vm=vm_to_pb(self.c, vm), version=version, applied=self._applied(request.wait, version)
