@@ -48,10 +48,27 @@ class WriteFailed(Event):
     vms: tuple[str, ...] = ()  # VMs whose entries were refused (e.g. a full table)
 
 
+# DesiredStateChanged.change: what the controller and the sources send.
+ATTACHED = "attached"  # a VM added or replaced (API, libvirt)
+DETACHED = "detached"
+MIGRATED = "migrated"  # also the second step, when the old ToR lets go
+QOS = "qos"  # a VM's QoS policy set or removed
+
+
+def reloaded(source: str) -> str:
+    """A whole source (e.g. the inventory file) replaced its VMs; vm is "*"."""
+    return f"{source} reloaded"
+
+
+def refused(reason: str) -> str:
+    """A source's change failed validation; nothing changed; vm is "*"."""
+    return f"refused: {reason}"
+
+
 @dataclass(frozen=True)
 class DesiredStateChanged(Event):
-    vm: str = ""
-    change: str = ""  # attached, detached, migrated, updated
+    vm: str = ""  # the VM's name, or "*" for a whole source
+    change: str = ""  # ATTACHED, DETACHED, MIGRATED, QOS, reloaded(...), refused(...)
 
 
 class EventBus:
