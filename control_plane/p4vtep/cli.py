@@ -68,7 +68,7 @@ def run_controller(args: argparse.Namespace) -> int:
     if args.metrics_port:
         from .metrics import start_metrics
 
-        start_metrics(controller, args.metrics_port)
+        start_metrics(controller, args.metrics_port, args.metrics_address)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -343,6 +343,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--state", default="p4vtep-state.db", help="SQLite file of desired state")
     run.add_argument("--listen", default=DEFAULT_API, help="API listen address")
     run.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (0: off)")
+    run.add_argument(
+        "--metrics-address",
+        default="127.0.0.1",
+        help="address the Prometheus endpoint listens on (default: loopback only)",
+    )
     run.add_argument(
         "--election-id",
         type=int,

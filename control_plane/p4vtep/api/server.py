@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 MAX_REQUEST_BYTES = 1 << 20  # an AttachVM is a few hundred bytes
 WAIT_SECONDS = 30.0
+WORKER_THREADS = 8  # calls served at once; WatchEvents streams hold one each
 
 
 def vm_to_pb(controller: Controller, vm: Vm) -> pb.VM:
@@ -172,14 +173,11 @@ class OverlayService(pb_grpc.OverlayServicer):
 
 
 def serve(
-    controller: Controller,
-    address: str,
-    max_workers: int = 8,
-    credentials: grpc.ServerCredentials | None = None,
+    controller: Controller, address: str, credentials: grpc.ServerCredentials | None = None
 ) -> grpc.Server:
     """Start the service on ``address``; bounded threads and request size."""
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers),
+        futures.ThreadPoolExecutor(max_workers=WORKER_THREADS),
         options=[
             ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
             ("grpc.max_concurrent_streams", 64),
