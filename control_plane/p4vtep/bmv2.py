@@ -90,7 +90,8 @@ def find_simple_switch_grpc() -> str | None:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @dataclass
@@ -109,7 +110,7 @@ class Bmv2Switch:
     binary: str | None = None
     extra_args: list[str] = field(default_factory=list)
     tls: TlsFiles | None = None  # serve P4Runtime over TLS, client certificates required
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] | None = None
 
     @property
     def grpc_address(self) -> str:
@@ -135,9 +136,8 @@ class Bmv2Switch:
 
     def start(self, timeout: float = 20.0) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        out = open(self.log_dir / f"{self.name}.out", "ab")
-        self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
-        out.close()
+        with open(self.log_dir / f"{self.name}.out", "ab") as out:
+            self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
         self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float) -> None:
@@ -158,7 +158,9 @@ class Bmv2Switch:
             probe = f"import socket; socket.create_connection(('{self.grpc_host}', {self.grpc_port}), 0.5)"
             return (
                 subprocess.run(
-                    ["ip", "netns", "exec", self.netns, "python3", "-c", probe], capture_output=True
+                    ["ip", "netns", "exec", self.netns, "python3", "-c", probe],
+                    check=False,
+                    capture_output=True,
                 ).returncode
                 == 0
             )
@@ -212,7 +214,7 @@ class VethSet:
                     sysctl = ["sysctl", "-qw", f"net.ipv6.conf.{end}.disable_ipv6=1"]
                     if self.netns:
                         sysctl = ["ip", "netns", "exec", self.netns] + sysctl
-                    subprocess.run(sysctl, capture_output=True)
+                    subprocess.run(sysctl, check=False, capture_output=True)
                     self._ip("link", "set", end, "mtu", "9500", "up")
                     # Frames must reach sockets as sent: no VLAN or checksum offload.
                     ethtool = [
@@ -230,12 +232,12 @@ class VethSet:
                     ]
                     if self.netns:
                         ethtool = ["ip", "netns", "exec", self.netns] + ethtool
-                    subprocess.run(ethtool, capture_output=True)
+                    subprocess.run(ethtool, check=False, capture_output=True)
         except BaseException:
             self.__exit__()
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         for sw, _ in self.pairs:
             self._ip("link", "delete", sw, check=False)

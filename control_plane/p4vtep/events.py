@@ -73,16 +73,16 @@ class DesiredStateChanged(Event):
 
 class EventBus:
     def __init__(self) -> None:
-        self._subscribers: list[queue.Queue] = []
+        self._subscribers: list[queue.Queue[Event]] = []
         self._lock = threading.Lock()
 
-    def subscribe(self) -> queue.Queue:
-        q: queue.Queue = queue.Queue(maxsize=10000)
+    def subscribe(self) -> queue.Queue[Event]:
+        q: queue.Queue[Event] = queue.Queue(maxsize=10000)
         with self._lock:
             self._subscribers.append(q)
         return q
 
-    def unsubscribe(self, q: queue.Queue) -> None:
+    def unsubscribe(self, q: queue.Queue[Event]) -> None:
         with self._lock:
             if q in self._subscribers:
                 self._subscribers.remove(q)

@@ -139,10 +139,10 @@ class OverlayService(pb_grpc.OverlayServicer):
     def GetCounters(self, request, context):
         counters = self.counters.collect(list(request.vms) or None, list(request.vnis) or None)
         response = pb.GetCountersResponse()
-        for c in counters.vms:
-            response.vms.add(name=c.name, tor=c.tor, tx=_traffic(c.tx), rx=_traffic(c.rx))
-        for c in counters.vnis:
-            response.vnis.add(vni=c.vni, tor=c.tor, tx=_traffic(c.tx), rx=_traffic(c.rx))
+        for vm in counters.vms:
+            response.vms.add(name=vm.name, tor=vm.tor, tx=_traffic(vm.tx), rx=_traffic(vm.rx))
+        for vni in counters.vnis:
+            response.vnis.add(vni=vni.vni, tor=vni.tor, tx=_traffic(vni.tx), rx=_traffic(vni.rx))
         for tor, reasons in sorted(counters.drops.items()):
             for reason, packets in reasons.items():
                 if packets:
