@@ -6,6 +6,7 @@ The fabric has two ToRs; tor2's P4Runtime address has nothing behind it."""
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 
 import grpc
@@ -34,18 +35,26 @@ def scrape(controller: Controller) -> str:
     return generate_latest(registry).decode()
 
 
+@contextmanager
+def overlay_api(controller: Controller):
+    """The controller's API on a free port: (stub, address)."""
+    address = f"127.0.0.1:{free_port()}"
+    server = serve(controller, address)
+    try:
+        with grpc.insecure_channel(address) as channel:
+            yield pb_grpc.OverlayStub(channel), address
+    finally:
+        server.stop(0)
+
+
 @pytest.fixture
 def api(tmp_path):
-    """A controller whose supervisors never ran: no switch is connected."""
+    """A controller whose supervisors never ran (no switch is connected), with a1 and a2."""
     controller = Controller(two_tor_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"))
     controller.attach(A1)
     controller.attach(A2)
-    address = f"127.0.0.1:{free_port()}"
-    server = serve(controller, address)
-    channel = grpc.insecure_channel(address)
-    yield controller, pb_grpc.OverlayStub(channel), address
-    channel.close()
-    server.stop(0)
+    with overlay_api(controller) as (client, address):
+        yield controller, client, address
 
 
 def test_counters_name_every_switch_not_read(api, capsys):
@@ -94,7 +103,7 @@ def test_reachable_switch_answers_while_another_is_down(tmp_path, capsys):
     from scapy.sendrecv import sendp
 
     fabric = two_tor_fabric()
-    with VethSet(f"pc{os.getpid() % 10000}", 1) as veths:
+    with VethSet(f"pc{os.getpid() % 10000}", 1) as veths, ExitStack() as cleanup:
         [(switch_end, host_end)] = veths.pairs
         switch = Bmv2Switch("tor1", 1, free_port(), free_port(), {1: switch_end}, log_dir=tmp_path)
         dead = f"127.0.0.1:{free_port()}"  # nothing listens here
@@ -102,48 +111,39 @@ def test_reachable_switch_answers_while_another_is_down(tmp_path, capsys):
         fabric.tors["tor2"] = replace(fabric.tors["tor2"], address=dead)
         fabric.servers["s11"] = Server("s11", "tor1", 1)
         switch.start()
+        cleanup.callback(switch.stop)
         controller = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
         controller.start()
-        server = None
-        try:
-            controller.attach(A1)
-            version = controller.attach(A2)
-            assert controller.supervisors["tor1"].wait_applied(version, 30)
-            frame = (
-                Ether(src=A1.mac, dst=A2.mac)
-                / Dot1Q(vlan=A1.vlan)
-                / IP(src=A1.ips[0], dst=A2.ips[0])
-                / UDP(sport=1000, dport=80)
-            )
-            sendp([frame] * 3, iface=host_end, verbose=False)
-            address = f"127.0.0.1:{free_port()}"
-            server = serve(controller, address)
-            client = pb_grpc.OverlayStub(grpc.insecure_channel(address))
+        cleanup.callback(controller.stop)
+        controller.attach(A1)
+        version = controller.attach(A2)
+        assert controller.supervisors["tor1"].wait_applied(version, 30)
+        frame = (
+            Ether(src=A1.mac, dst=A2.mac)
+            / Dot1Q(vlan=A1.vlan)
+            / IP(src=A1.ips[0], dst=A2.ips[0])
+            / UDP(sport=1000, dport=80)
+        )
+        sendp([frame] * 3, iface=host_end, verbose=False)
+        client, address = cleanup.enter_context(overlay_api(controller))
 
-            def a1_sent_three() -> bool:
-                reply = client.GetCounters(pb.GetCountersRequest(vms=["a1"]))
-                return [(c.name, c.tor, c.tx.packets) for c in reply.vms] == [("a1", "tor1", 3)]
+        def a1_sent_three() -> bool:
+            reply = client.GetCounters(pb.GetCountersRequest(vms=["a1"]))
+            return [(c.name, c.tor, c.tx.packets) for c in reply.vms] == [("a1", "tor1", 3)]
 
-            assert wait_until(a1_sent_three, timeout=10)
-            reply = client.GetCounters(pb.GetCountersRequest())
-            assert [c.name for c in reply.vms] == ["a1"]  # a2 lives on tor2
-            assert [s.switch for s in reply.unreachable] == ["tor2"]
-            assert (
-                dead in reply.unreachable[0].error or "not connected" in reply.unreachable[0].error
-            )
-            assert [(v.vni, v.tor, v.tx.packets) for v in reply.vnis] == [(5000, "tor1", 3)]
+        assert wait_until(a1_sent_three, timeout=10)
+        reply = client.GetCounters(pb.GetCountersRequest())
+        assert [c.name for c in reply.vms] == ["a1"]  # a2 lives on tor2
+        assert [s.switch for s in reply.unreachable] == ["tor2"]
+        assert dead in reply.unreachable[0].error or "not connected" in reply.unreachable[0].error
+        assert [(v.vni, v.tor, v.tx.packets) for v in reply.vnis] == [(5000, "tor1", 3)]
 
-            assert cli_main(["--api", address, "counters", "--vm", "a1"]) == 0
-            out = capsys.readouterr().out.splitlines()
-            assert out[2].split()[:3] == ["a1", "tor1", "3"]
-            assert out[-1].startswith("tor2: unreachable, its counters are missing: ")
+        assert cli_main(["--api", address, "counters", "--vm", "a1"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[2].split()[:3] == ["a1", "tor1", "3"]
+        assert out[-1].startswith("tor2: unreachable, its counters are missing: ")
 
-            body = scrape(controller)
-            assert 'p4vtep_switch_up{switch="tor1"} 1.0' in body
-            assert 'p4vtep_switch_up{switch="tor2"} 0.0' in body
-            assert 'p4vtep_vm_packets_total{direction="tx",tor="tor1",vm="a1"} 3.0' in body
-        finally:
-            if server is not None:
-                server.stop(0)
-            controller.stop()
-            switch.stop()
+        body = scrape(controller)
+        assert 'p4vtep_switch_up{switch="tor1"} 1.0' in body
+        assert 'p4vtep_switch_up{switch="tor2"} 0.0' in body
+        assert 'p4vtep_vm_packets_total{direction="tx",tor="tor1",vm="a1"} 3.0' in body

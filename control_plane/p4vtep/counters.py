@@ -121,50 +121,36 @@ class CounterReader:
                 plans[tor].want(VNI_RX_COUNTER, index)
 
         result = Counters()
-        cells: dict[str, dict[tuple[str, int], Traffic]] = {}
+        cells: dict[str, dict[tuple[str, int | None], Traffic]] = {}
         for tor, plan in plans.items():
             try:
                 cells[tor] = self._read_tor(tor, plan)
             except (ConnectionError, P4RuntimeError, grpc.RpcError) as exc:
                 result.unreachable[tor] = str(exc) or type(exc).__name__
 
-        for name, tor, index in vm_rows:
-            if tor in result.unreachable:
-                continue
-            got = cells[tor]
-            result.vms.append(
-                VmCounters(
-                    name,
-                    tor,
-                    got.get((VM_TX_COUNTER, index), NO_TRAFFIC) if index else NO_TRAFFIC,
-                    got.get((VM_RX_COUNTER, index), NO_TRAFFIC) if index else NO_TRAFFIC,
-                )
-            )
-        for vni, index, tors in vni_rows:
-            for tor in tors:
-                if tor in result.unreachable:
-                    continue
-                got = cells[tor]
-                result.vnis.append(
-                    VniCounters(
-                        vni,
-                        tor,
-                        got.get((VNI_TX_COUNTER, index), NO_TRAFFIC),
-                        got.get((VNI_RX_COUNTER, index), NO_TRAFFIC),
-                    )
-                )
-        for tor in all_tors:
-            if tor in result.unreachable:
-                continue
-            got = cells[tor]
+        def cell(tor: str, counter: str, index: int | None) -> Traffic:
+            return cells[tor].get((counter, index), NO_TRAFFIC)  # a VM with no index: zero
+
+        result.vms = [
+            VmCounters(name, tor, cell(tor, VM_TX_COUNTER, i), cell(tor, VM_RX_COUNTER, i))
+            for name, tor, i in vm_rows
+            if tor in cells
+        ]
+        result.vnis = [
+            VniCounters(vni, tor, cell(tor, VNI_TX_COUNTER, i), cell(tor, VNI_RX_COUNTER, i))
+            for vni, i, tors in vni_rows
+            for tor in tors
+            if tor in cells
+        ]
+        for tor in sorted(cells):
             result.drops[tor] = {
-                reason.name.lower(): got.get((INGRESS_DROP_COUNTER, reason), NO_TRAFFIC).packets
-                + got.get((EGRESS_DROP_COUNTER, reason), NO_TRAFFIC).packets
+                reason.name.lower(): cell(tor, INGRESS_DROP_COUNTER, reason).packets
+                + cell(tor, EGRESS_DROP_COUNTER, reason).packets
                 for reason in DropReason
             }
         return result
 
-    def _read_tor(self, tor: str, plan: _TorPlan) -> dict[tuple[str, int], Traffic]:
+    def _read_tor(self, tor: str, plan: _TorPlan) -> dict[tuple[str, int | None], Traffic]:
         """One Read of every counter cell in ``plan``: (counter, index) -> traffic."""
         supervisor = self.c.supervisors[tor]
         conn = supervisor.conn
