@@ -67,10 +67,9 @@ class Counters:
 
 @dataclass
 class _TorPlan:
-    """What to read from one ToR: counter name -> indices (empty: none)."""
+    """Counter cells to read from one ToR (besides its drop counters)."""
 
-    indices: dict[str, set[int]] = field(default_factory=dict)
-    drops: bool = False
+    indices: dict[str, set[int]] = field(default_factory=dict)  # counter -> indices
 
     def want(self, counter: str, index: int) -> None:
         self.indices.setdefault(counter, set()).add(index)
@@ -98,19 +97,17 @@ class CounterReader:
             for name in names:
                 tor = c.fabric.servers[c.vms[name].server].tor
                 vm_rows.append((name, tor, c.alloc.vm_space(tor).peek(name)))
-            wanted_vnis = sorted({v.vni for v in c.vms.values()}) if vnis is None else list(vnis)
+            hosts: dict[int, set[str]] = {}  # VNI -> ToRs with a VM in it
+            for vm in c.vms.values():
+                hosts.setdefault(vm.vni, set()).add(c.fabric.servers[vm.server].tor)
             vni_rows = []  # (vni, index, ToRs hosting it)
-            for vni in wanted_vnis:
+            for vni in sorted(hosts) if vnis is None else vnis:
                 index = c.alloc.vni.peek(vni)
-                if index is None:
-                    continue
-                tors = sorted(
-                    {c.fabric.servers[v.server].tor for v in c.vms.values() if v.vni == vni}
-                )
-                vni_rows.append((vni, index, tors))
+                if index is not None:
+                    vni_rows.append((vni, index, sorted(hosts.get(vni, ()))))
             all_tors = sorted(c.supervisors)
 
-        plans = {tor: _TorPlan(drops=True) for tor in all_tors}
+        plans = {tor: _TorPlan() for tor in all_tors}
         for _, tor, index in vm_rows:
             if index is not None:
                 plans[tor].want(VM_TX_COUNTER, index)
@@ -164,10 +161,7 @@ class CounterReader:
                 wanted.append(entries.counter(counter))
             else:
                 wanted.extend(entries.counter(counter, i) for i in sorted(indices))
-        if plan.drops:
-            wanted += [entries.counter(INGRESS_DROP_COUNTER), entries.counter(EGRESS_DROP_COUNTER)]
-        if not wanted:
-            return {}
+        wanted += [entries.counter(INGRESS_DROP_COUNTER), entries.counter(EGRESS_DROP_COUNTER)]
         names = {
             self.c.entries.p4info.counter(name).preamble.id: name
             for name in {*plan.indices, INGRESS_DROP_COUNTER, EGRESS_DROP_COUNTER}
