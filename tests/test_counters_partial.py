@@ -18,6 +18,7 @@ from p4vtep.api.server import serve
 from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
+from p4vtep.counters import MAX_SINGLE_READS
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.metrics import DataPlaneCollector
 from p4vtep.model import Server, Vm
@@ -116,7 +117,12 @@ def test_reachable_switch_answers_while_another_is_down(tmp_path, capsys):
         controller.start()
         cleanup.callback(controller.stop)
         controller.attach(A1)
-        version = controller.attach(A2)
+        controller.attach(A2)
+        # Enough VMs on tor1 that a full read takes whole counter arrays
+        # (more than MAX_SINGLE_READS cells), not one cell at a time.
+        for i in range(MAX_SINGLE_READS + 1):
+            extra = replace(A1, name=f"x{i}", mac=f"00:00:0c:00:00:{i:02x}", ips=(), vlan=100 + i)
+            version = controller.attach(extra)
         assert controller.supervisors["tor1"].wait_applied(version, 30)
         frame = (
             Ether(src=A1.mac, dst=A2.mac)
@@ -133,7 +139,10 @@ def test_reachable_switch_answers_while_another_is_down(tmp_path, capsys):
 
         assert wait_until(a1_sent_three, timeout=10)
         reply = client.GetCounters(pb.GetCountersRequest())
-        assert [c.name for c in reply.vms] == ["a1"]  # a2 lives on tor2
+        vms = {c.name: (c.tor, c.tx.packets) for c in reply.vms}
+        assert "a2" not in vms  # a2 lives on tor2
+        assert len(vms) == MAX_SINGLE_READS + 2 and vms["a1"] == ("tor1", 3)
+        assert {v for n, v in vms.items() if n != "a1"} == {("tor1", 0)}
         assert [s.switch for s in reply.unreachable] == ["tor2"]
         assert dead in reply.unreachable[0].error or "not connected" in reply.unreachable[0].error
         assert [(v.vni, v.tor, v.tx.packets) for v in reply.vnis] == [(5000, "tor1", 3)]
