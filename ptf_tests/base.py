@@ -53,7 +53,9 @@ TC_B = 1
 
 
 @dataclass(frozen=True)
-class Vm:
+class ReferenceVm:
+    """A VM of the reference fabric, with the indices the controller would give it."""
+
     name: str
     vni: int
     mac: str
@@ -64,13 +66,13 @@ class Vm:
     vtep: str = ""  # remote VMs: their VTEP
 
 
-A1 = Vm("a1", VNI_A, "00:00:0a:00:00:01", "192.168.1.1", ACCESS_PORT_1, 10, 1)
-A2 = Vm("a2", VNI_A, "00:00:0a:00:00:02", "192.168.1.2", ACCESS_PORT_2, 20, 2)
-B1 = Vm("b1", VNI_B, "00:00:0b:00:00:01", "192.168.1.1", ACCESS_PORT_1, 30, 3)
-B2 = Vm("b2", VNI_B, "00:00:0b:00:00:02", "192.168.1.2", ACCESS_PORT_2, 40, 4)
-A3 = Vm("a3", VNI_A, "00:00:0a:00:00:03", "192.168.1.3", vtep=REMOTE_VTEP_1)
-A4 = Vm("a4", VNI_A, "00:00:0a:00:00:04", "192.168.1.4", vtep=REMOTE_VTEP_2)
-B3 = Vm("b3", VNI_B, "00:00:0b:00:00:03", "192.168.1.3", vtep=REMOTE_VTEP_1)
+A1 = ReferenceVm("a1", VNI_A, "00:00:0a:00:00:01", "192.168.1.1", ACCESS_PORT_1, 10, 1)
+A2 = ReferenceVm("a2", VNI_A, "00:00:0a:00:00:02", "192.168.1.2", ACCESS_PORT_2, 20, 2)
+B1 = ReferenceVm("b1", VNI_B, "00:00:0b:00:00:01", "192.168.1.1", ACCESS_PORT_1, 30, 3)
+B2 = ReferenceVm("b2", VNI_B, "00:00:0b:00:00:02", "192.168.1.2", ACCESS_PORT_2, 40, 4)
+A3 = ReferenceVm("a3", VNI_A, "00:00:0a:00:00:03", "192.168.1.3", vtep=REMOTE_VTEP_1)
+A4 = ReferenceVm("a4", VNI_A, "00:00:0a:00:00:04", "192.168.1.4", vtep=REMOTE_VTEP_2)
+B3 = ReferenceVm("b3", VNI_B, "00:00:0b:00:00:03", "192.168.1.3", vtep=REMOTE_VTEP_1)
 LOCAL_VMS = (A1, A2, B1, B2)
 REMOTE_VMS = (A3, A4, B3)
 
@@ -93,7 +95,7 @@ BROADCAST = "ff:ff:ff:ff:ff:ff"
 
 # --- packet builders -----------------------------------------------------------
 def vm_frame(
-    src: Vm,
+    src: ReferenceVm,
     dst_mac: str,
     dst_ip: str,
     *,
@@ -188,7 +190,7 @@ def expected_encap(inner: Packet, vni: int, remote_vtep: str, uplink: int, tos: 
     return mask
 
 
-def arp_request(src: Vm, target_ip: str, vlan: int | None = None) -> Packet:
+def arp_request(src: ReferenceVm, target_ip: str, vlan: int | None = None) -> Packet:
     return (
         Ether(src=src.mac, dst=BROADCAST)
         / Dot1Q(vlan=src.vlan if vlan is None else vlan)

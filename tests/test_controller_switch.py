@@ -118,6 +118,7 @@ def test_api_attach_counters_and_cli(sf, store_path, capsys):
     import grpc
     from p4vtep.api import overlay_pb2 as pb
     from p4vtep.api import overlay_pb2_grpc as pb_grpc
+    from p4vtep.api.messages import vm_to_pb
     from p4vtep.api.server import serve
     from p4vtep.bmv2 import free_port
     from p4vtep.cli import main as cli_main
@@ -128,19 +129,7 @@ def test_api_attach_counters_and_cli(sf, store_path, capsys):
     try:
         client = pb_grpc.OverlayStub(grpc.insecure_channel(address))
         for vm in (A1, A2):
-            reply = client.AttachVM(
-                pb.AttachVMRequest(
-                    wait=True,
-                    vm=pb.VM(
-                        name=vm.name,
-                        mac=vm.mac,
-                        ips=list(vm.ips),
-                        vni=vm.vni,
-                        server=vm.server,
-                        vlan=vm.vlan,
-                    ),
-                )
-            )
+            reply = client.AttachVM(pb.AttachVMRequest(wait=True, vm=vm_to_pb(vm)))
             assert reply.applied
 
         def read():

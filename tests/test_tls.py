@@ -11,10 +11,12 @@ from pathlib import Path
 import grpc
 import pytest
 from fabric_fixture import two_tor_fabric
+from p4vtep import tls
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.api.server import serve, server_credentials
 from p4vtep.bmv2 import Bmv2Switch, find_simple_switch_grpc, free_port
+from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Fabric, TlsFiles, Tor, Uplink
@@ -103,14 +105,9 @@ def files(d: Path, who: str, ca: str = "ca") -> TlsFiles:
 
 
 def channel_credentials(d: Path, who: str | None) -> grpc.ChannelCredentials:
-    root = (d / "ca.pem").read_bytes()
     if who is None:
-        return grpc.ssl_channel_credentials(root_certificates=root)
-    return grpc.ssl_channel_credentials(
-        root_certificates=root,
-        private_key=(d / f"{who}.key").read_bytes(),
-        certificate_chain=(d / f"{who}.pem").read_bytes(),
-    )
+        return tls.channel_credentials(d / "ca.pem")
+    return tls.client_credentials(files(d, who))
 
 
 def test_api_requires_a_client_certificate(pki, tmp_path):
@@ -128,6 +125,22 @@ def test_api_requires_a_client_certificate(pki, tmp_path):
         plain = pb_grpc.OverlayStub(grpc.insecure_channel(address))
         with pytest.raises(grpc.RpcError):
             plain.ListVMs(pb.ListVMsRequest(), timeout=5)
+    finally:
+        server.stop(0)
+
+
+def test_cli_talks_mutual_tls_to_the_api(pki, tmp_path, capsys):
+    controller = Controller(two_tor_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"))
+    address = f"127.0.0.1:{free_port()}"
+    server = serve(controller, address, credentials=server_credentials(files(pki, "server")))
+    client = files(pki, "client")
+    try:
+        argv = ["--api", address, "--ca", client.ca, "--cert", client.cert, "--key", client.key]
+        assert cli_main([*argv, "status"]) == 0
+        assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[2:]] == [
+            "tor1",
+            "tor2",
+        ]
     finally:
         server.stop(0)
 

@@ -2,7 +2,10 @@ from dataclasses import replace
 
 import pytest
 from fabric_fixture import two_tor_fabric, vms
-from p4vtep.validation import ValidationError, validate
+from p4vtep.controller import Controller
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.limits import CPU_PORT, DROP_PORT, RESERVED_PORTS
+from p4vtep.validation import ValidationError, check_fabric, validate
 
 
 def problems(vm_list):
@@ -60,3 +63,51 @@ def test_vlan_reused_on_one_server():
 def test_every_problem_is_reported_at_once():
     bad = [replace(vms()[0], vlan=0, vni=0)] + vms()[1:]
     assert len(problems(bad)) == 2
+
+
+def fabric_problems(fabric) -> list[str]:
+    return [str(p) for p in check_fabric(fabric)]
+
+
+@pytest.mark.parametrize(
+    "port,message",
+    [
+        (CPU_PORT, "port 255 is the CPU port (packet-in/out)"),
+        (DROP_PORT, "port 511 is reserved by the pipeline (drop port)"),
+        (512, "port 512 outside 0-511"),
+        (-1, "port -1 outside 0-511"),
+    ],
+)
+def test_server_and_uplink_refuse_reserved_ports(port, message):
+    fabric = two_tor_fabric()
+    fabric.servers["s11"] = replace(fabric.servers["s11"], port=port)
+    assert fabric_problems(fabric) == [f"server s11: port: {message}"]
+    with pytest.raises(ValidationError, match="server s11: port: "):
+        Controller(fabric, bmv2_pipeline())
+
+    fabric = two_tor_fabric()
+    tor = fabric.tors["tor2"]
+    fabric.tors["tor2"] = replace(tor, uplinks=(replace(tor.uplinks[0], port=port), tor.uplinks[1]))
+    assert fabric_problems(fabric) == [f"tor tor2: uplinks.port: {message}"]
+
+
+def test_every_reserved_port_is_refused():
+    """RESERVED_PORTS is the list; validation refuses each member of it."""
+    assert RESERVED_PORTS == {CPU_PORT, DROP_PORT}
+    for port in RESERVED_PORTS:
+        fabric = two_tor_fabric()
+        fabric.servers["s12"] = replace(fabric.servers["s12"], port=port)
+        assert len(fabric_problems(fabric)) == 1
+
+
+def test_ordinary_ports_pass():
+    fabric = two_tor_fabric()
+    fabric.servers["s11"] = replace(fabric.servers["s11"], port=254)
+    fabric.servers["s12"] = replace(fabric.servers["s12"], port=0)
+    assert fabric_problems(fabric) == []
+
+
+def test_traffic_class_limit_comes_from_the_pipeline():
+    fabric = two_tor_fabric()
+    fabric.vnis[5000] = replace(fabric.vnis[5000], traffic_class=8)
+    assert fabric_problems(fabric) == ["vni tenant-a: traffic_class: 8 outside 0-7"]

@@ -1,11 +1,12 @@
 """A Mininet switch that runs BMv2 simple_switch_grpc (P4Runtime).
 
-    net.addSwitch("tor1", cls=Bmv2Switch, grpc_port=9560, device_id=1)
+    net.addSwitch("tor1", cls=MininetBmv2Switch, grpc_port=9560, device_id=1)
 
 The switch starts with no program; a P4Runtime controller pushes one. Each
 instance needs its own gRPC and Thrift ports. Options: ``log_dir`` (switch
 console output, and BMv2's own log with ``debug_log=True``), ``pcap_dir``
-(per-port captures), priority queues (always 8, for traffic classes).
+(per-port captures). The command line is p4vtep.bmv2's, the same as
+`p4vtep switch run` builds (CPU port, priority queues, replication limits).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from mininet.node import Switch
-from p4vtep.bmv2 import Bmv2Switch as Bmv2Process
+from p4vtep.bmv2 import Bmv2Switch
 
 
-class Bmv2Switch(Switch):
+class MininetBmv2Switch(Switch):
     def __init__(
         self,
         name: str,
@@ -29,7 +30,7 @@ class Bmv2Switch(Switch):
         **params,
     ) -> None:
         Switch.__init__(self, name, **params)
-        self.process = Bmv2Process(
+        self.process = Bmv2Switch(
             name,
             device_id,
             grpc_port,

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bmv2_switch import Bmv2Switch
+from bmv2_switch import MininetBmv2Switch
 from mininet.net import Mininet
 from mininet.node import Host
 from p4vtep.config import load_fabric, load_inventory
@@ -67,7 +67,7 @@ def build(
     for tor in fabric.tors.values():
         grpc_port = int(tor.address.rsplit(":", 1)[1])
         tors[tor.name] = net.addSwitch(
-            tor.name, cls=Bmv2Switch, grpc_port=grpc_port, device_id=tor.device_id, log_dir=log_dir
+            tor.name, cls=MininetBmv2Switch, grpc_port=grpc_port, device_id=tor.device_id, log_dir=log_dir
         )
     spines = [net.addHost(name, ip=None) for name in SPINES]
     for t, tor in enumerate(fabric.tors.values(), start=1):

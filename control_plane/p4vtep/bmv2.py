@@ -1,6 +1,7 @@
-"""Running BMv2 simple_switch_grpc: finding it, starting it with the options
-the pipeline needs, waiting for its gRPC port, stopping and restarting it.
-Used by the PTF runner, the integration tests and the Mininet topology."""
+"""Running BMv2 simple_switch_grpc: finding it, the one command line that
+starts it with every option the pipeline needs, waiting for its gRPC port,
+stopping and restarting it. Used by `p4vtep switch run`, the PTF runner, the
+integration tests, the benchmarks and the Mininet switch class."""
 
 from __future__ import annotations
 
@@ -9,16 +10,76 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CPU_PORT = 255
-PRIORITY_QUEUES = 8
+from .dataplane.limits import BMV2, BMV2_MAX_MC_GROUPS, CPU_PORT
+from .model import TlsFiles
+
+# One queue per traffic class: without it BMv2 has a single queue and drops
+# (with only a log line) every frame whose priority is above 0.
+PRIORITY_QUEUES = BMV2.priority_queues
 # BMv2's replication engine defaults (4096 groups, 4096 L1 nodes) are far
 # below a ToR's needs: two flood groups per VNI, one L1 node per (group, copy).
-MAX_MC_GROUPS = 32768
+MAX_MC_GROUPS = BMV2_MAX_MC_GROUPS
 MAX_MC_L1_ENTRIES = 65536
 MAX_MC_L2_ENTRIES = 65536
+
+
+def switch_command(
+    binary: str,
+    device_id: int,
+    grpc_address: str,
+    thrift_port: int,
+    ports: Mapping[int, str],
+    *,
+    tls: TlsFiles | None = None,
+    log_file: str | Path | None = None,
+    extra_args: Sequence[str] = (),
+) -> list[str]:
+    """The simple_switch_grpc command line for one p4vtep ToR.
+
+    ``ports`` maps switch port -> interface; ``tls`` are the files the switch
+    serves P4Runtime with (client certificates signed by ``tls.ca`` required).
+    Raises ValueError for a port the pipeline reserves (the CPU port)."""
+    for port in ports:
+        why = BMV2.port_problem(port)
+        if why:
+            raise ValueError(f"-i {port}@{ports[port]}: {why}")
+    cmd = [binary, "--device-id", str(device_id), "--no-p4", "--thrift-port", str(thrift_port)]
+    for port, iface in sorted(ports.items()):
+        cmd += ["-i", f"{port}@{iface}"]
+    if log_file is not None:
+        cmd += ["--log-file", str(log_file), "--log-flush"]
+    cmd += list(extra_args)
+    cmd += [
+        "--",
+        "--grpc-server-addr",
+        grpc_address,
+        "--cpu-port",
+        str(CPU_PORT),
+        "--priority-queues",
+        str(PRIORITY_QUEUES),
+        "--max-mc-groups",
+        str(MAX_MC_GROUPS),
+        "--max-l1-entries",
+        str(MAX_MC_L1_ENTRIES),
+        "--max-l2-entries",
+        str(MAX_MC_L2_ENTRIES),
+    ]
+    if tls is not None:
+        cmd += [
+            "--grpc-server-ssl",
+            "--grpc-server-cacert",
+            tls.ca,
+            "--grpc-server-cert",
+            tls.cert,
+            "--grpc-server-key",
+            tls.key,
+            "--grpc-server-with-client-auth",
+        ]
+    return cmd
 
 
 def find_simple_switch_grpc() -> str | None:
@@ -29,7 +90,8 @@ def find_simple_switch_grpc() -> str | None:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @dataclass
@@ -47,8 +109,8 @@ class Bmv2Switch:
     debug_log: bool = False
     binary: str | None = None
     extra_args: list[str] = field(default_factory=list)
-    tls: object | None = None  # TlsFiles: serve P4Runtime over TLS, client certs required
-    process: subprocess.Popen | None = None
+    tls: TlsFiles | None = None  # serve P4Runtime over TLS, client certificates required
+    process: subprocess.Popen[bytes] | None = None
 
     @property
     def grpc_address(self) -> str:
@@ -58,54 +120,24 @@ class Bmv2Switch:
         binary = self.binary or find_simple_switch_grpc()
         if binary is None:
             raise FileNotFoundError("simple_switch_grpc not found (see docs/toolchain.md)")
-        cmd = [
+        cmd = switch_command(
             binary,
-            "--device-id",
-            str(self.device_id),
-            "--no-p4",
-            "--thrift-port",
-            str(self.thrift_port),
-        ]
-        for port, iface in sorted(self.ports.items()):
-            cmd += ["-i", f"{port}@{iface}"]
-        if self.debug_log:
-            cmd += ["--log-file", str(self.log_dir / f"{self.name}"), "--log-flush"]
-        cmd += self.extra_args
-        cmd += [
-            "--",
-            "--grpc-server-addr",
+            self.device_id,
             self.grpc_address,
-            "--cpu-port",
-            str(CPU_PORT),
-            "--priority-queues",
-            str(PRIORITY_QUEUES),
-            "--max-mc-groups",
-            str(MAX_MC_GROUPS),
-            "--max-l1-entries",
-            str(MAX_MC_L1_ENTRIES),
-            "--max-l2-entries",
-            str(MAX_MC_L2_ENTRIES),
-        ]
-        if self.tls is not None:
-            cmd += [
-                "--grpc-server-ssl",
-                "--grpc-server-cacert",
-                self.tls.ca,
-                "--grpc-server-cert",
-                self.tls.cert,
-                "--grpc-server-key",
-                self.tls.key,
-                "--grpc-server-with-client-auth",
-            ]
+            self.thrift_port,
+            self.ports,
+            tls=self.tls,
+            log_file=self.log_dir / self.name if self.debug_log else None,
+            extra_args=self.extra_args,
+        )
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns] + cmd
         return cmd
 
     def start(self, timeout: float = 20.0) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        out = open(self.log_dir / f"{self.name}.out", "ab")
-        self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
-        out.close()
+        with open(self.log_dir / f"{self.name}.out", "ab") as out:
+            self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
         self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float) -> None:
@@ -126,7 +158,9 @@ class Bmv2Switch:
             probe = f"import socket; socket.create_connection(('{self.grpc_host}', {self.grpc_port}), 0.5)"
             return (
                 subprocess.run(
-                    ["ip", "netns", "exec", self.netns, "python3", "-c", probe], capture_output=True
+                    ["ip", "netns", "exec", self.netns, "python3", "-c", probe],
+                    check=False,
+                    capture_output=True,
                 ).returncode
                 == 0
             )
@@ -180,7 +214,7 @@ class VethSet:
                     sysctl = ["sysctl", "-qw", f"net.ipv6.conf.{end}.disable_ipv6=1"]
                     if self.netns:
                         sysctl = ["ip", "netns", "exec", self.netns] + sysctl
-                    subprocess.run(sysctl, capture_output=True)
+                    subprocess.run(sysctl, check=False, capture_output=True)
                     self._ip("link", "set", end, "mtu", "9500", "up")
                     # Frames must reach sockets as sent: no VLAN or checksum offload.
                     ethtool = [
@@ -198,12 +232,12 @@ class VethSet:
                     ]
                     if self.netns:
                         ethtool = ["ip", "netns", "exec", self.netns] + ethtool
-                    subprocess.run(ethtool, capture_output=True)
+                    subprocess.run(ethtool, check=False, capture_output=True)
         except BaseException:
             self.__exit__()
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         for sw, _ in self.pairs:
             self._ip("link", "delete", sw, check=False)

@@ -61,14 +61,14 @@ def run_controller(args: argparse.Namespace) -> int:
         libvirt_source.start()
     credentials = None
     if fabric.api_tls is not None:
-        from .api.server import server_credentials
+        from .tls import server_credentials
 
         credentials = server_credentials(fabric.api_tls)
     server = serve(controller, args.listen, credentials=credentials)
     if args.metrics_port:
         from .metrics import start_metrics
 
-        start_metrics(controller, args.metrics_port)
+        start_metrics(controller, args.metrics_port, args.metrics_address)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -87,18 +87,75 @@ def run_controller(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- switch run ------------------------------------------------------------------------
+def parse_interfaces(specs: Sequence[str]) -> dict[int, str]:
+    """["1@veth1", ...] -> {1: "veth1", ...}; ValueError names a bad one."""
+    ports: dict[int, str] = {}
+    for spec in specs:
+        port, at, iface = spec.partition("@")
+        if not at or not port.isdigit() or not iface:
+            raise ValueError(f"-i {spec}: expected PORT@INTERFACE, e.g. 1@veth1")
+        if int(port) in ports:
+            raise ValueError(f"-i {spec}: port {port} is already {ports[int(port)]}")
+        ports[int(port)] = iface
+    return ports
+
+
+def switch_run(args: argparse.Namespace) -> int:
+    """Start simple_switch_grpc for one ToR of the fabric, in the foreground
+    (this process becomes the switch), with every option the pipeline needs."""
+    import shlex
+
+    from .bmv2 import find_simple_switch_grpc, switch_command
+    from .config import ConfigError, load_fabric
+    from .validation import ValidationError, check_fabric
+
+    fabric = load_fabric(args.fabric)
+    problems = check_fabric(fabric)
+    if problems:
+        raise ValidationError(problems)
+    tor = fabric.tors.get(args.tor)
+    if tor is None:
+        raise ConfigError(
+            f"{args.fabric}: no ToR named {args.tor!r} (has: {', '.join(sorted(fabric.tors))})"
+        )
+    binary = args.binary or find_simple_switch_grpc()
+    if binary is None:
+        raise FileNotFoundError("simple_switch_grpc not found (see docs/toolchain.md)")
+    try:
+        ports = parse_interfaces(args.interface or [])
+        cmd = switch_command(
+            binary,
+            tor.device_id,
+            tor.address,
+            args.thrift_port or 9089 + tor.device_id,
+            ports,
+            tls=tor.tls,
+            log_file=args.log_file,
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    used = {u.port: "uplink" for u in tor.uplinks}
+    used.update({s.port: f"server {s.name}" for s in fabric.servers.values() if s.tor == tor.name})
+    for port, what in sorted(used.items()):
+        if port not in ports:
+            print(f"p4vtep: warning: {tor.name} port {port} ({what}) has no -i", file=sys.stderr)
+    if args.print_command:
+        print(shlex.join(cmd))
+        return 0
+    sys.stdout.flush()
+    os.execv(binary, cmd)
+    return 0  # not reached
+
+
 # --- API client commands -------------------------------------------------------------
 def stub(args):
     from .api import overlay_pb2_grpc
 
     if args.ca:
-        from pathlib import Path
+        from .tls import channel_credentials
 
-        credentials = grpc.ssl_channel_credentials(
-            root_certificates=Path(args.ca).read_bytes(),
-            private_key=Path(args.key).read_bytes() if args.key else None,
-            certificate_chain=Path(args.cert).read_bytes() if args.cert else None,
-        )
+        credentials = channel_credentials(args.ca, args.cert, args.key)
         return overlay_pb2_grpc.OverlayStub(grpc.secure_channel(args.api, credentials))
     return overlay_pb2_grpc.OverlayStub(grpc.insecure_channel(args.api))
 
@@ -115,21 +172,13 @@ VM_HEADERS = ["NAME", "MAC", "IPS", "VNI", "SERVER", "TOR", "VLAN", "QOS", "SOUR
 
 def vm_attach(args) -> int:
     from .api import overlay_pb2 as pb
+    from .api.messages import vm_to_pb
+    from .model import Vm
 
-    reply = stub(args).AttachVM(
-        pb.AttachVMRequest(
-            vm=pb.VM(
-                name=args.name,
-                mac=args.mac,
-                ips=args.ip or [],
-                vni=args.vni,
-                server=args.server,
-                vlan=args.vlan,
-                qos=args.qos or "",
-            ),
-            wait=not args.no_wait,
-        )
+    vm = Vm(
+        args.name, args.mac, tuple(args.ip or ()), args.vni, args.server, args.vlan, args.qos, "api"
     )
+    reply = stub(args).AttachVM(pb.AttachVMRequest(vm=vm_to_pb(vm), wait=not args.no_wait))
     print(table(vm_rows([reply.vm]), VM_HEADERS))
     print(f"version {reply.version}" + (", applied on every ToR" if reply.applied else ""))
     return 0
@@ -138,25 +187,14 @@ def vm_attach(args) -> int:
 def vm_bulk(args) -> int:
     """Attach every VM of an inventory file, showing progress."""
     from .api import overlay_pb2 as pb
+    from .api.messages import vm_to_pb
     from .config import load_inventory
 
     vms = load_inventory(args.file)
     client = stub(args)
     last = 0
     for done, vm in enumerate(vms, start=1):
-        reply = client.AttachVM(
-            pb.AttachVMRequest(
-                vm=pb.VM(
-                    name=vm.name,
-                    mac=vm.mac,
-                    ips=list(vm.ips),
-                    vni=vm.vni,
-                    server=vm.server,
-                    vlan=vm.vlan,
-                    qos=vm.qos or "",
-                )
-            )
-        )
+        reply = client.AttachVM(pb.AttachVMRequest(vm=vm_to_pb(vm)))
         last = reply.version
         print(f"\rattached {done}/{len(vms)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
@@ -269,6 +307,10 @@ def counters(args) -> int:
                 ["TOR", "DROP REASON", "PACKETS"],
             )
         )
+    if reply.unreachable:
+        print()
+    for s in reply.unreachable:
+        print(f"{s.switch}: unreachable, its counters are missing: {s.error}")
     return 0
 
 
@@ -302,6 +344,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--listen", default=DEFAULT_API, help="API listen address")
     run.add_argument("--metrics-port", type=int, default=0, help="Prometheus port (0: off)")
     run.add_argument(
+        "--metrics-address",
+        default="127.0.0.1",
+        help="address the Prometheus endpoint listens on (default: loopback only)",
+    )
+    run.add_argument(
         "--election-id",
         type=int,
         default=1,
@@ -310,6 +357,35 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--resync", type=float, default=30.0, help="seconds between drift repairs")
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=run_controller)
+
+    switch = sub.add_parser("switch", help="BMv2 switches").add_subparsers(
+        dest="action", required=True
+    )
+    srun = switch.add_parser(
+        "run",
+        help="start simple_switch_grpc for one ToR of the fabric (in the foreground)",
+        description="Start simple_switch_grpc for one ToR with every option the p4vtep "
+        "pipeline needs: device id and P4Runtime address from the fabric file, CPU port, "
+        "priority queues, replication-engine limits, and the ToR's TLS files if it has any.",
+    )
+    srun.add_argument("tor", help="ToR name in the fabric file")
+    srun.add_argument("--fabric", required=True, help="fabric YAML")
+    srun.add_argument(
+        "-i",
+        "--interface",
+        action="append",
+        metavar="PORT@IFACE",
+        help="attach a network interface to a switch port (repeat)",
+    )
+    srun.add_argument(
+        "--thrift-port", type=int, help="BMv2 Thrift port (default: 9089 + device id)"
+    )
+    srun.add_argument("--log-file", help="BMv2's own log (flushed per line)")
+    srun.add_argument("--binary", help="simple_switch_grpc to run ($SIMPLE_SWITCH_GRPC, PATH)")
+    srun.add_argument(
+        "--print-command", action="store_true", help="print the command line instead of running it"
+    )
+    srun.set_defaults(func=switch_run)
 
     vm = sub.add_parser("vm", help="VM bindings").add_subparsers(dest="action", required=True)
     attach = vm.add_parser("attach", help="attach (or replace) a VM")

@@ -14,14 +14,12 @@ from dataclasses import dataclass, field
 
 from .allocation import IndexSpace
 from .dataplane.entries import MeterRates, PipelineEntries, PortRole
+from .dataplane.limits import TOR_INDEX_MAX, VM_INDEX_MAX, VNI_INDEX_MAX, VTEP_REPLICA_BASE
 from .model import Fabric, Tor, Uplink, Vm
 from .runtime.entities import entity_key, to_entity
 from .runtime.protos import p4runtime_pb2
 
 ECMP_GROUP_ID = 1
-VM_INDEX_MAX = 8191  # vm_tx_meter/vm_rx_meter size - 1; index 0 means "no VM"
-VNI_INDEX_MAX = 8191  # two flood groups per VNI index must fit 16 bits
-VTEP_REPLICA_BASE = 16384  # replica ids of remote VTEPs start here
 
 
 @dataclass
@@ -29,7 +27,7 @@ class Allocations:
     """Every index the controller hands out, per fabric."""
 
     vni: IndexSpace = field(default_factory=lambda: IndexSpace("vni", 1, VNI_INDEX_MAX))
-    tor: IndexSpace = field(default_factory=lambda: IndexSpace("tor", 0, 4095))
+    tor: IndexSpace = field(default_factory=lambda: IndexSpace("tor", 0, TOR_INDEX_MAX))
     vm: dict[str, IndexSpace] = field(default_factory=dict)  # per ToR
 
     def spaces(self) -> list[IndexSpace]:

@@ -115,6 +115,18 @@ def _rates(doc: _Doc, path: tuple) -> Rates | None:
     return Rates(*(doc.typed(path + (k,), int) for k in ("cir", "cburst", "pir", "pburst")))
 
 
+def _tls_files(doc: _Doc, path: tuple) -> TlsFiles | None:
+    """PEM files {ca, cert, key} at ``path``, each of which must exist; None if absent."""
+    if doc.get(path, {}) == {}:
+        return None
+    names = ("ca", "cert", "key")
+    files = TlsFiles(*(doc.typed(path + (k,), str) for k in names))
+    for k, f in zip(names, (files.ca, files.cert, files.key)):
+        if not Path(f).is_file():
+            raise doc.error(path + (k,), f"no such file: {f}")
+    return files
+
+
 def load_fabric(path: str | Path) -> Fabric:
     doc = _read(path)
     fabric = Fabric()
@@ -134,6 +146,7 @@ def load_fabric(path: str | Path) -> Fabric:
             doc.typed(p + ("vtep_ip",), str),
             normalise_mac(doc.typed(p + ("router_mac",), str)),
             uplinks,
+            _tls_files(doc, p + ("tls",)),
         )
         if tor.name in fabric.tors:
             raise doc.error(p + ("name",), f"ToR {tor.name!r} defined twice")
@@ -166,14 +179,8 @@ def load_fabric(path: str | Path) -> Fabric:
             doc.typed(p + ("name",), str), _rates(doc, p + ("tx",)), _rates(doc, p + ("rx",))
         )
         fabric.policies[policy.name] = policy
-    for side in ("p4runtime", "api"):
-        p = ("tls", side)
-        if doc.get(p, {}) != {}:
-            files = TlsFiles(*(doc.typed(p + (k,), str) for k in ("ca", "cert", "key")))
-            for k, f in zip(("ca", "cert", "key"), (files.ca, files.cert, files.key)):
-                if not Path(f).is_file():
-                    raise doc.error(p + (k,), f"no such file: {f}")
-            setattr(fabric, f"{side}_tls", files)
+    fabric.p4runtime_tls = _tls_files(doc, ("tls", "p4runtime"))
+    fabric.api_tls = _tls_files(doc, ("tls", "api"))
     return fabric
 
 

@@ -48,24 +48,41 @@ class WriteFailed(Event):
     vms: tuple[str, ...] = ()  # VMs whose entries were refused (e.g. a full table)
 
 
+# DesiredStateChanged.change: what the controller and the sources send.
+ATTACHED = "attached"  # a VM added or replaced (API, libvirt)
+DETACHED = "detached"
+MIGRATED = "migrated"  # also the second step, when the old ToR lets go
+QOS = "qos"  # a VM's QoS policy set or removed
+
+
+def reloaded(source: str) -> str:
+    """A whole source (e.g. the inventory file) replaced its VMs; vm is "*"."""
+    return f"{source} reloaded"
+
+
+def refused(reason: str) -> str:
+    """A source's change failed validation; nothing changed; vm is "*"."""
+    return f"refused: {reason}"
+
+
 @dataclass(frozen=True)
 class DesiredStateChanged(Event):
-    vm: str = ""
-    change: str = ""  # attached, detached, migrated, updated
+    vm: str = ""  # the VM's name, or "*" for a whole source
+    change: str = ""  # ATTACHED, DETACHED, MIGRATED, QOS, reloaded(...), refused(...)
 
 
 class EventBus:
     def __init__(self) -> None:
-        self._subscribers: list[queue.Queue] = []
+        self._subscribers: list[queue.Queue[Event]] = []
         self._lock = threading.Lock()
 
-    def subscribe(self) -> queue.Queue:
-        q: queue.Queue = queue.Queue(maxsize=10000)
+    def subscribe(self) -> queue.Queue[Event]:
+        q: queue.Queue[Event] = queue.Queue(maxsize=10000)
         with self._lock:
             self._subscribers.append(q)
         return q
 
-    def unsubscribe(self, q: queue.Queue) -> None:
+    def unsubscribe(self, q: queue.Queue[Event]) -> None:
         with self._lock:
             if q in self._subscribers:
                 self._subscribers.remove(q)

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
-from prometheus_client.core import REGISTRY, CounterMetricFamily
+from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from . import events
-from .controller import Controller, CounterReader
+from .controller import Controller
+from .counters import CounterReader
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +35,14 @@ VMS_NOT_INSTALLED = Gauge(
 
 
 class DataPlaneCollector(Collector):
+    """Scrape-time counters of every reachable switch, and which switches
+    could be read (p4vtep_switch_up)."""
+
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
         self.reader = CounterReader(controller)
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         vm_packets = CounterMetricFamily(
             "p4vtep_vm_packets", "Packets per VM and direction", labels=["vm", "tor", "direction"]
         )
@@ -50,22 +55,27 @@ class DataPlaneCollector(Collector):
             labels=["vni", "tor", "direction"],
         )
         drops = CounterMetricFamily("p4vtep_drops", "Drops by reason", labels=["tor", "reason"])
-        try:
-            for name in sorted(self.controller.vms):
-                tor, tx, rx = self.reader.vm(name)
-                for direction, (packets, octets) in (("tx", tx), ("rx", rx)):
-                    vm_packets.add_metric([name, tor, direction], packets)
-                    vm_bytes.add_metric([name, tor, direction], octets)
-            for vni in sorted({vm.vni for vm in self.controller.vms.values()}):
-                for tor, tx, rx in self.reader.vni(vni):
-                    vni_packets.add_metric([str(vni), tor, "tx"], tx[0])
-                    vni_packets.add_metric([str(vni), tor, "rx"], rx[0])
-            for tor in sorted(self.controller.supervisors):
-                for reason, packets in self.reader.drops(tor).items():
-                    drops.add_metric([tor, reason], packets)
-        except Exception as exc:  # noqa: BLE001 -- a scrape must not fail the controller
-            log.debug("counter scrape incomplete: %s", exc)
-        yield from (vm_packets, vm_bytes, vni_packets, drops)
+        up = GaugeMetricFamily(
+            "p4vtep_switch_up",
+            "1 if this scrape read the switch's counters, 0 if it could not",
+            labels=["switch"],
+        )
+        counters = self.reader.collect()
+        for vm in counters.vms:
+            for direction, traffic in (("tx", vm.tx), ("rx", vm.rx)):
+                vm_packets.add_metric([vm.name, vm.tor, direction], traffic.packets)
+                vm_bytes.add_metric([vm.name, vm.tor, direction], traffic.bytes)
+        for vni in counters.vnis:
+            vni_packets.add_metric([str(vni.vni), vni.tor, "tx"], vni.tx.packets)
+            vni_packets.add_metric([str(vni.vni), vni.tor, "rx"], vni.rx.packets)
+        for tor, reasons in sorted(counters.drops.items()):
+            for reason, packets in reasons.items():
+                drops.add_metric([tor, reason], packets)
+        for tor in sorted(self.controller.supervisors):
+            up.add_metric([tor], 0 if tor in counters.unreachable else 1)
+        for tor, error in sorted(counters.unreachable.items()):
+            log.debug("counter scrape: %s not read: %s", tor, error)
+        yield from (vm_packets, vm_bytes, vni_packets, drops, up)
 
 
 def start_metrics(controller: Controller, port: int, address: str = "127.0.0.1") -> None:

@@ -19,6 +19,8 @@ class Tor:
     vtep_ip: str
     router_mac: str
     uplinks: tuple[Uplink, ...]
+    # What the switch serves P4Runtime with (`p4vtep switch run`); None: plaintext.
+    tls: TlsFiles | None = None
 
 
 @dataclass(frozen=True)

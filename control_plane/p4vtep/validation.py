@@ -11,11 +11,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .dataplane import limits
+from .dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
 from .model import Fabric, Vm
 
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
-VNI_MIN, VNI_MAX = 1, (1 << 24) - 1
-VLAN_MIN, VLAN_MAX = 1, 4094
+VNI_MIN = 1
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,9 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
         if not tor.uplinks:
             problems.append(Problem(subject, "uplinks", "at least one uplink is needed"))
         for uplink in tor.uplinks:
-            if not 0 <= uplink.port < 511:
-                problems.append(
-                    Problem(subject, "uplinks.port", f"port {uplink.port} out of range")
-                )
+            why = limits.BMV2.port_problem(uplink.port)
+            if why:
+                problems.append(Problem(subject, "uplinks.port", why))
             if not MAC_RE.match(uplink.next_hop_mac):
                 problems.append(
                     Problem(
@@ -76,8 +76,9 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
         if tor is None:
             problems.append(Problem(subject, "tor", f"unknown ToR {server.tor!r}"))
             continue
-        if not 0 <= server.port < 511:
-            problems.append(Problem(subject, "port", f"port {server.port} out of range"))
+        why = limits.BMV2.port_problem(server.port)
+        if why:
+            problems.append(Problem(subject, "port", why))
         if server.port in {u.port for u in tor.uplinks}:
             problems.append(
                 Problem(subject, "port", f"port {server.port} is an uplink of {tor.name}")
@@ -97,9 +98,13 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
             problems.append(
                 Problem(f"vni {vni.name}", "vni", f"{vni.vni} outside {VNI_MIN}-{VNI_MAX}")
             )
-        if not 0 <= vni.traffic_class <= 7:
+        if not 0 <= vni.traffic_class <= limits.TRAFFIC_CLASS_MAX:
             problems.append(
-                Problem(f"vni {vni.name}", "traffic_class", f"{vni.traffic_class} outside 0-7")
+                Problem(
+                    f"vni {vni.name}",
+                    "traffic_class",
+                    f"{vni.traffic_class} outside 0-{limits.TRAFFIC_CLASS_MAX}",
+                )
             )
     for policy in fabric.policies.values():
         for direction in ("tx", "rx"):

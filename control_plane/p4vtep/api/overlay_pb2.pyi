@@ -178,6 +178,14 @@ class DropCounter(_message.Message):
     packets: int
     def __init__(self, tor: _Optional[str] = ..., reason: _Optional[str] = ..., packets: _Optional[int] = ...) -> None: ...
 
+class SwitchError(_message.Message):
+    __slots__ = ("switch", "error")
+    SWITCH_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    switch: str
+    error: str
+    def __init__(self, switch: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
 class GetCountersRequest(_message.Message):
     __slots__ = ("vms", "vnis")
     VMS_FIELD_NUMBER: _ClassVar[int]
@@ -187,14 +195,16 @@ class GetCountersRequest(_message.Message):
     def __init__(self, vms: _Optional[_Iterable[str]] = ..., vnis: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class GetCountersResponse(_message.Message):
-    __slots__ = ("vms", "vnis", "drops")
+    __slots__ = ("vms", "vnis", "drops", "unreachable")
     VMS_FIELD_NUMBER: _ClassVar[int]
     VNIS_FIELD_NUMBER: _ClassVar[int]
     DROPS_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
     vms: _containers.RepeatedCompositeFieldContainer[VMCounters]
     vnis: _containers.RepeatedCompositeFieldContainer[VNICounters]
     drops: _containers.RepeatedCompositeFieldContainer[DropCounter]
-    def __init__(self, vms: _Optional[_Iterable[_Union[VMCounters, _Mapping]]] = ..., vnis: _Optional[_Iterable[_Union[VNICounters, _Mapping]]] = ..., drops: _Optional[_Iterable[_Union[DropCounter, _Mapping]]] = ...) -> None: ...
+    unreachable: _containers.RepeatedCompositeFieldContainer[SwitchError]
+    def __init__(self, vms: _Optional[_Iterable[_Union[VMCounters, _Mapping]]] = ..., vnis: _Optional[_Iterable[_Union[VNICounters, _Mapping]]] = ..., drops: _Optional[_Iterable[_Union[DropCounter, _Mapping]]] = ..., unreachable: _Optional[_Iterable[_Union[SwitchError, _Mapping]]] = ...) -> None: ...
 
 class WatchEventsRequest(_message.Message):
     __slots__ = ()

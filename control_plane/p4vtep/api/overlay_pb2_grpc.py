@@ -130,7 +130,8 @@ class OverlayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetCounters(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Counters of every reachable switch; the unreachable ones are listed.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')

@@ -11,10 +11,13 @@ from concurrent import futures
 import grpc
 
 from ..allocation import SpaceFull
-from ..controller import Controller, CounterReader, NotFound
+from ..controller import Controller, NotFound
+from ..counters import CounterReader, Traffic
 from ..model import Vm
 from ..runtime.client import P4RuntimeError
-from ..validation import Problem, ValidationError, normalise_mac
+from ..tls import server_credentials
+from ..validation import ValidationError
+from . import messages
 from . import overlay_pb2 as pb
 from . import overlay_pb2_grpc as pb_grpc
 
@@ -22,26 +25,21 @@ log = logging.getLogger(__name__)
 
 MAX_REQUEST_BYTES = 1 << 20  # an AttachVM is a few hundred bytes
 WAIT_SECONDS = 30.0
+WORKER_THREADS = 8  # calls served at once; WatchEvents streams hold one each
 
 
 def vm_to_pb(controller: Controller, vm: Vm) -> pb.VM:
+    """The VM as the API shows it: with its ToR and why switches refused it."""
     errors = [
         f"{name}: {sup.status.vm_errors[vm.name]}"
         for name, sup in sorted(controller.supervisors.items())
         if vm.name in sup.status.vm_errors
     ]
-    return pb.VM(
-        name=vm.name,
-        mac=vm.mac,
-        ips=list(vm.ips),
-        vni=vm.vni,
-        server=vm.server,
-        vlan=vm.vlan,
-        qos=vm.qos or "",
-        source=vm.source,
-        tor=controller.tor_of(vm),
-        error="; ".join(errors),
-    )
+    return messages.vm_to_pb(vm, tor=controller.tor_of(vm), error="; ".join(errors))
+
+
+def _traffic(t: Traffic) -> pb.Traffic:
+    return pb.Traffic(packets=t.packets, bytes=t.bytes)
 
 
 def _errors(method: Callable) -> Callable:
@@ -74,19 +72,7 @@ class OverlayService(pb_grpc.OverlayServicer):
 
     @_errors
     def AttachVM(self, request, context):
-        v = request.vm
-        if not v.name:
-            raise ValidationError([Problem("vm", "name", "a name is required")])
-        vm = Vm(
-            name=v.name,
-            mac=normalise_mac(v.mac),
-            ips=tuple(v.ips),
-            vni=v.vni,
-            server=v.server,
-            vlan=v.vlan,
-            qos=v.qos or None,
-            source="api",
-        )
+        vm = messages.vm_from_pb(request.vm, source="api")
         version = self.c.attach(vm)
         return pb.VMResponse(
             vm=vm_to_pb(self.c, vm), version=version, applied=self._applied(request.wait, version)
@@ -151,29 +137,18 @@ class OverlayService(pb_grpc.OverlayServicer):
 
     @_errors
     def GetCounters(self, request, context):
+        counters = self.counters.collect(list(request.vms) or None, list(request.vnis) or None)
         response = pb.GetCountersResponse()
-        names = list(request.vms) or sorted(self.c.vms)
-        for name in names:
-            tor, tx, rx = self.counters.vm(name)
-            response.vms.add(
-                name=name,
-                tor=tor,
-                tx=pb.Traffic(packets=tx[0], bytes=tx[1]),
-                rx=pb.Traffic(packets=rx[0], bytes=rx[1]),
-            )
-        vnis = list(request.vnis) or sorted({vm.vni for vm in self.c.vms.values()})
-        for vni in vnis:
-            for tor, tx, rx in self.counters.vni(vni):
-                response.vnis.add(
-                    vni=vni,
-                    tor=tor,
-                    tx=pb.Traffic(packets=tx[0], bytes=tx[1]),
-                    rx=pb.Traffic(packets=rx[0], bytes=rx[1]),
-                )
-        for tor in sorted(self.c.supervisors):
-            for reason, packets in self.counters.drops(tor).items():
+        for vm in counters.vms:
+            response.vms.add(name=vm.name, tor=vm.tor, tx=_traffic(vm.tx), rx=_traffic(vm.rx))
+        for vni in counters.vnis:
+            response.vnis.add(vni=vni.vni, tor=vni.tor, tx=_traffic(vni.tx), rx=_traffic(vni.rx))
+        for tor, reasons in sorted(counters.drops.items()):
+            for reason, packets in reasons.items():
                 if packets:
                     response.drops.add(tor=tor, reason=reason, packets=packets)
+        for tor, error in sorted(counters.unreachable.items()):
+            response.unreachable.add(switch=tor, error=error)
         return response
 
     def WatchEvents(self, request, context):
@@ -197,23 +172,12 @@ class OverlayService(pb_grpc.OverlayServicer):
             self.c.bus.unsubscribe(subscription)
 
 
-def server_credentials(tls) -> grpc.ServerCredentials:
-    """Mutual TLS: our certificate, and client certificates signed by ``tls.ca`` required."""
-    ca, cert, key = tls.read()
-    return grpc.ssl_server_credentials(
-        [(key, cert)], root_certificates=ca, require_client_auth=True
-    )
-
-
 def serve(
-    controller: Controller,
-    address: str,
-    max_workers: int = 8,
-    credentials: grpc.ServerCredentials | None = None,
+    controller: Controller, address: str, credentials: grpc.ServerCredentials | None = None
 ) -> grpc.Server:
     """Start the service on ``address``; bounded threads and request size."""
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers),
+        futures.ThreadPoolExecutor(max_workers=WORKER_THREADS),
         options=[
             ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
             ("grpc.max_concurrent_streams", 64),

@@ -7,8 +7,8 @@ PTF suite and the controller both build their entries here.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
+from ..model import Rates
 from ..runtime import entities
 from ..runtime.codec import Value
 from ..runtime.p4info import P4Info
@@ -35,14 +35,9 @@ VM_RX_METER = "vm_rx_meter"
 ECMP_SELECTOR = "ecmp_selector"
 
 
-@dataclass(frozen=True)
-class MeterRates:
-    """RFC 2698 trTCM parameters, bytes/s and bytes."""
-
-    cir: int
-    cburst: int
-    pir: int
-    pburst: int
+# A meter's configuration is the model's QoS rates (RFC 2698 trTCM, bytes/s
+# and bytes); MeterRates is the same class under the name the PTF suite uses.
+MeterRates = Rates
 
 
 class PipelineEntries:
@@ -188,9 +183,7 @@ class PipelineEntries:
         return entities.multicast_group(group_id, replicas)
 
     # --- QoS -------------------------------------------------------------------
-    def vm_meter(
-        self, direction: str, vm_index: int, rates: MeterRates
-    ) -> p4runtime_pb2.MeterEntry:
+    def vm_meter(self, direction: str, vm_index: int, rates: Rates) -> p4runtime_pb2.MeterEntry:
         meter = {"tx": VM_TX_METER, "rx": VM_RX_METER}[direction]
         return entities.meter_entry(
             self.p4info,

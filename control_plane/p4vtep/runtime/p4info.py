@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, TypeVar
 
 from google.protobuf import text_format
@@ -57,9 +56,7 @@ class P4Info:
         self._by_name: dict[tuple[str, str], _Named] = {}
         self._by_id: dict[int, _Named] = {}
         self._match_fields: dict[int, dict[str, MatchFieldInfo]] = {}
-        self._match_fields_by_id: dict[int, dict[int, MatchFieldInfo]] = {}
         self._params: dict[int, dict[str, ParamInfo]] = {}
-        self._params_by_id: dict[int, dict[int, ParamInfo]] = {}
         for kind in (
             "tables",
             "actions",
@@ -81,21 +78,16 @@ class P4Info:
                 for mf in table.match_fields
             }
             self._match_fields[table.preamble.id] = fields
-            self._match_fields_by_id[table.preamble.id] = {f.id: f for f in fields.values()}
         for action in message.actions:
-            params = {p.name: ParamInfo(p.id, p.name, p.bitwidth) for p in action.params}
-            self._params[action.preamble.id] = params
-            self._params_by_id[action.preamble.id] = {p.id: p for p in params.values()}
+            self._params[action.preamble.id] = {
+                p.name: ParamInfo(p.id, p.name, p.bitwidth) for p in action.params
+            }
 
     @classmethod
     def from_text(cls, text: str) -> P4Info:
         message = p4info_pb2.P4Info()
         text_format.Parse(text, message)
         return cls(message)
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> P4Info:
-        return cls.from_text(Path(path).read_text(encoding="utf-8"))
 
     # --- lookups -------------------------------------------------------------
     def _get(self, kind: str, name: str, message_type: type[_T]) -> _T:
@@ -115,9 +107,6 @@ class P4Info:
 
     def counter(self, name: str) -> p4info_pb2.Counter:
         return self._get("counters", name, p4info_pb2.Counter)
-
-    def direct_counter(self, name: str) -> p4info_pb2.DirectCounter:
-        return self._get("direct_counters", name, p4info_pb2.DirectCounter)
 
     def meter(self, name: str) -> p4info_pb2.Meter:
         return self._get("meters", name, p4info_pb2.Meter)
@@ -139,12 +128,6 @@ class P4Info:
                 f"table {self.name_of(table_id)!r} has no match field {name!r}"
             ) from None
 
-    def match_field_by_id(self, table_id: int, field_id: int) -> MatchFieldInfo:
-        return self._match_fields_by_id[table_id][field_id]
-
-    def match_fields(self, table_id: int) -> list[MatchFieldInfo]:
-        return list(self._match_fields[table_id].values())
-
     def param(self, action_id: int, name: str) -> ParamInfo:
         try:
             return self._params[action_id][name]
@@ -153,15 +136,8 @@ class P4Info:
                 f"action {self.name_of(action_id)!r} has no parameter {name!r}"
             ) from None
 
-    def param_by_id(self, action_id: int, param_id: int) -> ParamInfo:
-        return self._params_by_id[action_id][param_id]
-
     def params(self, action_id: int) -> list[ParamInfo]:
         return list(self._params[action_id].values())
-
-    def table_implementation(self, table_name: str) -> p4info_pb2.ActionProfile | None:
-        impl = self._by_id.get(self.table(table_name).implementation_id)
-        return impl if isinstance(impl, p4info_pb2.ActionProfile) else None
 
 
 def pipeline_cookie(p4info_text: str, device_config: bytes) -> int:

@@ -1,0 +1,174 @@
+"""Data-plane counters (per VM, per VNI, drops) read from the ToRs.
+
+The one counter-collection path: the API's GetCounters and the Prometheus
+collector both call ``CounterReader.collect``. Each ToR is read in one
+P4Runtime Read through its supervisor's session; a ToR that cannot be read
+(not connected, or the read fails) is named in ``Counters.unreachable`` and
+the others are still answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import grpc
+
+from .controller import Controller, NotFound
+from .dataplane.drop_reasons import DropReason
+from .dataplane.entries import (
+    EGRESS_DROP_COUNTER,
+    INGRESS_DROP_COUNTER,
+    VM_RX_COUNTER,
+    VM_TX_COUNTER,
+    VNI_RX_COUNTER,
+    VNI_TX_COUNTER,
+)
+from .runtime.client import P4RuntimeError
+from .runtime.protos import p4runtime_pb2
+
+# Up to this many indices of one counter are read one by one; more, and the
+# whole array is read in one entity (BMv2 answers a wildcard with every cell).
+MAX_SINGLE_READS = 16
+
+
+class Traffic(NamedTuple):
+    packets: int
+    bytes: int
+
+
+NO_TRAFFIC = Traffic(0, 0)
+
+
+@dataclass(frozen=True)
+class VmCounters:
+    name: str
+    tor: str
+    tx: Traffic  # sent by the VM
+    rx: Traffic  # delivered to the VM
+
+
+@dataclass(frozen=True)
+class VniCounters:
+    vni: int
+    tor: str
+    tx: Traffic  # sent by the VNI's VMs on this ToR
+    rx: Traffic  # delivered to them
+
+
+@dataclass
+class Counters:
+    vms: list[VmCounters] = field(default_factory=list)
+    vnis: list[VniCounters] = field(default_factory=list)
+    drops: dict[str, dict[str, int]] = field(default_factory=dict)  # ToR -> reason -> packets
+    unreachable: dict[str, str] = field(default_factory=dict)  # ToR -> why it was not read
+
+
+@dataclass
+class _TorPlan:
+    """Counter cells to read from one ToR (besides its drop counters)."""
+
+    indices: dict[str, set[int]] = field(default_factory=dict)  # counter -> indices
+
+    def want(self, counter: str, index: int) -> None:
+        self.indices.setdefault(counter, set()).add(index)
+
+
+class CounterReader:
+    """Reads counters through the supervisors' sessions."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.c = controller
+
+    def collect(
+        self, vms: Iterable[str] | None = None, vnis: Iterable[int] | None = None
+    ) -> Counters:
+        """Counters of ``vms`` and ``vnis`` (None: every one) and the drops of
+        every ToR. Raises NotFound for a VM name the controller does not know."""
+        c = self.c
+        with c._lock:
+            names = sorted(c.vms) if vms is None else list(vms)
+            for name in names:
+                if name not in c.vms:
+                    raise NotFound(f"no VM named {name!r}")
+            # (name, ToR, index or None when the VM has no index yet)
+            vm_rows = []
+            for name in names:
+                tor = c.fabric.servers[c.vms[name].server].tor
+                vm_rows.append((name, tor, c.alloc.vm_space(tor).peek(name)))
+            hosts: dict[int, set[str]] = {}  # VNI -> ToRs with a VM in it
+            for vm in c.vms.values():
+                hosts.setdefault(vm.vni, set()).add(c.fabric.servers[vm.server].tor)
+            vni_rows = []  # (vni, index, ToRs hosting it)
+            for vni in sorted(hosts) if vnis is None else vnis:
+                index = c.alloc.vni.peek(vni)
+                if index is not None:
+                    vni_rows.append((vni, index, sorted(hosts.get(vni, ()))))
+            all_tors = sorted(c.supervisors)
+
+        plans = {tor: _TorPlan() for tor in all_tors}
+        for _, tor, index in vm_rows:
+            if index is not None:
+                plans[tor].want(VM_TX_COUNTER, index)
+                plans[tor].want(VM_RX_COUNTER, index)
+        for _, index, tors in vni_rows:
+            for tor in tors:
+                plans[tor].want(VNI_TX_COUNTER, index)
+                plans[tor].want(VNI_RX_COUNTER, index)
+
+        result = Counters()
+        cells: dict[str, dict[tuple[str, int | None], Traffic]] = {}
+        for tor, plan in plans.items():
+            try:
+                cells[tor] = self._read_tor(tor, plan)
+            except (ConnectionError, P4RuntimeError, grpc.RpcError) as exc:
+                result.unreachable[tor] = str(exc) or type(exc).__name__
+
+        def cell(tor: str, counter: str, index: int | None) -> Traffic:
+            return cells[tor].get((counter, index), NO_TRAFFIC)  # a VM with no index: zero
+
+        result.vms = [
+            VmCounters(name, tor, cell(tor, VM_TX_COUNTER, i), cell(tor, VM_RX_COUNTER, i))
+            for name, tor, i in vm_rows
+            if tor in cells
+        ]
+        result.vnis = [
+            VniCounters(vni, tor, cell(tor, VNI_TX_COUNTER, i), cell(tor, VNI_RX_COUNTER, i))
+            for vni, i, tors in vni_rows
+            for tor in tors
+            if tor in cells
+        ]
+        for tor in sorted(cells):
+            result.drops[tor] = {
+                reason.name.lower(): cell(tor, INGRESS_DROP_COUNTER, reason).packets
+                + cell(tor, EGRESS_DROP_COUNTER, reason).packets
+                for reason in DropReason
+            }
+        return result
+
+    def _read_tor(self, tor: str, plan: _TorPlan) -> dict[tuple[str, int | None], Traffic]:
+        """One Read of every counter cell in ``plan``: (counter, index) -> traffic."""
+        supervisor = self.c.supervisors[tor]
+        conn = supervisor.conn
+        if conn is None:
+            why = supervisor.status.last_error
+            raise ConnectionError(f"not connected ({why})" if why else "not connected")
+        entries = self.c.entries
+        wanted: list[p4runtime_pb2.CounterEntry] = []
+        for counter, indices in sorted(plan.indices.items()):
+            if len(indices) > MAX_SINGLE_READS:
+                wanted.append(entries.counter(counter))
+            else:
+                wanted.extend(entries.counter(counter, i) for i in sorted(indices))
+        wanted += [entries.counter(INGRESS_DROP_COUNTER), entries.counter(EGRESS_DROP_COUNTER)]
+        names = {
+            self.c.entries.p4info.counter(name).preamble.id: name
+            for name in {*plan.indices, INGRESS_DROP_COUNTER, EGRESS_DROP_COUNTER}
+        }
+        return {
+            (names[e.counter_entry.counter_id], e.counter_entry.index.index): Traffic(
+                e.counter_entry.data.packet_count, e.counter_entry.data.byte_count
+            )
+            for e in conn.read(*wanted)
+        }

@@ -1,0 +1,126 @@
+"""The pipeline's limits, in one place.
+
+Sizes and field widths are read from the P4Info (what p4c compiled from
+p4src/v1model/sizes.p4 and p4src/include/defines.p4), so a resized table
+changes them here with no edit. The few facts a P4Info cannot carry (ports
+with a fixed meaning, how replica ids are laid out) are constants below, each
+naming the P4 (or BMv2) definition it mirrors. tests/test_limits.py checks
+every one against the P4 sources and the committed P4Info.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..runtime.p4info import P4Info
+from .artifacts import bmv2_pipeline
+
+# --- not derivable from a P4Info -----------------------------------------------
+# `const port_t CPU_PORT = 255` in p4src/include/defines.p4; simple_switch_grpc
+# is started with --cpu-port CPU_PORT. The parser takes every frame from it for
+# a packet-out, so no server or uplink may use it.
+CPU_PORT = 255
+# v1model's drop port: mark_to_drop() sets egress_spec to it (BMv2's
+# --drop-port, default 511, the largest bit<9> port). Frames sent there vanish.
+DROP_PORT = 511
+# Ports the pipeline gives a meaning of its own: never a server or an uplink.
+RESERVED_PORTS = frozenset({CPU_PORT, DROP_PORT})
+# Replica ids (standard_metadata.egress_rid, the flood_replica key): a copy to
+# a local VM uses the VM's index (1..vm_index_max); a copy to a remote VTEP
+# uses VTEP_REPLICA_BASE + the ToR's index. The base must stay above every VM
+# index, and base + ToR index within the replica_id width (both enforced by
+# the index maxima PipelineLimits derives).
+VTEP_REPLICA_BASE = 16384
+# Flood groups: a VNI index i owns multicast groups 2i - 1 (local VMs and
+# remote VTEPs) and 2i (local VMs only); see compiler.flood_groups.
+FLOOD_GROUPS_PER_VNI = 2
+# simple_switch_grpc --max-mc-groups (bmv2.py starts every switch with it):
+# how many multicast groups BMv2's replication engine holds.
+BMV2_MAX_MC_GROUPS = 32768
+# 802.1Q reserves VLAN 0 (priority tag) and the all-ones id.
+VLAN_MIN = 1
+
+
+@dataclass(frozen=True)
+class PipelineLimits:
+    """What the controller may hand out or accept for one compiled pipeline."""
+
+    port_max: int  # largest port number (port_t width), reserved ones included
+    vm_index_max: int  # per ToR; index 0 means "no VM"
+    vni_index_max: int  # per fabric; index 0 means "no VNI"
+    tor_index_max: int  # per fabric, for VTEP replica ids
+    vlan_max: int
+    vni_max: int
+    traffic_class_max: int
+
+    @property
+    def priority_queues(self) -> int:
+        """BMv2 --priority-queues: one queue per traffic class."""
+        return self.traffic_class_max + 1
+
+    def port_problem(self, port: int) -> str | None:
+        """Why ``port`` cannot carry a server or an uplink, or None."""
+        if not 0 <= port <= self.port_max:
+            return f"port {port} outside 0-{self.port_max}"
+        if port == CPU_PORT:
+            return f"port {port} is the CPU port (packet-in/out)"
+        if port in RESERVED_PORTS:
+            return f"port {port} is reserved by the pipeline (drop port)"
+        return None
+
+    @classmethod
+    def from_p4info(cls, p4info: P4Info) -> PipelineLimits:
+        def size(kind: str, name: str) -> int:
+            return int(getattr(p4info, kind)(name).size)
+
+        def param_bits(action: str, param: str) -> int:
+            return p4info.param(p4info.action(action).preamble.id, param).bitwidth
+
+        def key_bits(table: str, field: str) -> int:
+            return p4info.match_field(p4info.table(table).preamble.id, field).bitwidth
+
+        vm_index_max = min(
+            # meters and counters indexed by the VM index (sizes.p4 VM_COUNT)
+            size("meter", "vm_tx_meter") - 1,
+            size("meter", "vm_rx_meter") - 1,
+            size("counter", "vm_tx_counter") - 1,
+            size("counter", "vm_rx_counter") - 1,
+            (1 << param_bits("bind_vm", "vm")) - 1,  # vm_index_t
+            VTEP_REPLICA_BASE - 1,  # a VM's index is its replica id
+        )
+        group_bits = param_bits("set_vni_params", "flood_group")  # mcast_group_t
+        vni_index_max = min(
+            # counters indexed by the VNI index (sizes.p4 VNI_COUNT)
+            size("counter", "vni_tx_counter") - 1,
+            size("counter", "vni_rx_counter") - 1,
+            (1 << param_bits("set_vni_params", "vni_index")) - 1,  # vni_index_t
+            # both flood groups of the largest index must be valid group ids...
+            ((1 << group_bits) - 1) // FLOOD_GROUPS_PER_VNI,
+            # ...and fit BMv2's group table
+            BMV2_MAX_MC_GROUPS // FLOOD_GROUPS_PER_VNI,
+        )
+        tor_index_max = min(
+            # one underlay /32 route per remote VTEP
+            size("table", "underlay_route") - 1,
+            (1 << key_bits("flood_replica", "replica_id")) - 1 - VTEP_REPLICA_BASE,
+        )
+        return cls(
+            port_max=(1 << key_bits("port_role", "port")) - 1,
+            vm_index_max=vm_index_max,
+            vni_index_max=vni_index_max,
+            tor_index_max=tor_index_max,
+            vlan_max=(1 << key_bits("access_binding", "vlan_id")) - 2,
+            vni_max=(1 << key_bits("vni_config", "vni")) - 1,
+            traffic_class_max=(1 << param_bits("set_vni_params", "traffic_class")) - 1,
+        )
+
+
+# The committed BMv2 pipeline's limits (P4VTEP_P4INFO overrides its P4Info).
+BMV2 = PipelineLimits.from_p4info(bmv2_pipeline().p4info)
+PORT_MAX = BMV2.port_max
+VM_INDEX_MAX = BMV2.vm_index_max
+VNI_INDEX_MAX = BMV2.vni_index_max
+TOR_INDEX_MAX = BMV2.tor_index_max
+VLAN_MAX = BMV2.vlan_max
+VNI_MAX = BMV2.vni_max
+TRAFFIC_CLASS_MAX = BMV2.traffic_class_max

@@ -1,0 +1,230 @@
+"""`p4vtep switch run` and the one simple_switch_grpc command-line builder
+(issue 10: a ToR started without --priority-queues silently dropped every
+frame of a VNI with a traffic class above 0)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from p4vtep import bmv2
+from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port, switch_command
+from p4vtep.cli import main as cli_main
+from p4vtep.config import load_fabric
+from p4vtep.controller import Controller
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PORT_TX_COUNTER, VNI_TX_COUNTER, PipelineEntries
+from p4vtep.dataplane.limits import CPU_PORT
+from p4vtep.model import TlsFiles, Vm
+from p4vtep.runtime.client import SwitchConnection
+from p4vtep.store import Store
+from switch_fabric import needs_switch, wait_until
+
+A = Vm("a", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10)
+B = Vm("b", "00:00:0a:00:00:02", ("192.168.1.2",), 5000, "s12", 20)
+TRAFFIC_CLASS = 2
+
+
+def option(cmd: list[str], name: str) -> str:
+    return cmd[cmd.index(name) + 1]
+
+
+def test_builder_sets_every_option_the_pipeline_needs():
+    tls = TlsFiles("/pki/ca.pem", "/pki/tor1.pem", "/pki/tor1.key")
+    cmd = switch_command(
+        "/bin/ssg", 7, "10.1.1.1:9559", 9096, {2: "veth2", 1: "veth1"}, tls=tls, log_file="l"
+    )
+    assert cmd[0] == "/bin/ssg"
+    assert option(cmd, "--device-id") == "7"
+    assert option(cmd, "--thrift-port") == "9096"
+    assert "--no-p4" in cmd
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "-i"] == ["1@veth1", "2@veth2"]
+    assert option(cmd, "--log-file") == "l" and "--log-flush" in cmd
+    target = cmd[cmd.index("--") + 1 :]  # the gRPC target's own options
+    assert option(target, "--grpc-server-addr") == "10.1.1.1:9559"
+    assert option(target, "--cpu-port") == str(CPU_PORT) == "255"
+    assert option(target, "--priority-queues") == "8"
+    assert option(target, "--max-mc-groups") == "32768"
+    assert option(target, "--max-l1-entries") == "65536"
+    assert option(target, "--max-l2-entries") == "65536"
+    assert "--grpc-server-ssl" in target and "--grpc-server-with-client-auth" in target
+    assert option(target, "--grpc-server-cacert") == "/pki/ca.pem"
+    assert option(target, "--grpc-server-cert") == "/pki/tor1.pem"
+    assert option(target, "--grpc-server-key") == "/pki/tor1.key"
+    plain = switch_command("/bin/ssg", 1, "127.0.0.1:1", 1, {})
+    assert "--grpc-server-ssl" not in plain and "--log-file" not in plain
+
+
+@pytest.mark.parametrize("port", [CPU_PORT, 511, 512])
+def test_builder_refuses_reserved_ports(port):
+    with pytest.raises(ValueError, match=f"-i {port}@eth9: port {port} "):
+        switch_command("/bin/ssg", 1, "127.0.0.1:1", 1, {port: "eth9"})
+
+
+def test_harness_switch_uses_the_builder(tmp_path):
+    sw = Bmv2Switch("t", 3, 9559, 9090, {1: "v1"}, log_dir=tmp_path, binary="/bin/ssg")
+    assert sw.command() == switch_command("/bin/ssg", 3, "127.0.0.1:9559", 9090, {1: "v1"})
+    sw.netns = "ns1"
+    assert sw.command()[:4] == ["ip", "netns", "exec", "ns1"]
+
+
+def write_fabric(path: Path, grpc_address: str, tls: dict | None = None) -> Path:
+    tor = {
+        "name": "tor1",
+        "p4runtime": grpc_address,
+        "device_id": 1,
+        "vtep_ip": "10.0.0.1",
+        "router_mac": "00:aa:00:00:00:01",
+        "uplinks": [{"port": 3, "next_hop_mac": "00:5e:00:00:01:01"}],
+    }
+    if tls:
+        tor["tls"] = tls
+    doc = {
+        "tors": [tor],
+        "servers": [
+            {"name": "s11", "tor": "tor1", "port": 1},
+            {"name": "s12", "tor": "tor1", "port": 2},
+        ],
+        "vnis": [{"vni": 5000, "name": "tenant-a", "traffic_class": TRAFFIC_CLASS}],
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_cli_builds_the_command_from_the_fabric(tmp_path, capsys):
+    for name in ("ca.pem", "tor1.pem", "tor1.key"):
+        (tmp_path / name).write_text("pem")
+    tls = {
+        k: str(tmp_path / f)
+        for k, f in (("ca", "ca.pem"), ("cert", "tor1.pem"), ("key", "tor1.key"))
+    }
+    fabric = write_fabric(tmp_path / "fabric.yaml", "127.0.0.1:9700", tls)
+    argv = ["switch", "run", "tor1", "--fabric", str(fabric), "--binary", "/bin/ssg"]
+    assert cli_main([*argv, "-i", "1@v1", "-i", "2@v2", "--print-command"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.split() == switch_command(
+        "/bin/ssg", 1, "127.0.0.1:9700", 9090, {1: "v1", 2: "v2"}, tls=TlsFiles(**tls)
+    )
+    assert captured.err == "p4vtep: warning: tor1 port 3 (uplink) has no -i\n"
+
+    for bad, message in (
+        (["-i", "255@v1"], "p4vtep: -i 255@v1: port 255 is the CPU port (packet-in/out)\n"),
+        (["-i", "1v1"], "p4vtep: -i 1v1: expected PORT@INTERFACE, e.g. 1@veth1\n"),
+        (["-i", "1@a", "-i", "1@b"], "p4vtep: -i 1@b: port 1 is already a\n"),
+    ):
+        assert cli_main([*argv, *bad, "--print-command"]) == 2
+        assert capsys.readouterr().err == message
+    assert cli_main(["switch", "run", "tor9", "--fabric", str(fabric), "--print-command"]) == 2
+    assert "no ToR named 'tor9' (has: tor1)" in capsys.readouterr().err
+
+
+# --- on a real switch --------------------------------------------------------------
+def wait_for_port(address: str, process: subprocess.Popen, timeout: float = 20.0) -> None:
+    host, port = address.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"switch exited with {process.returncode}"
+        try:
+            socket.create_connection((host, int(port)), 0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"{address} did not open")
+
+
+def forwarded(fabric_file: Path, cmd: list[str], veths: VethSet, tmp_path: Path):
+    """Start the switch with ``cmd``, let the controller program it, send one
+    frame of VNI 5000 (traffic class 2) from A to B; return (frames B got,
+    the switch's counters)."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Dot1Q, Ether
+    from scapy.sendrecv import AsyncSniffer, sendp
+
+    fabric = load_fabric(fabric_file)
+    tor = fabric.tors["tor1"]
+    with open(tmp_path / "switch.out", "wb") as out:
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    controller = None
+    try:
+        wait_for_port(tor.address, process)
+        controller = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
+        controller.start()
+        controller.attach(A)
+        controller.attach(B)
+        assert controller.wait_converged(30)
+        (_, host_a), (_, host_b) = veths.pairs
+        frame = (
+            Ether(src=A.mac, dst=B.mac)
+            / Dot1Q(vlan=A.vlan)
+            / IP(src=A.ips[0], dst=B.ips[0])
+            / UDP(sport=1234, dport=80)
+        )
+        sniffer = AsyncSniffer(iface=host_b, lfilter=lambda p: p.haslayer(UDP))
+        sniffer.start()
+        time.sleep(0.5)
+        sendp(frame, iface=host_a, verbose=False)
+        entries = PipelineEntries(bmv2_pipeline().p4info)
+        with SwitchConnection(tor.address, tor.device_id, election_id=0) as conn:
+
+            def count(counter: str, index: int) -> int:
+                [cell] = conn.read(entries.counter(counter, index))
+                return cell.counter_entry.data.packet_count
+
+            wait_until(lambda: count(VNI_TX_COUNTER, 1) == 1, timeout=5)
+            time.sleep(1)
+            got = sniffer.stop()
+            counts = {"vni_tx": count(VNI_TX_COUNTER, 1), "port2_tx": count(PORT_TX_COUNTER, 2)}
+        want = bytes(Ether(src=A.mac, dst=B.mac) / Dot1Q(vlan=B.vlan) / frame[Dot1Q].payload)
+        return [bytes(p) for p in got if bytes(p) == want], counts
+    finally:
+        if controller is not None:
+            controller.stop()
+        process.terminate()
+        process.wait(10)
+
+
+@needs_switch()
+def test_switch_run_forwards_a_traffic_class_vni(tmp_path):
+    """`p4vtep switch run` starts a switch the controller programs and that
+    delivers a frame of a VNI with traffic class 2."""
+    with VethSet(f"sl{os.getpid() % 10000}", 2) as veths:
+        fabric_file = write_fabric(tmp_path / "fabric.yaml", f"127.0.0.1:{free_port()}")
+        ports = [f"{i}@{sw}" for i, (sw, _) in enumerate(veths.pairs, start=1)]
+        cmd = [sys.executable, "-m", "p4vtep.cli", "switch", "run", "tor1"]
+        cmd += ["--fabric", str(fabric_file), "--thrift-port", str(free_port())]
+        cmd += [a for p in ports for a in ("-i", p)]
+        delivered, counts = forwarded(fabric_file, cmd, veths, tmp_path)
+        assert len(delivered) == 1
+        assert counts == {"vni_tx": 1, "port2_tx": 1}
+
+
+@needs_switch()
+def test_without_priority_queues_the_frame_is_lost_and_counters_show_it(tmp_path):
+    """What the launcher prevents, and how to see it on a switch started by
+    hand without --priority-queues: the VNI counted the frame in, no port
+    counted it out, and BMv2's log says why."""
+    with VethSet(f"sq{os.getpid() % 10000}", 2) as veths:
+        fabric_file = write_fabric(tmp_path / "fabric.yaml", f"127.0.0.1:{free_port()}")
+        fabric = load_fabric(fabric_file)
+        ports = {i: sw for i, (sw, _) in enumerate(veths.pairs, start=1)}
+        cmd = switch_command(
+            bmv2.find_simple_switch_grpc() or "simple_switch_grpc",
+            1,
+            fabric.tors["tor1"].address,
+            free_port(),
+            ports,
+            log_file=tmp_path / "bmv2",
+        )
+        at = cmd.index("--priority-queues")
+        del cmd[at : at + 2]
+        delivered, counts = forwarded(fabric_file, cmd, veths, tmp_path)
+        assert delivered == []
+        assert counts == {"vni_tx": 1, "port2_tx": 0}
+        logs = "".join(p.read_text() for p in tmp_path.glob("bmv2*"))
+        assert "Priority out of range, dropping packet" in logs
