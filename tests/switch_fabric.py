@@ -17,12 +17,15 @@ import shutil
 import socket
 import struct
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc, free_port
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -31,6 +34,8 @@ from p4vtep.store import Store
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 ROUTER_MAC = {"tor1": "00:aa:00:00:00:01", "tor2": "00:aa:00:00:00:02"}
 
@@ -48,6 +53,18 @@ def needs_switch(*tiers: str) -> list[pytest.MarkDecorator]:
         reasons.append("iproute2 missing")
     skip = pytest.mark.skipif(bool(reasons), reason="; ".join(reasons) + ": switch tests skipped")
     return [pytest.mark.switch, *(getattr(pytest.mark, tier) for tier in tiers), skip]
+
+
+def switch_test(*tiers: str) -> Callable[[_F], _F]:
+    """``needs_switch`` as a decorator of one test (for files that mix unit
+    tests and switch tests)."""
+
+    def decorate(test: _F) -> _F:
+        for mark in needs_switch(*tiers):
+            test = mark(test)
+        return test
+
+    return decorate
 
 
 @dataclass

@@ -12,6 +12,7 @@ from dataclasses import replace
 import grpc
 import pytest
 from fabric_fixture import two_tor_fabric
+from helpers import wait_until
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.api.server import serve
@@ -24,7 +25,7 @@ from p4vtep.metrics import DataPlaneCollector
 from p4vtep.model import Server, Vm
 from p4vtep.store import Store
 from prometheus_client import CollectorRegistry, generate_latest
-from switch_fabric import needs_switch, wait_until
+from switch_fabric import switch_test
 
 A1 = Vm("a1", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10)
 A2 = Vm("a2", "00:00:0a:00:00:02", ("192.168.1.2",), 5000, "s21", 20)
@@ -65,7 +66,8 @@ def test_counters_name_every_switch_not_read(api, capsys):
         ("tor1", "not connected"),
         ("tor2", "not connected"),
     ]
-    assert list(reply.vms) == [] and list(reply.drops) == []
+    assert list(reply.vms) == []
+    assert list(reply.drops) == []
 
     assert cli_main(["--api", address, "counters", "--vm", "a1"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -95,7 +97,7 @@ def test_unknown_vm_is_still_not_found(api):
     assert info.value.details() == "no VM named 'ghost'"
 
 
-@needs_switch()
+@switch_test()
 def test_reachable_switch_answers_while_another_is_down(tmp_path, capsys):
     """tor1 is a real BMv2 switch that a1 sends three frames through; tor2
     is down. a1's counters, tor1's drops and metrics still come back."""
@@ -141,7 +143,8 @@ def test_reachable_switch_answers_while_another_is_down(tmp_path, capsys):
         reply = client.GetCounters(pb.GetCountersRequest())
         vms = {c.name: (c.tor, c.tx.packets) for c in reply.vms}
         assert "a2" not in vms  # a2 lives on tor2
-        assert len(vms) == MAX_SINGLE_READS + 2 and vms["a1"] == ("tor1", 3)
+        assert len(vms) == MAX_SINGLE_READS + 2
+        assert vms["a1"] == ("tor1", 3)
         assert {v for n, v in vms.items() if n != "a1"} == {("tor1", 0)}
         assert [s.switch for s in reply.unreachable] == ["tor2"]
         assert dead in reply.unreachable[0].error or "not connected" in reply.unreachable[0].error

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import wait_until
 from p4vtep import bmv2
 from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port, switch_command
 from p4vtep.cli import main as cli_main
@@ -24,7 +25,7 @@ from p4vtep.dataplane.limits import CPU_PORT
 from p4vtep.model import TlsFiles, Vm
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.store import Store
-from switch_fabric import needs_switch, wait_until
+from switch_fabric import switch_test
 
 A = Vm("a", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10)
 B = Vm("b", "00:00:0a:00:00:02", ("192.168.1.2",), 5000, "s12", 20)
@@ -45,7 +46,8 @@ def test_builder_sets_every_option_the_pipeline_needs():
     assert option(cmd, "--thrift-port") == "9096"
     assert "--no-p4" in cmd
     assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "-i"] == ["1@veth1", "2@veth2"]
-    assert option(cmd, "--log-file") == "l" and "--log-flush" in cmd
+    assert option(cmd, "--log-file") == "l"
+    assert "--log-flush" in cmd
     target = cmd[cmd.index("--") + 1 :]  # the gRPC target's own options
     assert option(target, "--grpc-server-addr") == "10.1.1.1:9559"
     assert option(target, "--cpu-port") == str(CPU_PORT) == "255"
@@ -53,12 +55,14 @@ def test_builder_sets_every_option_the_pipeline_needs():
     assert option(target, "--max-mc-groups") == "32768"
     assert option(target, "--max-l1-entries") == "65536"
     assert option(target, "--max-l2-entries") == "65536"
-    assert "--grpc-server-ssl" in target and "--grpc-server-with-client-auth" in target
+    assert "--grpc-server-ssl" in target
+    assert "--grpc-server-with-client-auth" in target
     assert option(target, "--grpc-server-cacert") == "/pki/ca.pem"
     assert option(target, "--grpc-server-cert") == "/pki/tor1.pem"
     assert option(target, "--grpc-server-key") == "/pki/tor1.key"
     plain = switch_command("/bin/ssg", 1, "127.0.0.1:1", 1, {})
-    assert "--grpc-server-ssl" not in plain and "--log-file" not in plain
+    assert "--grpc-server-ssl" not in plain
+    assert "--log-file" not in plain
 
 
 @pytest.mark.parametrize("port", [CPU_PORT, 511, 512])
@@ -189,7 +193,7 @@ def forwarded(fabric_file: Path, cmd: list[str], veths: VethSet, tmp_path: Path)
         process.wait(10)
 
 
-@needs_switch()
+@switch_test()
 def test_switch_run_forwards_a_traffic_class_vni(tmp_path):
     """`p4vtep switch run` starts a switch the controller programs and that
     delivers a frame of a VNI with traffic class 2."""
@@ -204,7 +208,7 @@ def test_switch_run_forwards_a_traffic_class_vni(tmp_path):
         assert counts == {"vni_tx": 1, "port2_tx": 1}
 
 
-@needs_switch()
+@switch_test()
 def test_without_priority_queues_the_frame_is_lost_and_counters_show_it(tmp_path):
     """What the launcher prevents, and how to see it on a switch started by
     hand without --priority-queues: the VNI counted the frame in, no port

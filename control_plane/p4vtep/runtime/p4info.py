@@ -56,7 +56,9 @@ class P4Info:
         self._by_name: dict[tuple[str, str], _Named] = {}
         self._by_id: dict[int, _Named] = {}
         self._match_fields: dict[int, dict[str, MatchFieldInfo]] = {}
+        self._match_fields_by_id: dict[int, dict[int, MatchFieldInfo]] = {}
         self._params: dict[int, dict[str, ParamInfo]] = {}
+        self._params_by_id: dict[int, dict[int, ParamInfo]] = {}
         for kind in (
             "tables",
             "actions",
@@ -78,10 +80,11 @@ class P4Info:
                 for mf in table.match_fields
             }
             self._match_fields[table.preamble.id] = fields
+            self._match_fields_by_id[table.preamble.id] = {f.id: f for f in fields.values()}
         for action in message.actions:
-            self._params[action.preamble.id] = {
-                p.name: ParamInfo(p.id, p.name, p.bitwidth) for p in action.params
-            }
+            params = {p.name: ParamInfo(p.id, p.name, p.bitwidth) for p in action.params}
+            self._params[action.preamble.id] = params
+            self._params_by_id[action.preamble.id] = {p.id: p for p in params.values()}
 
     @classmethod
     def from_text(cls, text: str) -> P4Info:
@@ -128,6 +131,9 @@ class P4Info:
                 f"table {self.name_of(table_id)!r} has no match field {name!r}"
             ) from None
 
+    def match_field_by_id(self, table_id: int, field_id: int) -> MatchFieldInfo:
+        return self._match_fields_by_id[table_id][field_id]
+
     def param(self, action_id: int, name: str) -> ParamInfo:
         try:
             return self._params[action_id][name]
@@ -135,6 +141,9 @@ class P4Info:
             raise P4InfoError(
                 f"action {self.name_of(action_id)!r} has no parameter {name!r}"
             ) from None
+
+    def param_by_id(self, action_id: int, param_id: int) -> ParamInfo:
+        return self._params_by_id[action_id][param_id]
 
     def params(self, action_id: int) -> list[ParamInfo]:
         return list(self._params[action_id].values())
