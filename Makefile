@@ -10,12 +10,29 @@ P4_BUILD := p4src/v1model/build
 DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping iperf3 mininet \
 	pkg-config libvirt-dev
 
-.PHONY: all deps deps-system deps-python p4 p4-check proto ptf unit test demo demo-cli clean \
-	bench bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
+.PHONY: all deps deps-system deps-python toolchain toolchain-archive p4 p4-if-p4c p4-check proto \
+	ptf unit test demo demo-cli clean bench bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
 
 all: test
 
-deps: deps-system deps-python
+deps: deps-system deps-python toolchain
+
+# p4c and simple_switch_grpc (docs/toolchain.md): on PATH or named by P4C /
+# SIMPLE_SWITCH_GRPC, else this script's prefix, else a prebuilt archive
+# (P4VTEP_TOOLCHAIN_ARCHIVE, or one in the team cache directory beside the
+# checkout), else a build from sources; TOFINO=1 adds the Tofino compiler.
+TOOLCHAIN_CACHE ?= $(abspath ../shared/toolchain)
+TOOLCHAIN := $(PYTHON) toolchain/p4vtep_toolchain.py --team-cache $(TOOLCHAIN_CACHE)
+# What that made available, as P4C=... SIMPLE_SWITCH_GRPC=... (expanded when a recipe runs).
+TOOLCHAIN_VARS = $(shell $(TOOLCHAIN) env)
+
+toolchain:
+	@$(TOOLCHAIN) ensure
+	@$(if $(TOFINO),$(TOOLCHAIN) ensure --tofino)
+
+# Packs the installed toolchain for other machines (path 3); prints its sha256.
+toolchain-archive:
+	@$(TOOLCHAIN) archive $(if $(TOFINO),--tofino) $(if $(TOOLCHAIN_ARCHIVE_OUT),--output $(TOOLCHAIN_ARCHIVE_OUT))
 
 # Debian packages, installed only when one is missing (idempotent, no apt
 # update when nothing is needed).
@@ -42,7 +59,7 @@ $(VENV)/.installed: requirements.txt control_plane/pyproject.toml
 
 # Compile the pipeline; the outputs are committed next to the sources.
 p4:
-	@command -v $(P4C) >/dev/null || { echo "p4c not found: see docs/toolchain.md"; exit 1; }
+	@command -v $(P4C) >/dev/null || { echo "p4c not found: run make toolchain (docs/toolchain.md)"; exit 1; }
 	mkdir -p $(P4_BUILD)
 	$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(P4_BUILD) \
 	  --p4runtime-files $(P4_BUILD)/p4vtep.p4info.txtpb $(P4_MAIN)
@@ -58,22 +75,26 @@ p4-check: deps-python
 	$(VPY) -m pytest -q tests/test_p4_outputs.py
 
 unit: deps
-	$(VPY) -m pytest -q tests
+	env $(TOOLCHAIN_VARS) $(VPY) -m pytest -q tests
 
 ptf: deps
-	$(VPY) ptf_tests/run_suite.py
+	env $(TOOLCHAIN_VARS) $(VPY) ptf_tests/run_suite.py
 
 test: deps
-	$(VPY) -m pytest -q tests
-	$(VPY) ptf_tests/run_suite.py
+	env $(TOOLCHAIN_VARS) $(VPY) -m pytest -q tests
+	env $(TOOLCHAIN_VARS) $(VPY) ptf_tests/run_suite.py
 
 # The main job: the Mininet leaf-spine fabric, the controller, and the checks.
 demo: deps
-	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory p4; fi
-	$(VPY) topologies/demo.py
+	@env $(TOOLCHAIN_VARS) $(MAKE) --no-print-directory p4-if-p4c
+	env $(TOOLCHAIN_VARS) $(VPY) topologies/demo.py
 
 demo-cli: deps
-	$(VPY) topologies/demo.py --cli
+	env $(TOOLCHAIN_VARS) $(VPY) topologies/demo.py --cli
+
+# Recompiles when p4c is there; the demo runs the committed outputs otherwise.
+p4-if-p4c:
+	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory p4; fi
 
 # Benchmarks: each writes bench/results/NAME.json; bench-report renders
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.

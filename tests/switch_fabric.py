@@ -23,13 +23,18 @@ import pytest
 from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc, free_port
 from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
 
+# The skip line's reason: why, and what to set (issue 9).
+SWITCH_MISSING = (
+    "simple_switch_grpc not found (run `make toolchain`, or set SIMPLE_SWITCH_GRPC "
+    "or P4VTEP_TOOLCHAIN_ARCHIVE; docs/toolchain.md)"
+)
 ROUTER_MAC = {"tor1": "00:aa:00:00:00:01", "tor2": "00:aa:00:00:00:02"}
 
 
 def needs_switch():
     reasons = []
     if find_simple_switch_grpc() is None:
-        reasons.append("simple_switch_grpc not found")
+        reasons.append(SWITCH_MISSING)
     if os.geteuid() != 0:
         reasons.append("not root (veths)")
     if shutil.which("ip") is None:
