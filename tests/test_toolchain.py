@@ -239,6 +239,22 @@ def test_archive_missing_runtime_package_is_a_clear_error(tmp_path: Path) -> Non
         tc.ensure(settings(tmp_path, archive=str(archive)), bare_env())
 
 
+def test_tofino_archive_links_p4c_tofino_and_leaves_p4c_alone(tmp_path: Path) -> None:
+    bindir = stub_prefix(tmp_path / "usr", manifest=False) / "bin"  # the bmv2 p4c on PATH
+    target = tmp_path / "opt" / "p4-tofino"
+    archive = fake_archive(tmp_path, target)
+    s = settings(tmp_path, tofino=True, tofino_archive=str(archive), make_links=True)
+    s.link_dir = bindir
+    env = bare_env(PATH=f"{bindir}:{BARE_PATH}")
+    assert tc.plan_tofino(s, env).kind == "archive"
+    found = tc.ensure(s, env)
+    assert found is not None and found.tools == {"p4c-tofino": str(target / "bin" / "p4c")}
+    assert os.readlink(bindir / "p4c-tofino") == str(target / "bin" / "p4c")
+    assert not (bindir / "p4c").is_symlink()  # the bmv2 p4c is not shadowed
+    assert tc.plan_bmv2(s, env).found.tools["p4c"] == str(bindir / "p4c")
+    assert tc.plan_tofino(s, env).found.how == "on PATH"
+
+
 def test_team_cache_archive_is_used_when_no_archive_is_named(tmp_path: Path) -> None:
     cache = tmp_path / "shared" / "toolchain"
     cache.mkdir(parents=True)

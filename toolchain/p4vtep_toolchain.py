@@ -118,6 +118,7 @@ class Settings:
     tofino: bool = False
     install_packages: bool = True  # apt-get for runtime/build packages when missing
     make_links: bool = True  # create the links an archive's manifest records
+    link_dir: Path = Path("/usr/local/bin")  # where p4c-tofino is linked
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: Any) -> Settings:
@@ -137,6 +138,8 @@ class Settings:
             s.network_timeout = float(env["P4VTEP_NETWORK_TIMEOUT"])
         if env.get("P4VTEP_TOOLCHAIN_WORKDIR"):
             s.workdir = Path(env["P4VTEP_TOOLCHAIN_WORKDIR"])
+        if env.get("P4VTEP_LINK_DIR"):
+            s.link_dir = Path(env["P4VTEP_LINK_DIR"])
         if env.get("P4VTEP_JOBS"):
             s.jobs = int(env["P4VTEP_JOBS"])
         for key, value in overrides.items():
@@ -488,8 +491,9 @@ def unpack_archive(location: str, sha256: str | None, s: Settings, tools: Sequen
         stamp.write_text(digest + "\n")
         say(f"unpacked in {time.monotonic() - started:.0f} s")
     install_debian_packages(manifest.get("debian_runtime_packages", []), s)
-    if s.make_links:
-        _make_links(prefix, manifest.get("links", {}))
+    if s.make_links:  # the manifest's links, by name, in our link directory
+        links = manifest.get("links", {})
+        _make_links(prefix, {str(s.link_dir / Path(k).name): v for k, v in links.items()})
     found = from_prefix(prefix, tools)
     if found is None:
         raise ToolchainError(
@@ -973,12 +977,12 @@ def ensure(s: Settings, env: Mapping[str, str]) -> Found | None:
             say(NOTHING_FOUND.format(why=plan.detail))
         return None
     if s.tofino and s.make_links:
-        link_tofino(Path(found.tools[TOFINO_LINK]))
+        link_tofino(Path(found.tools[TOFINO_LINK]), s.link_dir)
     say(f"{what} {found.how}: " + ", ".join(f"{t}={p}" for t, p in sorted(found.tools.items())))
     return found
 
 
-def link_tofino(p4c: Path, bindir: Path = Path("/usr/local/bin")) -> None:
+def link_tofino(p4c: Path, bindir: Path) -> None:
     """p4c-tofino -> the Tofino p4c (its default target is tofino, so it is never `p4c`)."""
     link = bindir / TOFINO_LINK
     if link.resolve() == p4c.resolve():
