@@ -420,6 +420,14 @@ def test_stages_resume_and_a_failure_shows_the_log(tmp_path: Path, capsys) -> No
     assert not (tmp_path / "work" / "build" / "stamps" / "BMv2.json").exists()
 
 
+def test_a_long_stage_reports_it_is_alive(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(tc, "HEARTBEAT_S", 0.2)
+    b = tc.Builder(settings(tmp_path), "sources", tmp_path / "prefix")
+    b.stage("p4c", "k", 3, 3, lambda stage: b.run(stage, ["sleep", "0.5"]))
+    out = capsys.readouterr().out
+    assert "p4c: still building, 0m00s of ~70 min expected" in out
+
+
 def test_gcc12_patch(tmp_path: Path) -> None:
     f = tmp_path / "visitor.cpp"
     f.write_text(

@@ -586,14 +586,17 @@ class Builder:
             proc = subprocess.Popen(
                 list(cmd), cwd=cwd, env=self.env, stdout=log, stderr=subprocess.STDOUT
             )
-            stage_start = self._stage_start
             while True:
+                # a "still building" line every HEARTBEAT_S of the stage, across its commands
+                wait = self._next_beat - time.monotonic()
                 try:
-                    rc = proc.wait(timeout=HEARTBEAT_S)
+                    rc = proc.wait(timeout=max(wait, 0.1))
                     break
                 except subprocess.TimeoutExpired:
+                    self._next_beat += HEARTBEAT_S
                     say(
-                        f"{stage.name}: still building, {_minutes(time.monotonic() - stage_start)}"
+                        f"{stage.name}: still building, "
+                        f"{_minutes(time.monotonic() - self._stage_start)}"
                         f" of ~{EXPECTED_MIN.get(stage.name, 1)} min expected"
                     )
         if rc != 0:
@@ -605,6 +608,7 @@ class Builder:
             )
 
     _stage_start = 0.0
+    _next_beat = 0.0
 
     def stage(self, name: str, key: str, index: int, total: int, body: Any) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -623,6 +627,7 @@ class Builder:
             + f"; elapsed {self._clock()}; log {log}"
         )
         self._stage_start = time.monotonic()
+        self._next_beat = self._stage_start + HEARTBEAT_S
         body(Stage(name, key, log))
         seconds = time.monotonic() - self._stage_start
         stamp.write_text(json.dumps({"key": key, "seconds": round(seconds)}) + "\n")
