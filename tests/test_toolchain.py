@@ -439,6 +439,14 @@ def test_gcc12_patch(tmp_path: Path) -> None:
     assert tc.patch_gcc12(f) is False
 
 
+def test_tofino_driver_patch(tmp_path: Path) -> None:
+    f = tmp_path / "barefoot.py"
+    f.write_text("        if cmd[0].find('/') != 0 and (find_bin(cmd[0]) == None):\n")
+    assert tc.patch_tofino_driver(f) is True
+    assert "str(cmd[0]).find('/')" in f.read_text() and "find_bin(str(cmd[0]))" in f.read_text()
+    assert tc.patch_tofino_driver(f) is False
+
+
 def git(*args: str, cwd: Path | None = None) -> None:
     env = {
         **os.environ,

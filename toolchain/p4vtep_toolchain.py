@@ -739,17 +739,21 @@ class Builder:
         """Not run on the project's machines yet (docs/toolchain.md says so)."""
         self.ensure_cmake(stage, extra_pip=[PIP_Z3])
         tree = self.p4c_tree(stage)
+        patch_tofino_driver(tree / "backends" / "tofino" / "bf-p4c" / "driver" / "barefoot.py")
         spdlog = self.checkout(stage, "gabime/spdlog", TOFINO_PINS["gabime/spdlog"])
         z3 = _pip_z3_dir(self.work / "tools-venv")
         build = self.work / "p4c-tofino-build"
+        p = self.prefix
         self.run(stage, ["cmake", "-S", str(tree), "-B", str(build),
-                         f"-DCMAKE_INSTALL_PREFIX={self.prefix}", "-DCMAKE_BUILD_TYPE=Release",
-                         *P4C_TOFINO_OPTIONS, f"-DFETCHCONTENT_SOURCE_DIR_SPDLOG={spdlog}",
-                         f"-DZ3_INCLUDE_DIR={z3}/include", f"-DZ3_LIB={z3}/lib/libz3.so",
+                         f"-DCMAKE_INSTALL_PREFIX={p}", "-DCMAKE_BUILD_TYPE=Release",
+                         f"-DCMAKE_INSTALL_RPATH={p}/lib", *P4C_TOFINO_OPTIONS,
+                         f"-DFETCHCONTENT_SOURCE_DIR_SPDLOG={spdlog}",
+                         f"-DZ3_INCLUDE_DIR={z3}/include", f"-DZ3_LIBRARY={z3}/lib/libz3.so",
                          *self.fetchcontent_dirs(stage)])  # fmt: skip
         self.run(stage, ["cmake", "--build", str(build), f"-j{self.s.jobs}"])
         self.run(stage, ["cmake", "--install", str(build)])
-        shutil.copy2(f"{z3}/lib/libz3.so", self.prefix / "lib" / "libz3.so")
+        (p / "lib").mkdir(exist_ok=True)
+        shutil.copy2(f"{z3}/lib/libz3.so", p / "lib" / "libz3.so")
 
 
 # Only the backends p4vtep uses: bmv2 (p4c-bm2-ss) and p4test. Boehm GC from Debian.
@@ -777,6 +781,20 @@ def patch_gcc12(visitor_cpp: Path) -> bool:
     if GCC12_BAD not in text:
         return False
     visitor_cpp.write_text(text.replace(GCC12_BAD, GCC12_GOOD))
+    return True
+
+
+TOFINO_DRIVER_BAD = "if cmd[0].find('/') != 0 and (find_bin(cmd[0]) == None):"
+TOFINO_DRIVER_GOOD = "if str(cmd[0]).find('/') != 0 and (find_bin(str(cmd[0])) == None):"
+
+
+def patch_tofino_driver(barefoot_py: Path) -> bool:
+    """The Tofino driver's checkAndRunCmd calls str methods on a command that p4c's core
+    driver now gives as a pathlib.Path; make it a str. Idempotent; True if changed."""
+    text = barefoot_py.read_text()
+    if TOFINO_DRIVER_BAD not in text:
+        return False
+    barefoot_py.write_text(text.replace(TOFINO_DRIVER_BAD, TOFINO_DRIVER_GOOD))
     return True
 
 
@@ -849,7 +867,8 @@ def write_manifest(prefix: Path, tofino: bool) -> dict[str, Any]:
         "built_on": f"{_os_name()} {platform.machine()}, gcc {gcc.stdout.strip()}",
         "revisions": pins,
         "backends": ["tofino"] if tofino else ["bmv2", "p4test"],
-        "patches": [f"ir/visitor.cpp: {GCC12_BAD} -> {GCC12_GOOD} (GCC 12)"],
+        "patches": [f"ir/visitor.cpp: {GCC12_BAD} -> {GCC12_GOOD} (GCC 12)"]
+        + ([f"barefoot.py checkAndRunCmd: {TOFINO_DRIVER_GOOD}"] if tofino else []),
         "links": {},
         "debian_runtime_packages": runtime_packages(prefix),
     }
