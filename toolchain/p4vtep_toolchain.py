@@ -499,7 +499,7 @@ def unpack_archive(location: str, sha256: str | None, s: Settings, tools: Sequen
         raise ToolchainError(
             f"{archive} unpacked into {prefix} but lacks bin/{' or bin/'.join(tools)}"
         )
-    found.how = f"unpacked from {archive} into {prefix}"
+    found.how = f"from archive {archive}, in {prefix}"
     return found
 
 
