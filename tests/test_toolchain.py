@@ -484,6 +484,53 @@ def test_offline_checkout_takes_submodules_from_local_sources(tmp_path: Path) ->
     assert (tree / "third_party" / "gt" / "README").read_text() == "googletest stand-in\n"
 
 
+def test_offline_checkout_leaves_out_blobs_the_mirror_lacks(tmp_path: Path, capsys) -> None:
+    repo = tmp_path / "sources" / "p4lang+p4c"
+    git("init", "-q", str(repo))
+    (repo / "docs").mkdir()
+    (repo / "docs" / "big.pptx").write_bytes(b"slides that the mirror dropped")
+    (repo / "CMakeLists.txt").write_text("project(x)\n")
+    git("add", ".", cwd=repo)
+    git("commit", "-q", "-m", "x", cwd=repo)
+    blob = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD:docs/big.pptx"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    b = tc.Builder(settings(tmp_path, sources=tmp_path / "sources"), "sources", tmp_path / "p")
+    b.logs.mkdir(parents=True)
+    stage = tc.Stage("p4c", "k", b.logs / "p4c.log")
+    tree = b.checkout(stage, "p4lang/p4c", "HEAD")
+    assert (tree / "CMakeLists.txt").read_text() == "project(x)\n"
+    assert not (tree / "docs" / "big.pptx").exists()
+    assert "1 file(s) absent from the local repository, left out: docs/big.pptx" in (
+        capsys.readouterr().out
+    )
+    (tree / "CMakeLists.txt").write_text("patched\n")
+    assert b.checkout(stage, "p4lang/p4c", "HEAD") == tree  # already there: left alone
+    assert (tree / "CMakeLists.txt").read_text() == "patched\n"
+
+
+def test_configure_is_not_rerun_on_resume(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    runs = tree / "runs"
+    (tree / "autogen.sh").write_text(f"#!/bin/sh\necho autogen >> {runs}\n")
+    (tree / "configure").write_text(
+        f'#!/bin/sh\necho "configure $*" >> {runs}\ntouch config.status\n'
+    )
+    for f in ("autogen.sh", "configure"):
+        (tree / f).chmod(0o755)
+    b = tc.Builder(settings(tmp_path), "sources", tmp_path / "p")
+    b.logs.mkdir(parents=True)
+    stage = tc.Stage("BMv2", "k", b.logs / "BMv2.log")
+    b.configure(stage, tree, ["--prefix=/a"])
+    b.configure(stage, tree, ["--prefix=/a"])
+    assert runs.read_text().splitlines() == ["autogen", "configure --prefix=/a"]
+    b.configure(stage, tree, ["--prefix=/b"])  # other arguments: configure again
+    assert runs.read_text().splitlines()[-1] == "configure --prefix=/b"
+
+
 # --- what the user sees without a toolchain ----------------------------------------------------
 
 

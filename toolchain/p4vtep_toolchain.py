@@ -644,15 +644,65 @@ class Builder:
         return f"{self.s.git_base.rstrip('/')}/{project}.git"
 
     def checkout(self, stage: Stage, project: str, rev: str) -> Path:
-        """A work tree of `project` at `rev` under the build directory (idempotent)."""
+        """A work tree of `project` at `rev` under the build directory. Idempotent: a tree
+        already at `rev` is left as it is (patched files and timestamps kept)."""
         dest = self.src / project.split("/")[1]
         if not (dest / ".git").exists():
             clone = ["git", "clone", "--no-checkout"]
             if self.origin == "network":
                 clone.append("--filter=blob:none")
             self.run(stage, [*clone, self.origin_url(project), str(dest)])
-        self.run(stage, ["git", "-C", str(dest), "checkout", "-q", "--force", "--detach", rev])
+        marker = dest / ".git" / "p4vtep-checked-out"
+        commit = _git_out(dest, "rev-parse", f"{rev}^{{commit}}")
+        if not marker.is_file() or marker.read_text() != commit:
+            if self.origin == "sources":
+                self.leave_out_missing(project, dest, rev)
+            self.run(stage, ["git", "-C", str(dest), "checkout", "-q", "--force", "--detach", rev])
+            marker.write_text(commit)
         return dest
+
+    def leave_out_missing(self, project: str, dest: Path, rev: str) -> None:
+        """Local mirrors may lack some large blobs (p4c's docs/compiler-design.pptx in
+        ours): check out everything else, by sparse-checkout, and say what was left out."""
+        listing = _git_out(dest, "ls-tree", "-r", "-z", rev, strip=False)
+        blobs: dict[str, str] = {}
+        for entry in filter(None, listing.split("\0")):
+            meta, path = entry.split("\t", 1)
+            _mode, kind, sha = meta.split()
+            if kind == "blob":
+                blobs[path] = sha
+        status = subprocess.run(
+            ["git", "-C", str(dest), "cat-file", "--batch-check"],
+            input="\n".join(blobs.values()) + "\n",
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        absent = {line.split()[0] for line in status.splitlines() if line.endswith(" missing")}
+        missing = sorted(p for p, sha in blobs.items() if sha in absent)
+        sparse = dest / ".git" / "info" / "sparse-checkout"
+        if not missing:
+            return
+        say(f"{project}: {len(missing)} file(s) absent from the local repository, "
+            f"left out: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")  # fmt: skip
+        sparse.parent.mkdir(parents=True, exist_ok=True)
+        sparse.write_text("/*\n" + "".join(f"!/{_escape_pattern(p)}\n" for p in missing))
+        subprocess.run(
+            ["git", "-C", str(dest), "config", "core.sparseCheckout", "true"], check=True
+        )
+
+    def configure(self, stage: Stage, tree: Path, args: Sequence[str]) -> None:
+        """autogen.sh + configure, skipped when a re-run finds them done with the same
+        arguments (so `make` resumes instead of rebuilding)."""
+        marker = tree / ".p4vtep-configure-args"
+        wanted = json.dumps(list(args))
+        if (tree / "config.status").exists() and marker.is_file() and marker.read_text() == wanted:
+            with stage.log.open("a") as log:
+                log.write(f"\n(configure already done in {tree})\n")
+            return
+        self.run(stage, ["./autogen.sh"], cwd=tree)
+        self.run(stage, ["./configure", *args], cwd=tree)
+        marker.write_text(wanted)
 
     def submodules(self, stage: Stage, tree: Path) -> None:
         """Check out pinned submodules, from the local sources when building offline."""
@@ -691,22 +741,20 @@ class Builder:
         tree = self.checkout(stage, "p4lang/PI", PINS["p4lang/PI"])
         self.submodules(stage, tree)
         rpath = f"-Wl,-rpath,{self.prefix}/lib"
-        self.run(stage, ["./autogen.sh"], cwd=tree)
-        self.run(stage, ["./configure", f"--prefix={self.prefix}", "--with-proto",
-                         "--without-internal-rpc", "--without-cli", "--without-bmv2",
-                         "CFLAGS=-O2", "CXXFLAGS=-O2", f"LDFLAGS={rpath}"], cwd=tree)  # fmt: skip
+        self.configure(stage, tree, [f"--prefix={self.prefix}", "--with-proto",
+                                     "--without-internal-rpc", "--without-cli", "--without-bmv2",
+                                     "CFLAGS=-O2", "CXXFLAGS=-O2", f"LDFLAGS={rpath}"])  # fmt: skip
         self.run(stage, ["make", f"-j{self.s.jobs}"], cwd=tree)
         self.run(stage, ["make", "install"], cwd=tree)
 
     def build_bmv2(self, stage: Stage) -> None:
         tree = self.checkout(stage, "p4lang/behavioral-model", PINS["p4lang/behavioral-model"])
         p = self.prefix
-        self.run(stage, ["./autogen.sh"], cwd=tree)
         # Logging macros stay on (the debug logs are how one reads a failing test);
         # the event logger (nanomsg) is off: nothing here listens to it.
-        self.run(stage, ["./configure", f"--prefix={p}", "--with-pi", "--disable-elogger",
-                         "CFLAGS=-O2", "CXXFLAGS=-O2", f"CPPFLAGS=-I{p}/include",
-                         f"LDFLAGS=-L{p}/lib -Wl,-rpath,{p}/lib"], cwd=tree)  # fmt: skip
+        self.configure(stage, tree, [f"--prefix={p}", "--with-pi", "--disable-elogger",
+                                     "CFLAGS=-O2", "CXXFLAGS=-O2", f"CPPFLAGS=-I{p}/include",
+                                     f"LDFLAGS=-L{p}/lib -Wl,-rpath,{p}/lib"])  # fmt: skip
         self.run(stage, ["make", f"-j{self.s.jobs}"], cwd=tree)
         self.run(stage, ["make", "install"], cwd=tree)
 
@@ -796,6 +844,16 @@ def patch_tofino_driver(barefoot_py: Path) -> bool:
         return False
     barefoot_py.write_text(text.replace(TOFINO_DRIVER_BAD, TOFINO_DRIVER_GOOD))
     return True
+
+
+def _git_out(repo: Path, *args: str, strip: bool = True) -> str:
+    r = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    return r.stdout.strip() if strip else r.stdout
+
+
+def _escape_pattern(path: str) -> str:
+    """A path as a literal gitignore-style pattern."""
+    return re.sub(r"([\\*?\[!# ])", r"\\\1", path)
 
 
 def _cmake_ok(cmake: Path) -> bool:
