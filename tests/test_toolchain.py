@@ -253,6 +253,9 @@ def test_tofino_archive_links_p4c_tofino_and_leaves_p4c_alone(tmp_path: Path) ->
     assert not (bindir / "p4c").is_symlink()  # the bmv2 p4c is not shadowed
     assert tc.plan_bmv2(s, env).found.tools["p4c"] == str(bindir / "p4c")
     assert tc.plan_tofino(s, env).found.how == "on PATH"
+    # without the link on PATH, `env` still names it (make passes P4C_TOFINO on)
+    (bindir / "p4c-tofino").unlink()
+    assert f"P4C_TOFINO={target / 'bin' / 'p4c'}" in tc.locate_env(s, env)
 
 
 def test_team_cache_archive_is_used_when_no_archive_is_named(tmp_path: Path) -> None:

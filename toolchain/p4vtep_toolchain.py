@@ -1080,22 +1080,32 @@ def locate_env(s: Settings, env: Mapping[str, str]) -> list[str]:
         found = from_path_or_env(env) or from_prefix(s.prefix)
     except ToolchainError:
         found = None
-    if found is None:
-        archive = s.archive or team_archive(s.team_cache, "bmv2")
-        if archive and Path(archive).is_file():
-            try:
-                found = from_prefix(archive_prefix(Path(archive), s.workdir))
-            except (ToolchainError, tarfile.TarError, OSError, ValueError):
-                found = None
+    archive = s.archive or team_archive(s.team_cache, "bmv2")
+    if found is None and archive:
+        found = from_prefix(_unpacked_prefix(archive, s) or s.prefix)
     if found:
         lines += found.env_lines()
     try:
         tofino = tofino_from_path_or_prefix(env, s.tofino_prefix)
     except ToolchainError:
         tofino = None
+    archive = s.tofino_archive or team_archive(s.team_cache, "tofino")
+    if tofino is None and archive:
+        tofino_prefix = _unpacked_prefix(archive, s)
+        if tofino_prefix and from_prefix(tofino_prefix, ("p4c",)):
+            tofino = Found({TOFINO_LINK: str(tofino_prefix / "bin" / "p4c")}, "archive")
     if tofino:
         lines += tofino.env_lines()
     return lines
+
+
+def _unpacked_prefix(archive: str, s: Settings) -> Path | None:
+    if not Path(archive).is_file():
+        return None
+    try:
+        return archive_prefix(Path(archive), s.workdir)
+    except (ToolchainError, tarfile.TarError, OSError, ValueError):
+        return None
 
 
 def _settings(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
