@@ -270,6 +270,29 @@ def test_team_cache_archive_is_used_when_no_archive_is_named(tmp_path: Path) -> 
     assert tc.plan_bmv2(named, bare_env()).archive == "/elsewhere/x.tar.xz"
 
 
+def test_archive_by_url_is_downloaded_once_and_found(tmp_path: Path) -> None:
+    import functools
+    import http.server
+
+    target = tmp_path / "opt" / "p4"
+    archive = fake_archive(tmp_path, target)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{archive.name}"
+        s = settings(tmp_path, archive=url)
+        found = tc.ensure(s, bare_env())
+        assert found is not None and found.tools["p4c"] == str(target / "bin" / "p4c")
+        cached = tmp_path / "work" / "downloads" / archive.name
+        assert cached.read_bytes() == archive.read_bytes()
+    finally:
+        server.shutdown()
+        server.server_close()
+    # the server is gone: `env` still names the unpacked tools, from the cached copy
+    assert f"P4C={target / 'bin' / 'p4c'}" in tc.locate_env(s, bare_env())
+
+
 def test_archive_url_that_cannot_be_reached_fails_quickly(tmp_path: Path) -> None:
     s = settings(tmp_path, archive=f"{UNREACHABLE}/p4-toolchain.tar.xz")
     with pytest.raises(tc.ToolchainError, match="cannot download"):

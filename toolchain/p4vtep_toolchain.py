@@ -1100,10 +1100,15 @@ def locate_env(s: Settings, env: Mapping[str, str]) -> list[str]:
 
 
 def _unpacked_prefix(archive: str, s: Settings) -> Path | None:
-    if not Path(archive).is_file():
+    parsed = urllib.parse.urlparse(archive)
+    if parsed.scheme in ("", "file"):
+        path = Path(parsed.path if parsed.scheme else archive)
+    else:  # a URL: the copy fetch_archive downloaded
+        path = s.workdir / "downloads" / Path(parsed.path).name
+    if not path.is_file():
         return None
     try:
-        return archive_prefix(Path(archive), s.workdir)
+        return archive_prefix(path, s.workdir)
     except (ToolchainError, tarfile.TarError, OSError, ValueError):
         return None
 
