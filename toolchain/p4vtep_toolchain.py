@@ -882,8 +882,13 @@ def _minutes(seconds: float) -> str:
 
 def build_from_sources(s: Settings, origin: str, tofino: bool = False) -> Found:
     prefix = s.tofino_prefix if tofino else s.prefix
+    tools = ("p4c",) if tofino else tuple(BMV2_TOOLS)
     if (prefix / MANIFEST).exists():
-        raise ToolchainError(f"{prefix} already holds a toolchain but it does not run; remove it")
+        done = from_prefix(prefix, tools)
+        if done is None:
+            raise ToolchainError(f"{prefix} holds a manifest but not {', '.join(tools)}; remove it")
+        say(f"{prefix} already holds a finished build")
+        return done
     make_writable_dir(prefix)
     make_writable_dir(s.workdir)
     b = Builder(s, origin, prefix)
@@ -891,11 +896,8 @@ def build_from_sources(s: Settings, origin: str, tofino: bool = False) -> Found:
         f" into {prefix}; build directory {b.work}")  # fmt: skip
     packages = BUILD_PACKAGES + (TOFINO_BUILD_PACKAGES if tofino else ())
     install_debian_packages(packages, s)
-    jobs = f"-j{s.jobs}"
     if tofino:
-        stages = [
-            ("p4c-tofino", f"{PINS['p4lang/p4c']} tofino {prefix} {jobs}", b.build_p4c_tofino)
-        ]
+        stages = [("p4c-tofino", f"{PINS['p4lang/p4c']} tofino {prefix}", b.build_p4c_tofino)]
     else:
         stages = [
             ("PI", f"{PINS['p4lang/PI']} {prefix}", b.build_pi),
@@ -904,7 +906,6 @@ def build_from_sources(s: Settings, origin: str, tofino: bool = False) -> Found:
         ]  # fmt: skip
     for i, (name, key, body) in enumerate(stages, 1):
         b.stage(name, key, i, len(stages), body)
-    tools = ("p4c",) if tofino else tuple(BMV2_TOOLS)
     write_manifest(prefix, tofino)
     found = from_prefix(prefix, tools)
     if found is None:
@@ -1133,8 +1134,6 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     parser.add_argument("--tofino", action="store_true", help="the Tofino compiler instead")
     parser.add_argument("--no-packages", action="store_true", help="never run apt-get")
     parser.add_argument("--output", help="archive: output file")
-    parser.add_argument("--from-sources", action="store_true",
-                        help="build: use P4VTEP_SOURCES even when a toolchain is found")  # fmt: skip
     args = parser.parse_args(argv)
     try:
         s = _settings(args, env)
