@@ -430,7 +430,7 @@ def test_stages_resume_and_a_failure_shows_the_log(tmp_path: Path, capsys) -> No
     b.stage("PI", "rev-1", 1, 3, ok)  # finished: kept
     assert calls == ["PI"]
     out = capsys.readouterr().out
-    assert "[1/3] PI: building (~8 min expected on 2 cores)" in out
+    assert "[1/3] PI: building (~9 min expected on 2 cores)" in out
     assert "PI: done in" in out and "PI: already built" in out
     b.stage("PI", "rev-2", 1, 3, ok)  # a changed pin rebuilds
     assert calls == ["PI", "PI"]
