@@ -16,13 +16,30 @@ DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping i
 # compiled into the virtualenv by `make deps`, never committed (docs/evpn.md).
 GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 
-.PHONY: all deps deps-system deps-python gobgp-api p4 p4-check proto proto-api proto-p4runtime \
-	regen lint format typecheck unit check ptf test demo demo-cli clean \
+.PHONY: all deps deps-system deps-python gobgp-api toolchain toolchain-archive p4 p4-if-p4c p4-check \
+	proto proto-api proto-p4runtime regen lint format typecheck unit check ptf test demo demo-cli clean \
 	bench bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
 
 all: test
 
-deps: deps-system deps-python gobgp-api
+deps: deps-system deps-python gobgp-api toolchain
+
+# p4c and simple_switch_grpc (docs/toolchain.md): on PATH or named by P4C /
+# SIMPLE_SWITCH_GRPC, else this script's prefix, else a prebuilt archive
+# (P4VTEP_TOOLCHAIN_ARCHIVE, or one in the team cache directory beside the
+# checkout), else a build from sources; TOFINO=1 adds the Tofino compiler.
+TOOLCHAIN_CACHE ?= $(abspath ../shared/toolchain)
+TOOLCHAIN := $(PYTHON) toolchain/p4vtep_toolchain.py --team-cache $(TOOLCHAIN_CACHE)
+# What that made available, as P4C=... SIMPLE_SWITCH_GRPC=... (expanded when a recipe runs).
+TOOLCHAIN_VARS = $(shell $(TOOLCHAIN) env)
+
+toolchain:
+	@$(TOOLCHAIN) ensure
+	@$(if $(TOFINO),$(TOOLCHAIN) ensure --tofino)
+
+# Packs the installed toolchain for other machines (path 3); prints its sha256.
+toolchain-archive:
+	@$(TOOLCHAIN) archive $(if $(TOFINO),--tofino) $(if $(TOOLCHAIN_ARCHIVE_OUT),--output $(TOOLCHAIN_ARCHIVE_OUT))
 
 # Debian packages, installed only when one is missing (idempotent, no apt
 # update when nothing is needed).
@@ -59,7 +76,7 @@ gobgp-api: deps-python
 
 # Compile the pipeline; the outputs are committed next to the sources.
 p4:
-	@command -v $(P4C) >/dev/null || { echo "p4c not found: see docs/toolchain.md"; exit 1; }
+	@command -v $(P4C) >/dev/null || { echo "p4c not found: run make toolchain (docs/toolchain.md)"; exit 1; }
 	mkdir -p $(P4_BUILD)
 	$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(P4_BUILD) \
 	  --p4runtime-files $(P4_BUILD)/p4vtep.p4info.txtpb $(P4_MAIN)
@@ -108,35 +125,39 @@ unit: deps-python
 check: lint typecheck unit
 
 ptf: deps
-	$(VPY) ptf_tests/run_suite.py
+	env $(TOOLCHAIN_VARS) $(VPY) ptf_tests/run_suite.py
 
 # Everything: lint, types, every test tier, the PTF suite (root, BMv2).
 test: deps lint typecheck
-	$(VPY) -m pytest -q
-	$(VPY) ptf_tests/run_suite.py
+	env $(TOOLCHAIN_VARS) $(VPY) -m pytest -q
+	env $(TOOLCHAIN_VARS) $(VPY) ptf_tests/run_suite.py
 
 # The main job: the Mininet leaf-spine fabric, the controller, and the checks.
 demo: deps
-	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory p4; fi
-	$(VPY) topologies/demo.py
+	@env $(TOOLCHAIN_VARS) $(MAKE) --no-print-directory p4-if-p4c
+	env $(TOOLCHAIN_VARS) $(VPY) topologies/demo.py
 
 demo-cli: deps
-	$(VPY) topologies/demo.py --cli
+	env $(TOOLCHAIN_VARS) $(VPY) topologies/demo.py --cli
+
+# Recompiles when p4c is there; the demo runs the committed outputs otherwise.
+p4-if-p4c:
+	@if command -v $(P4C) >/dev/null; then $(MAKE) --no-print-directory p4; fi
 
 # Benchmarks: each writes bench/results/NAME.json; bench-report renders
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.
 bench: bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
 
 bench-convergence: deps
-	$(VPY) bench/convergence.py
+	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py
 bench-memory: deps
-	$(VPY) bench/memory.py
+	env $(TOOLCHAIN_VARS) $(VPY) bench/memory.py
 bench-move: deps
-	$(VPY) bench/vm_move.py
+	env $(TOOLCHAIN_VARS) $(VPY) bench/vm_move.py
 bench-dataplane: deps
-	$(VPY) bench/dataplane.py
+	env $(TOOLCHAIN_VARS) $(VPY) bench/dataplane.py
 bench-server: deps
-	$(VPY) bench/server_cost.py
+	env $(TOOLCHAIN_VARS) $(VPY) bench/server_cost.py
 bench-report: deps-python
 	$(VPY) bench/report.py
 

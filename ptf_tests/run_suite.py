@@ -29,6 +29,12 @@ REPO = HERE.parent
 PORT_COUNT = 8  # switch ports 1..8, PTF device 0 ports 1..8
 GRPC_PORT = 9559
 
+# One line that says why the suite did not run and what to set (issue 9).
+SWITCH_MISSING = (
+    "simple_switch_grpc not found: run `make toolchain`, or set SIMPLE_SWITCH_GRPC "
+    "or P4VTEP_TOOLCHAIN_ARCHIVE (docs/toolchain.md)"
+)
+
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(args, check=check, capture_output=True, text=True)
@@ -92,10 +98,7 @@ def main() -> int:
     args = parser.parse_args()
 
     if find_simple_switch_grpc() is None:
-        print(
-            "SKIP ptf: simple_switch_grpc not found (set SIMPLE_SWITCH_GRPC or see "
-            "docs/toolchain.md)"
-        )
+        print(f"SKIP ptf: {SWITCH_MISSING}")
         return 0
     if os.geteuid() != 0:
         print("SKIP ptf: needs root to create a network namespace and veths")

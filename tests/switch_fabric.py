@@ -37,6 +37,11 @@ from scapy.packet import Raw
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
+# The skip line's reason: why, and what to set (issue 9).
+SWITCH_MISSING = (
+    "simple_switch_grpc not found (run `make toolchain`, or set SIMPLE_SWITCH_GRPC "
+    "or P4VTEP_TOOLCHAIN_ARCHIVE; docs/toolchain.md)"
+)
 ROUTER_MAC = {"tor1": "00:aa:00:00:00:01", "tor2": "00:aa:00:00:00:02"}
 
 
@@ -46,7 +51,7 @@ def needs_switch(*tiers: str) -> list[pytest.MarkDecorator]:
     machine cannot run them."""
     reasons = []
     if find_simple_switch_grpc() is None:
-        reasons.append("simple_switch_grpc not found")
+        reasons.append(SWITCH_MISSING)
     if os.geteuid() != 0:
         reasons.append("not root (veths)")
     if shutil.which("ip") is None:

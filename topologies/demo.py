@@ -48,6 +48,16 @@ class Check:
     detail: str
 
 
+# The main job never skips silently: without BMv2 it fails and says how to get it.
+TOOLCHAIN_HELP = """\
+The P4 toolchain (p4c, simple_switch_grpc) is missing. Three ways to get it:
+  1. put p4c and simple_switch_grpc on PATH, or name them: P4C=... SIMPLE_SWITCH_GRPC=...
+  2. a prebuilt archive: P4VTEP_TOOLCHAIN_ARCHIVE=<path or URL> make demo (about a minute)
+  3. a build from sources (about 2 h on 2 cores): make demo with access to github.com,
+     or P4VTEP_SOURCES=<directory of local git repositories> make demo
+See docs/toolchain.md."""
+
+
 def missing_requirements() -> list[str]:
     missing = []
     if os.geteuid() != 0:
@@ -297,6 +307,8 @@ def main() -> int:
     missing = missing_requirements()
     if missing:
         print(f"demo not run: missing {', '.join(missing)} (see README.md)")
+        if "simple_switch_grpc" in missing:
+            print(TOOLCHAIN_HELP)
         return 1
     started = time.monotonic()
     with Demo(Path(args.log_dir)) as demo:
