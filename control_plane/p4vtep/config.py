@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from .dataplane.targets import Target
 from .model import Fabric, QosPolicy, Rates, Server, TlsFiles, Tor, Uplink, Vm, Vni
 from .validation import normalise_mac
 
@@ -115,6 +116,15 @@ def _rates(doc: _Doc, path: tuple) -> Rates | None:
     return Rates(*(doc.typed(path + (k,), int) for k in ("cir", "cburst", "pir", "pburst")))
 
 
+def _target(doc: _Doc, path: tuple) -> str:
+    """The ToR's chip (bmv2 unless given): which compiled pipeline it gets."""
+    value = doc.typed(path, str, Target.BMV2.value)
+    try:
+        return Target.parse(value).value
+    except ValueError as exc:
+        raise doc.error(path, str(exc)) from None
+
+
 def load_fabric(path: str | Path) -> Fabric:
     doc = _read(path)
     fabric = Fabric()
@@ -134,6 +144,7 @@ def load_fabric(path: str | Path) -> Fabric:
             doc.typed(p + ("vtep_ip",), str),
             normalise_mac(doc.typed(p + ("router_mac",), str)),
             uplinks,
+            _target(doc, p + ("target",)),
         )
         if tor.name in fabric.tors:
             raise doc.error(p + ("name",), f"ToR {tor.name!r} defined twice")

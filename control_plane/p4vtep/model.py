@@ -19,6 +19,7 @@ class Tor:
     vtep_ip: str
     router_mac: str
     uplinks: tuple[Uplink, ...]
+    target: str = "bmv2"  # bmv2 | tofino | tofino2 (dataplane/targets.py)
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,10 @@
 #define P4VTEP_L2_FORWARDING_P4
 
 control L2Forwarding(in headers_t hdr,
-                     inout local_metadata_t meta,
-                     inout standard_metadata_t std)
+                     inout local_metadata_t meta)
                     (bit<32> mac_table_size) {
     action to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm) {
-        std.egress_spec = port;
+        meta.egress_port = port;
         meta.egress_vlan = vlan_id;
         meta.dst_vm = vm;
     }
@@ -19,7 +18,7 @@ control L2Forwarding(in headers_t hdr,
     }
 
     action punt_to_cpu() {
-        std.egress_spec = CPU_PORT;
+        meta.egress_port = CPU_PORT;
     }
 
     action flood() { }
@@ -40,9 +39,12 @@ control L2Forwarding(in headers_t hdr,
     }
 
     apply {
-        bool is_bum = hdr.ethernet.dst_addr[40:40] == 1;
-        if (!is_bum) {
-            is_bum = !mac_table.apply().hit;
+        // Group bit set, or a unicast MAC the table does not know.
+        bool is_bum = true;
+        if (hdr.ethernet.dst_addr[40:40] == 0) {
+            if (mac_table.apply().hit) {
+                is_bum = false;
+            }
         }
         if (is_bum) {
             // Split horizon: BUM from the fabric only goes to local VFs.
@@ -53,12 +55,12 @@ control L2Forwarding(in headers_t hdr,
             if (group == 0) {
                 meta.drop_reason = DROP_NO_FLOOD_GROUP;
             } else {
-                std.mcast_grp = group;
+                meta.mcast_grp = group;
             }
         } else if (meta.do_encap && meta.from_fabric) {
             meta.drop_reason = DROP_SPLIT_HORIZON;   // fabric back to fabric
         } else if (!meta.do_encap && !meta.from_fabric &&
-                   std.egress_spec == std.ingress_port &&
+                   meta.egress_port == meta.ingress_port &&
                    meta.egress_vlan == meta.src_vlan) {
             meta.drop_reason = DROP_SPLIT_HORIZON;   // back to the sending VF
         }
