@@ -10,7 +10,7 @@ P4_BUILD := p4src/v1model/build
 DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping iperf3 mininet \
 	pkg-config libvirt-dev
 
-.PHONY: all deps deps-system deps-python p4 p4-check proto ptf unit test demo demo-cli clean \
+.PHONY: all deps deps-system deps-python p4 p4-tofino p4-check proto ptf unit test demo demo-cli clean \
 	bench bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
 
 all: test
@@ -47,6 +47,35 @@ p4:
 	$(P4C) --target bmv2 --arch v1model --std p4-16 -o $(P4_BUILD) \
 	  --p4runtime-files $(P4_BUILD)/p4vtep.p4info.txtpb $(P4_MAIN)
 	rm -f $(P4_BUILD)/p4vtep.p4i
+
+# The same pipeline for Tofino 1 (TNA) and Tofino 2 (T2NA), with p4c's
+# open-source Tofino backend. Committed per chip under p4src/tna/build/<chip>/:
+# the P4Info, bf-rt.json and a resource summary; out/ (the binary and
+# context.json the device config needs) is not committed. docs/tofino.md.
+P4C_TOFINO ?= p4c-tofino
+TNA_MAIN := p4src/tna/p4vtep.p4
+TNA_BUILD := p4src/tna/build
+TOFINO_CHIPS ?= tofino tofino2
+# The stage budget each chip is compiled (and asserted) with: a program that
+# needs more stages fails to assemble. Tofino 1 has 12, Tofino 2 20.
+TOFINO_STAGES_T1 ?= 12
+TOFINO_STAGES_T2 ?= 20
+# Extra flags, e.g. -DMAC_TABLE_SIZE=131072 to try other sizes (sizes.p4).
+TOFINO_FLAGS ?=
+p4-tofino: deps-python
+	@command -v $(P4C_TOFINO) >/dev/null || { echo "p4c-tofino not found: see docs/tofino.md"; exit 1; }
+	set -eo pipefail; for chip in $(TOFINO_CHIPS); do \
+	  arch=$$(case $$chip in tofino) echo tna;; tofino2) echo t2na;; esac); \
+	  stages=$$(case $$chip in tofino) echo $(TOFINO_STAGES_T1);; tofino2) echo $(TOFINO_STAGES_T2);; esac); \
+	  dir=$(TNA_BUILD)/$$chip; rm -rf $$dir/out; mkdir -p $$dir/out; \
+	  $(P4C_TOFINO) --target $$chip --arch $$arch --std p4-16 -g -o $$dir/out \
+	    --num-stages-override $$stages \
+	    --p4runtime-force-std-externs --p4runtime-files $$dir/p4vtep.p4info.txtpb \
+	    --bf-rt-schema $$dir/bf-rt.json $(TOFINO_FLAGS) $(TNA_MAIN) 2>&1 \
+	    | tee $$dir/out/compile.log; \
+	  test -f $$dir/out/pipe/$$chip.bin || { echo "p4c-tofino made no $$chip binary"; exit 1; }; \
+	  $(VPY) -m p4vtep.dataplane.tofino_resources $$dir/out > $$dir/resources.json; \
+	done
 
 # The service API's generated code (committed; tests/test_api_generated.py checks it).
 proto: deps-python

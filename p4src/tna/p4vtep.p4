@@ -44,30 +44,30 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
 #define INIT_METADATA(meta) \
     meta.parser_error = false; \
     meta.checksum_ok = false; \
+    meta.port_role = PORT_ROLE_NONE; \
+    meta.vni_index = 0; \
+    meta.flood_group = 0; \
+    meta.local_flood_group = 0; \
+    meta.src_mac_diff = 0; \
+    meta.rx_color = 0; \
+    meta.flow_hash = 0; \
     meta.egress_port = 0; \
     meta.mcast_grp = 0; \
-    meta.port_role = PORT_ROLE_NONE; \
     meta.from_fabric = false; \
     meta.src_vlan = 0; \
     meta.src_vm = 0; \
     meta.vni = 0; \
-    meta.vni_index = 0; \
     meta.traffic_class = TC_BEST_EFFORT; \
-    meta.flood_group = 0; \
-    meta.local_flood_group = 0; \
     meta.is_packet_out = false; \
     meta.arp_replied = false; \
-    meta.src_mac_diff = 0; \
     meta.dst_vm = 0; \
     meta.egress_vlan = 0; \
     meta.do_encap = false; \
     meta.remote_vtep = 0; \
     meta.next_hop_mac = 0; \
-    meta.flow_hash = 0; \
     meta.l4_src_port = 0; \
     meta.l4_dst_port = 0; \
     meta.tx_color = 0; \
-    meta.rx_color = 0; \
     meta.drop_reason = DROP_NONE; \
     meta.bridged.setInvalid();
 
@@ -114,45 +114,51 @@ control VtepIngress(inout headers_t hdr,
             meta.is_packet_out = true;
         } else {
             port_config.apply(meta);
+            // Ingress has no packet length: the oversize check reads the IP
+            // length. A gateway cannot compare 16 bits with '>' here, so an
+            // action computes the excess over the limit (saturating). It needs
+            // only parsed headers, so it runs beside the port lookup.
+            bit<16> excess = 0;
+            if (hdr.ipv4.isValid()) {
+                excess = hdr.ipv4.total_len |-| MAX_TENANT_IPV4_LEN;
+            } else if (hdr.ipv6.isValid()) {
+                excess = hdr.ipv6.payload_len |-| MAX_TENANT_IPV6_PAYLOAD;
+            }
+            // The first reason found is the one counted. The steps are grouped so
+            // that few depend on the one before (each dependency is a Tofino
+            // stage): docs/tofino.md.
             if (meta.parser_error || ig_prsr_md.parser_err != 0) {
                 if (hdr.udp.isValid() && hdr.udp.dst_port == VXLAN_UDP_PORT) {
                     meta.drop_reason = DROP_BAD_VXLAN;
                 } else {
                     meta.drop_reason = DROP_MALFORMED;
                 }
-            }
-            if (meta.drop_reason == DROP_NONE) {
-                if (meta.port_role == PORT_ROLE_ACCESS) {
-                    // A gateway cannot compare 16 bits with '>': the excess
-                    // over the limit is a saturating subtraction in an action.
-                    bit<16> excess = 0;
-                    if (hdr.ipv4.isValid()) {
-                        excess = hdr.ipv4.total_len |-| MAX_TENANT_IPV4_LEN;
-                    } else if (hdr.ipv6.isValid()) {
-                        excess = hdr.ipv6.payload_len |-| MAX_TENANT_IPV6_PAYLOAD;
-                    }
-                    access_filtering.apply(hdr, meta, excess != 0);
-                } else if (meta.port_role == PORT_ROLE_FABRIC) {
-                    vtep_termination.apply(hdr, meta);
-                }
+            } else if (meta.port_role == PORT_ROLE_ACCESS) {
+                access_filtering.apply(hdr, meta, excess != 0);
+            } else if (meta.port_role == PORT_ROLE_FABRIC) {
+                vtep_termination.apply(hdr, meta);
+            } else {
+                meta.drop_reason = DROP_UNKNOWN_PORT;
             }
             if (meta.drop_reason == DROP_NONE) {
                 vni_lookup.apply(meta);
-            }
-            if (meta.drop_reason == DROP_NONE) {
                 if (meta.from_fabric) {
                     vxlan_decap.apply(hdr);
                 }
-                flow_hash.apply(hdr, meta);
+            }
+            if (meta.drop_reason == DROP_NONE) {
                 if (!meta.from_fabric) {
                     tx_policing.apply(meta);
                 }
-            }
-            if (meta.drop_reason == DROP_NONE) {
+                // Not held back by the meter's verdict: a RED packet is still
+                // dropped (L2 sees the reason), only the lookups run.
                 arp_suppression.apply(hdr, meta);
                 if (!meta.arp_replied) {
                     l2_forwarding.apply(hdr, meta);
                 }
+                // Last: it reads the headers ARP suppression may rewrite, and only
+                // the underlay (next) needs it.
+                flow_hash.apply(hdr, meta);
             }
             if (meta.drop_reason == DROP_NONE && meta.do_encap) {
                 underlay.apply(meta);

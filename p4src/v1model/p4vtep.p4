@@ -77,38 +77,42 @@ control VtepIngress(inout headers_t hdr,
             exit;
         }
         port_config.apply(meta);
+        // The first reason found is the one counted. The steps are grouped so
+        // that few depend on the one before (each dependency is a Tofino
+        // stage): docs/tofino.md.
         if (meta.parser_error || std.parser_error != error.NoError) {
             if (hdr.udp.isValid() && hdr.udp.dst_port == VXLAN_UDP_PORT) {
                 meta.drop_reason = DROP_BAD_VXLAN;
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }
-        }
-        if (meta.drop_reason == DROP_NONE) {
-            if (meta.port_role == PORT_ROLE_ACCESS) {
-                access_filtering.apply(hdr, meta, std.packet_length > MAX_TENANT_FRAME);
-            } else if (meta.port_role == PORT_ROLE_FABRIC) {
-                meta.checksum_ok = std.checksum_error == 0;
-                vtep_termination.apply(hdr, meta);
-            }
+        } else if (meta.port_role == PORT_ROLE_ACCESS) {
+            access_filtering.apply(hdr, meta, std.packet_length > MAX_TENANT_FRAME);
+        } else if (meta.port_role == PORT_ROLE_FABRIC) {
+            meta.checksum_ok = std.checksum_error == 0;
+            vtep_termination.apply(hdr, meta);
+        } else {
+            meta.drop_reason = DROP_UNKNOWN_PORT;
         }
         if (meta.drop_reason == DROP_NONE) {
             vni_lookup.apply(meta);
-        }
-        if (meta.drop_reason == DROP_NONE) {
             if (meta.from_fabric) {
                 vxlan_decap.apply(hdr);
             }
-            flow_hash.apply(hdr, meta);
+        }
+        if (meta.drop_reason == DROP_NONE) {
             if (!meta.from_fabric) {
                 tx_policing.apply(meta);
             }
-        }
-        if (meta.drop_reason == DROP_NONE) {
+            // Not held back by the meter's verdict: a RED packet is still
+            // dropped (L2 sees the reason), only the lookups run.
             arp_suppression.apply(hdr, meta);
             if (!meta.arp_replied) {
                 l2_forwarding.apply(hdr, meta);
             }
+            // Last: it reads the headers ARP suppression may rewrite, and only
+            // the underlay (next) needs it.
+            flow_hash.apply(hdr, meta);
         }
         if (meta.drop_reason == DROP_NONE && meta.do_encap) {
             underlay.apply(meta);

@@ -38,13 +38,20 @@ control AccessFiltering(inout headers_t hdr,
     }
 
     apply {
+        // The binding is looked up first, beside the frame checks rather than
+        // after them (one Tofino stage less); the checks below then overwrite
+        // its miss reason in the order of precedence.
+        if (hdr.vlan.isValid()) {
+            access_binding.apply();
+        }
         if (oversize) {
             meta.drop_reason = DROP_OVERSIZE;
         } else if (!hdr.vlan.isValid()) {
             meta.drop_reason = DROP_UNTAGGED_ACCESS;
         } else if (hdr.vlan2.isValid()) {
             meta.drop_reason = DROP_DOUBLE_TAGGED;
-        } else if (access_binding.apply().hit) {
+        } else if (meta.drop_reason == DROP_NONE) {
+            // Bound (a miss left DROP_UNKNOWN_VLAN).
             if (meta.src_mac_diff[47:24] != 0) {
                 meta.drop_reason = DROP_SPOOFED_SOURCE;
             } else if (meta.src_mac_diff[23:0] != 0) {

@@ -21,6 +21,7 @@ control ArpSuppression(inout headers_t hdr,
         meta.egress_port = meta.ingress_port;
         meta.egress_vlan = meta.src_vlan;
         meta.dst_vm = meta.src_vm;
+        meta.do_encap = false;
         meta.arp_replied = true;
         DIRECT_COUNT(arp_reply_counter);
     }

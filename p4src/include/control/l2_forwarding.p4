@@ -46,16 +46,21 @@ control L2Forwarding(in headers_t hdr,
                 is_bum = false;
             }
         }
-        if (is_bum) {
+        if (meta.drop_reason != DROP_NONE) {
+            // Dropped already (the TX meter): the first reason stands.
+        } else if (is_bum) {
             // Split horizon: BUM from the fabric only goes to local VFs.
-            mcast_group_t group = meta.flood_group;
+            // (Each branch tests its own group: no temporary to wait for.)
             if (meta.from_fabric) {
-                group = meta.local_flood_group;
-            }
-            if (group == 0) {
+                if (meta.local_flood_group == 0) {
+                    meta.drop_reason = DROP_NO_FLOOD_GROUP;
+                } else {
+                    meta.mcast_grp = meta.local_flood_group;
+                }
+            } else if (meta.flood_group == 0) {
                 meta.drop_reason = DROP_NO_FLOOD_GROUP;
             } else {
-                meta.mcast_grp = group;
+                meta.mcast_grp = meta.flood_group;
             }
         } else if (meta.do_encap && meta.from_fabric) {
             meta.drop_reason = DROP_SPLIT_HORIZON;   // fabric back to fabric

@@ -14,9 +14,10 @@ control PortConfig(inout local_metadata_t meta)
         meta.port_role = PORT_ROLE_FABRIC;
     }
 
+    // The ingress control drops a packet whose port has no role (after the
+    // parser-error check, which takes precedence).
     action unknown_port() {
         meta.port_role = PORT_ROLE_NONE;
-        meta.drop_reason = DROP_UNKNOWN_PORT;
     }
 
     table port_role {
