@@ -93,16 +93,15 @@ def test_missing_binary_says_how_to_build_it(tmp_path, monkeypatch) -> None:
         artifacts.pipeline_for(Target.TOFINO).device_config
 
 
-FABRIC = """
-tors:
-  - name: tor1
-    p4runtime: 127.0.0.1:9559
-    device_id: 1
-    vtep_ip: 10.0.0.1
-    router_mac: 02:00:00:00:00:01
-    uplinks: [{port: 1, next_hop_mac: 02:00:00:00:01:01}]
-    {target}
-"""
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "fabric.yaml"
+
+
+def _fabric(**targets: str) -> str:
+    """The example fabric with a `target:` line added to the named ToRs."""
+    text = EXAMPLE.read_text()
+    for tor, line in targets.items():
+        text = text.replace(f"  - name: {tor}\n", f"  - name: {tor}\n    {line}\n")
+    return text
 
 
 @pytest.mark.parametrize(
@@ -110,13 +109,13 @@ tors:
 )
 def test_fabric_file_names_the_target(tmp_path, line, expected) -> None:
     path = tmp_path / "fabric.yaml"
-    path.write_text(FABRIC.format(target=line))
+    path.write_text(_fabric(tor1=line))
     assert load_fabric(path).tors["tor1"].target == expected
 
 
 def test_unknown_target_is_a_clear_error(tmp_path) -> None:
     path = tmp_path / "fabric.yaml"
-    path.write_text(FABRIC.format(target="target: tofino3"))
+    path.write_text(_fabric(tor1="target: tofino3"))
     with pytest.raises(ConfigError, match=r"tors\[0\]\.target.*unknown target 'tofino3'"):
         load_fabric(path)
 
@@ -126,11 +125,7 @@ def test_controller_gives_each_tor_its_targets_pipeline(tmp_path, monkeypatch) -
 
     out = _fake_compiler_output(tmp_path / "out", "tofino")
     monkeypatch.setenv("P4VTEP_TOFINO_OUT", str(out))
-    text = FABRIC.format(target="target: tofino") + FABRIC.replace("tors:\n", "").format(
-        target=""
-    ).replace("tor1", "tor2").replace("device_id: 1", "device_id: 2").replace(
-        "10.0.0.1", "10.0.0.2"
-    ).replace("00:00:00:01\n", "00:00:00:02\n")
+    text = _fabric(tor1="target: tofino")
     path = tmp_path / "fabric.yaml"
     path.write_text(text)
     bmv2 = artifacts.bmv2_pipeline()

@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 BUILD = REPO / "p4src" / "tna" / "build"
 P4C_TOFINO = os.environ.get("P4C_TOFINO", "p4c-tofino")
 CHIPS = ("tofino", "tofino2")
+CHIP_STAGES = {"tofino": 12, "tofino2": 20}  # match-action stages per pipe
 COMMITTED = ("p4vtep.p4info.txtpb", "bf-rt.json", "resources.json")
 
 # Warnings p4c-tofino gives for this program that the program cannot avoid.
@@ -77,12 +78,13 @@ def test_committed_outputs_are_fresh(fresh_build) -> None:
 @needs_compiler
 @pytest.mark.tofino
 def test_fits_the_claimed_stages(fresh_build) -> None:
-    """make p4-tofino compiled with --num-stages-override at the budget (a
-    program that needs more fails to assemble); the summary agrees."""
+    """make p4-tofino compiled within the budget (--num-stages-override below
+    the chip's own count; a program that needs more fails); the summary agrees."""
     chip, out, _ = fresh_build
     budget = _makefile_budget(chip)
     manifest = json.loads((out / "out" / "manifest.json").read_text())
-    assert f"--num-stages-override {budget}" in manifest["compile_command"]
+    if budget < CHIP_STAGES[chip]:
+        assert f"--num-stages-override {budget}" in manifest["compile_command"]
     assert manifest["compilation_succeeded"] is True
     assert (out / "out" / "pipe" / f"{chip}.bin").is_file()
     stages = json.loads((out / "resources.json").read_text())["stages"]

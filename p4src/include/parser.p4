@@ -1,6 +1,6 @@
 // The header parser and deparser every target shares. Each architecture wraps
-// them: its own start state (intrinsic metadata, packet-out from the CPU
-// port, bridged metadata) and its own checksum handling.
+// them: its own start state (intrinsic metadata, bridged metadata), its own
+// checksum handling, and the headers it emits first (packet_in, encap_*).
 #ifndef P4VTEP_PARSER_P4
 #define P4VTEP_PARSER_P4
 

@@ -1,7 +1,8 @@
 """A short resource summary of a p4c-tofino build, from the compiler's own
 files: per P4 table (and attached counter, meter, selector, action data) the
 stages and the SRAM / TCAM / map RAM blocks it occupies (pipe/context.json),
-the stages per gress, and PHV use (pipe/logs/resources.json, made with -g).
+the stages per gress, and PHV and memory use (pipe/logs/metrics.json and
+resources.json, made with -g).
 
     python -m p4vtep.dataplane.tofino_resources <compiler output dir>
 
@@ -78,34 +79,29 @@ def summarise(out_dir: Path) -> dict[str, Any]:
         "stages": {g: (max(s) + 1 if s else 0) for g, s in sorted(gress_stages.items())},
         "tables": dict(sorted(tables.items())),
     }
-    resources = out_dir / "pipe" / "logs" / "resources.json"
-    if resources.is_file():
-        summary["phv"] = _phv(json.loads(resources.read_text()))
+    logs = out_dir / "pipe" / "logs"
+    if (logs / "metrics.json").is_file() and (logs / "resources.json").is_file():
+        metrics = json.loads((logs / "metrics.json").read_text())
+        containers = json.loads((logs / "resources.json").read_text())["resources"]
+        summary["phv"] = _phv(metrics["phv"], containers["phv_containers"])
+        mau = metrics["mau"]
+        summary["memories_used"] = {k: mau[k] for k in ("srams", "tcams", "map_rams")}
     return summary
 
 
-def _phv(resources: dict[str, Any]) -> dict[str, Any]:
-    """Containers used per size, and bits used of bits available."""
-    phv = resources.get("resources", {}).get("phv", {})
-    used: dict[str, int] = defaultdict(int)
-    total: dict[str, int] = defaultdict(int)
-    bits_used = bits_total = 0
-    for container in phv.get("containers", []):
-        width = int(container.get("width", 0))
-        key = f"{width}b"
-        total[key] += 1
-        if container.get("slices"):
-            used[key] += 1
-            bits_used += sum(int(s.get("field_slice", {}).get("width", 0)) for s in container["slices"])
-        bits_total += width
-    if not total:
-        return {}
-    return {
-        "containers_used": dict(sorted(used.items())),
-        "containers_total": dict(sorted(total.items())),
-        "bits_used": bits_used,
-        "bits_total": bits_total,
-    }
+def _phv(used: dict[str, Any], available: dict[str, Any]) -> dict[str, Any]:
+    """Per container kind and width: containers occupied of those there are,
+    and the bits the program's fields occupy (made with -g: logs/)."""
+    out: dict[str, Any] = {}
+    for kind, rows in sorted(used.items()):
+        sizes = {c["width"]: c["units"] for c in available.get(kind, [])}
+        for row in rows:
+            width = row["bit_width"]
+            out[f"{kind}_{width}b"] = {
+                "containers": f"{row['containers_occupied']}/{sizes.get(width, '?')}",
+                "bits": row["bits_occupied"],
+            }
+    return out
 
 
 def main(argv: list[str]) -> int:
