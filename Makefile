@@ -56,12 +56,13 @@ P4C_TOFINO ?= p4c-tofino
 TNA_MAIN := p4src/tna/p4vtep.p4
 TNA_BUILD := p4src/tna/build
 TOFINO_CHIPS ?= tofino tofino2
-# The stage budget each chip is compiled (and asserted) with: a program that
-# needs more stages fails. Below the chip's own count (Tofino 1 12, Tofino 2
-# 20) it is passed as --num-stages-override; at the full count the compiler's
-# own limit applies (p4c-tofino's assembler refuses the override there).
+# The stage budget each chip is compiled (and asserted) with, i.e. the stages
+# docs/tofino.md claims: a program that needs more fails. Below the chip's own
+# count (Tofino 1 12, Tofino 2 20) it is passed as --num-stages-override; at
+# the full count the compiler's own limit applies (p4c-tofino's Tofino 1
+# assembler fails on the override there: "stage extension not supported").
 TOFINO_STAGES_T1 ?= 12
-TOFINO_STAGES_T2 ?= 20
+TOFINO_STAGES_T2 ?= 14
 # Extra flags, e.g. -DMAC_TABLE_SIZE=131072 to try other sizes (sizes.p4).
 TOFINO_FLAGS ?=
 p4-tofino: deps-python

@@ -124,9 +124,9 @@ control VtepIngress(inout headers_t hdr,
             } else if (hdr.ipv6.isValid()) {
                 excess = hdr.ipv6.payload_len |-| MAX_TENANT_IPV6_PAYLOAD;
             }
-            // The first reason found is the one counted. The steps are grouped so
-            // that few depend on the one before (each dependency is a Tofino
-            // stage): docs/tofino.md.
+            // The first reason found is the one counted. The steps are
+            // grouped so that few depend on the one before (each dependency
+            // is a Tofino stage): docs/tofino.md.
             if (meta.parser_error || ig_prsr_md.parser_err != 0) {
                 if (hdr.udp.isValid() && hdr.udp.dst_port == VXLAN_UDP_PORT) {
                     meta.drop_reason = DROP_BAD_VXLAN;
@@ -156,8 +156,8 @@ control VtepIngress(inout headers_t hdr,
                 if (!meta.arp_replied) {
                     l2_forwarding.apply(hdr, meta);
                 }
-                // Last: it reads the headers ARP suppression may rewrite, and only
-                // the underlay (next) needs it.
+                // Last: it reads the headers ARP suppression may rewrite, and
+                // only the underlay (next) needs it.
                 flow_hash.apply(hdr, meta);
             }
             if (meta.drop_reason == DROP_NONE && meta.do_encap) {
