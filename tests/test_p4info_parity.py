@@ -40,7 +40,14 @@ def _load(path: Path) -> p4info_pb2.P4Info:
 def _summary(p4info: p4info_pb2.P4Info) -> dict[str, dict[str, dict[str, Any]]]:
     """Everything the controller relies on, keyed by names instead of ids."""
     names = {}
-    for section in ("tables", "actions", "action_profiles", "counters", "direct_counters", "meters"):
+    for section in (
+        "tables",
+        "actions",
+        "action_profiles",
+        "counters",
+        "direct_counters",
+        "meters",
+    ):
         for obj in getattr(p4info, section):
             names[obj.preamble.id] = obj.preamble.name
 
@@ -80,9 +87,7 @@ def _summary(p4info: p4info_pb2.P4Info) -> dict[str, dict[str, dict[str, Any]]]:
             c.preamble.name: {"unit": c.spec.unit, "table": names[c.direct_table_id]}
             for c in p4info.direct_counters
         },
-        "meters": {
-            m.preamble.name: {"unit": m.spec.unit, "size": m.size} for m in p4info.meters
-        },
+        "meters": {m.preamble.name: {"unit": m.spec.unit, "size": m.size} for m in p4info.meters},
         "controller_packet_metadata": {
             c.preamble.name: {"metadata": [(m.name, m.bitwidth) for m in c.metadata]}
             for c in p4info.controller_packet_metadata

@@ -90,7 +90,7 @@ def test_tofino_pipeline_packs_the_compiler_output(tmp_path, monkeypatch, target
 def test_missing_binary_says_how_to_build_it(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("P4VTEP_TOFINO_OUT", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="make p4-tofino"):
-        artifacts.pipeline_for(Target.TOFINO).device_config
+        _ = artifacts.pipeline_for(Target.TOFINO).device_config
 
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "fabric.yaml"

@@ -45,7 +45,7 @@ needs_compiler = pytest.mark.skipif(
 def _makefile_budget(chip: str) -> int:
     text = (REPO / "Makefile").read_text()
     var = {"tofino": "TOFINO_STAGES_T1", "tofino2": "TOFINO_STAGES_T2"}[chip]
-    match = re.search(rf"^{var} \?= (\d+)$", text, re.M)
+    match = re.search(rf"^{var} \?= (\d+)$", text, re.MULTILINE)
     assert match, f"{var} not in the Makefile"
     return int(match.group(1))
 
@@ -57,7 +57,7 @@ def fresh_build(request, tmp_path_factory) -> tuple[str, Path, str]:
     result = subprocess.run(
         ["make", "--no-print-directory", "-s", "p4-tofino", f"TNA_BUILD={out}",
          f"TOFINO_CHIPS={chip}", f"P4C_TOFINO={P4C_TOFINO}"],
-        cwd=REPO, capture_output=True, text=True,
+        cwd=REPO, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     return chip, out / chip, result.stdout + result.stderr
@@ -114,7 +114,7 @@ def test_one_stage_less_does_not_fit(tmp_path) -> None:
     result = subprocess.run(
         ["make", "--no-print-directory", "-s", "p4-tofino", f"TNA_BUILD={tmp_path}",
          "TOFINO_CHIPS=tofino", f"TOFINO_STAGES_T1={budget - 1}", f"P4C_TOFINO={P4C_TOFINO}"],
-        cwd=REPO, capture_output=True, text=True,
+        cwd=REPO, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode != 0
     assert "stages" in result.stdout + result.stderr
