@@ -51,7 +51,8 @@ p4:
 # The same pipeline for Tofino 1 (TNA) and Tofino 2 (T2NA), with p4c's
 # open-source Tofino backend. Committed per chip under p4src/tna/build/<chip>/:
 # the P4Info, bf-rt.json and a resource summary; out/ (the binary and
-# context.json the device config needs) is not committed. docs/tofino.md.
+# context.json and bf-rt.json of the same run, which the device config
+# packs) is not committed. docs/tofino.md.
 P4C_TOFINO ?= p4c-tofino
 TNA_MAIN := p4src/tna/p4vtep.p4
 TNA_BUILD := p4src/tna/build
@@ -78,6 +79,7 @@ p4-tofino: deps-python
 	    --p4runtime-force-std-externs --p4runtime-files $$dir/p4vtep.p4info.txtpb \
 	    --bf-rt-schema $$dir/bf-rt.json $(TOFINO_FLAGS) $(TNA_MAIN) 2>&1; \
 	  test -f $$dir/out/pipe/$$chip.bin || { echo "p4c-tofino made no $$chip binary"; exit 1; }; \
+	  cp $$dir/bf-rt.json $$dir/out/bf-rt.json; \
 	  $(VPY) -m p4vtep.dataplane.tofino_resources $$dir/out > $$dir/resources.json; \
 	done
 

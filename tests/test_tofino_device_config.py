@@ -66,6 +66,7 @@ def _fake_compiler_output(root: Path, chip: str) -> Path:
     pipe.mkdir(parents=True)
     (pipe / f"{chip}.bin").write_bytes(b"\x00BIN" * 3)
     (pipe / "context.json").write_bytes(b'{"program_name": "p4vtep"}')
+    (root / "bf-rt.json").write_bytes(b'{"schema_version": "1.0.0"}')
     return root
 
 
@@ -80,8 +81,8 @@ def test_tofino_pipeline_packs_the_compiler_output(tmp_path, monkeypatch, target
     assert unpacked.binary == (out / "pipe" / f"{chip}.bin").read_bytes()
     assert unpacked.context_json == (out / "pipe" / "context.json").read_bytes()
     assert unpacked.pipeline_name == "pipe"
+    assert unpacked.bfrt_json == (out / "bf-rt.json").read_bytes()
     build = artifacts.tofino_build_dir(target)
-    assert unpacked.bfrt_json == (build / "bf-rt.json").read_bytes()
     # Its own P4Info, with the same names as v1model's (test_p4info_parity).
     assert pipeline.p4info_path == build / "p4vtep.p4info.txtpb"
     assert pipeline.p4info.table("VtepIngress.l2_forwarding.mac_table").preamble.id

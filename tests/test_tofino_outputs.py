@@ -68,11 +68,21 @@ def fresh_build(request, tmp_path_factory) -> tuple[str, Path, str]:
 def test_committed_outputs_are_fresh(fresh_build) -> None:
     chip, out, _ = fresh_build
     for name in COMMITTED:
-        fresh = (out / name).read_bytes()
-        committed = (BUILD / chip / name).read_bytes()
-        assert fresh == committed, (
-            f"p4src/tna/build/{chip}/{name} is stale: run 'make p4-tofino' and commit it"
-        )
+        fresh, committed = out / name, BUILD / chip / name
+        if name == "bf-rt.json":
+            same = _without_snapshot(fresh) == _without_snapshot(committed)
+        else:
+            same = fresh.read_bytes() == committed.read_bytes()
+        assert same, f"p4src/tna/build/{chip}/{name} is stale: run 'make p4-tofino' and commit it"
+
+
+def _without_snapshot(path: Path) -> object:
+    """bf-rt.json without the compiler's snapshot (debug) tables: on Tofino 2
+    p4c-tofino orders them, and numbers their ids, differently from run to
+    run. Everything the program defines must match exactly."""
+    schema = json.loads(path.read_text())
+    schema["tables"] = [t for t in schema["tables"] if not t["name"].startswith("pipe.snapshot")]
+    return schema
 
 
 @needs_compiler
@@ -102,6 +112,8 @@ def test_compiles_without_warnings(fresh_build) -> None:
         and not any(known in line for known in KNOWN_WARNINGS)
         # absl's start-up notice on stderr, not a compiler diagnostic
         and "All log messages before absl::InitializeLog()" not in line
+        # the closing count ("0 errors, 2 warnings generated.")
+        and not re.fullmatch(r"\d+ errors?, \d+ warnings? generated\.", line.strip())
     ]
     assert not warnings, "\n".join(warnings)
 

@@ -57,16 +57,19 @@ def bmv2_pipeline() -> Pipeline:
 
 @dataclass(frozen=True)
 class TofinoPipeline(Pipeline):
-    """device_config_path is the compiler's output directory (make p4-tofino)."""
+    """device_config_path is the compiler's output directory (make p4-tofino).
 
-    bfrt_path: Path = Path()
+    The binary, context.json and bf-rt.json packed are all from that one run
+    (the committed bf-rt.json may differ in the compiler's snapshot tables)."""
+
     chip: str = "tofino"
 
     @cached_property
     def device_config(self) -> bytes:
         pipe = self.device_config_path / PIPE_NAME
         binary, context = pipe / f"{self.chip}.bin", pipe / "context.json"
-        for path in (binary, context):
+        bfrt = self.device_config_path / "bf-rt.json"
+        for path in (binary, context, bfrt):
             if not path.is_file():
                 raise FileNotFoundError(
                     f"{path} is missing: the Tofino binary is not committed, "
@@ -77,7 +80,7 @@ class TofinoPipeline(Pipeline):
             binary.read_bytes(),
             context.read_bytes(),
             PIPE_NAME,
-            self.bfrt_path.read_bytes(),
+            bfrt.read_bytes(),
         ).pack()
 
 
@@ -90,7 +93,7 @@ def tofino_pipeline(target: Target) -> TofinoPipeline:
     build = tofino_build_dir(target)
     chip = profile(target).p4c_target
     out = Path(os.environ.get("P4VTEP_TOFINO_OUT", build / "out"))
-    return TofinoPipeline(build / "p4vtep.p4info.txtpb", out, build / "bf-rt.json", chip)
+    return TofinoPipeline(build / "p4vtep.p4info.txtpb", out, chip)
 
 
 def pipeline_for(target: Target | str, bmv2: Pipeline | None = None) -> Pipeline:
