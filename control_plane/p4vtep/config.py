@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from .dataplane.targets import Target
 from .model import Fabric, QosPolicy, Rates, Server, TlsFiles, Tor, Uplink, Vm, Vni
 from .validation import normalise_mac
 
@@ -127,6 +128,15 @@ def _tls_files(doc: _Doc, path: tuple) -> TlsFiles | None:
     return files
 
 
+def _target(doc: _Doc, path: tuple) -> str:
+    """The ToR's chip (bmv2 unless given): which compiled pipeline it gets."""
+    value = doc.typed(path, str, Target.BMV2.value)
+    try:
+        return Target.parse(value).value
+    except ValueError as exc:
+        raise doc.error(path, str(exc)) from None
+
+
 def load_fabric(path: str | Path) -> Fabric:
     doc = _read(path)
     fabric = Fabric()
@@ -147,6 +157,7 @@ def load_fabric(path: str | Path) -> Fabric:
             normalise_mac(doc.typed(p + ("router_mac",), str)),
             uplinks,
             _tls_files(doc, p + ("tls",)),
+            _target(doc, p + ("target",)),
         )
         if tor.name in fabric.tors:
             raise doc.error(p + ("name",), f"ToR {tor.name!r} defined twice")

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from . import events
 from .compiler import Allocations, CompileCache, CompiledTor, compile_tor
-from .dataplane.artifacts import Pipeline
+from .dataplane.artifacts import Pipeline, pipeline_for
 from .dataplane.entries import PipelineEntries
 from .model import Fabric, Vm
 from .store import Store
@@ -43,6 +43,12 @@ class Controller:
         self.fabric = fabric
         self.pipeline = pipeline
         self.entries = PipelineEntries(pipeline.p4info)
+        # Per ToR: its target's pipeline, and entries built with that P4Info's ids.
+        self.pipelines = {n: pipeline_for(t.target, pipeline) for n, t in fabric.tors.items()}
+        self.tor_entries = {
+            n: self.entries if p is pipeline else PipelineEntries(p.p4info)
+            for n, p in self.pipelines.items()
+        }
         self.store = store or Store()
         self.bus = events.EventBus()
         self._lock = threading.RLock()
@@ -65,7 +71,7 @@ class Controller:
         self.supervisors = {
             name: SwitchSupervisor(
                 tor,
-                pipeline,
+                self.pipelines[name],
                 election_id,
                 self.compile_for,
                 self.bus,
@@ -93,7 +99,7 @@ class Controller:
         with self._lock:
             vms = self._pinned.get(tor, self.vms)
             compiled = compile_tor(
-                self.fabric, vms.values(), tor, self.alloc, self.entries, self.cache
+                self.fabric, vms.values(), tor, self.alloc, self.tor_entries[tor], self.cache
             )
             if self.alloc.dirty:
                 # Indices are handed out while compiling; store them before

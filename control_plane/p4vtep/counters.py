@@ -154,7 +154,7 @@ class CounterReader:
         if conn is None:
             why = supervisor.status.last_error
             raise ConnectionError(f"not connected ({why})" if why else "not connected")
-        entries = self.c.entries
+        entries = self.c.tor_entries[tor]  # ids differ per target
         wanted: list[p4runtime_pb2.CounterEntry] = []
         for counter, indices in sorted(plan.indices.items()):
             if len(indices) > MAX_SINGLE_READS:
@@ -163,7 +163,7 @@ class CounterReader:
                 wanted.extend(entries.counter(counter, i) for i in sorted(indices))
         wanted += [entries.counter(INGRESS_DROP_COUNTER), entries.counter(EGRESS_DROP_COUNTER)]
         names = {
-            self.c.entries.p4info.counter(name).preamble.id: name
+            entries.p4info.counter(name).preamble.id: name
             for name in {*plan.indices, INGRESS_DROP_COUNTER, EGRESS_DROP_COUNTER}
         }
         return {

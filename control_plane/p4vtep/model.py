@@ -21,6 +21,7 @@ class Tor:
     uplinks: tuple[Uplink, ...]
     # What the switch serves P4Runtime with (`p4vtep switch run`); None: plaintext.
     tls: TlsFiles | None = None
+    target: str = "bmv2"  # bmv2 | tofino | tofino2 (dataplane/targets.py)
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,7 @@ const bit<16> VXLAN_UDP_PORT = 4789;
 const bit<8>  VXLAN_FLAG_VNI_VALID = 0x08;  // the "I" flag of RFC 7348
 // RFC 7348: the outer UDP source port is a hash of the inner flow, kept in the
 // dynamic range 49152-65535, i.e. the top two bits set and 14 bits of hash.
-const bit<16> VXLAN_SRC_PORT_BASE = 0xC000;
-const bit<16> VXLAN_SRC_PORT_HASH_MASK = 0x3FFF;
+const bit<2> VXLAN_SRC_PORT_TOP_BITS = 0b11;
 
 const bit<16> ARP_OPER_REQUEST = 1;
 const bit<16> ARP_OPER_REPLY   = 2;
@@ -42,20 +41,20 @@ const bit<6> DSCP_YELLOW = 8;
 // carries.
 const bit<32> MAX_TENANT_FRAME = 9018;
 
-// simple_switch_grpc must be started with --cpu-port 255.
-const port_t CPU_PORT = 255;
+// The CPU port differs per target: the architecture file (v1model/arch.p4,
+// tna/arch.p4), included before this one, sets CPU_PORT_VALUE.
+const port_t CPU_PORT = CPU_PORT_VALUE;
 
 // Port roles, set per port by the controller.
 const bit<2> PORT_ROLE_NONE   = 0;
 const bit<2> PORT_ROLE_ACCESS = 1;   // toward a server: VM frames tagged with the VF's VLAN
 const bit<2> PORT_ROLE_FABRIC = 2;   // uplink toward a spine: the IPv4 underlay
 
-// v1model meter colours as BMv2 reports them (GREEN is 0, also when the
-// meter is not configured).
-const bit<2> METER_YELLOW = 1;
-const bit<2> METER_RED    = 2;
+// Meter colours differ per target (RED is 2 on v1model, 3 on TNA); GREEN is 0.
+const bit<2> METER_YELLOW = METER_COLOR_YELLOW;
+const bit<2> METER_RED    = METER_COLOR_RED;
 
-// Traffic classes (standard_metadata.priority; BMv2 needs --priority-queues).
+// Traffic classes (v1model priority, TNA queue id; BMv2 needs --priority-queues).
 const bit<3> TC_BEST_EFFORT = 0;
 
 // Why a packet was dropped: the index of the drop counters. The controller

@@ -4,13 +4,13 @@
 
 #include "defines.p4"
 
-error { IPv4IncorrectVersion, IPv4BadHeaderLength }
-
+// The pad comes first so that the port ends on a byte boundary: Tofino's
+// egress can then fill it from the bridged port without a rotation.
 @controller_header("packet_in")
 header packet_in_t {
+    bit<7> _pad;
     port_t ingress_port;
     bit<8> reason;
-    bit<7> _pad;
 }
 
 @controller_header("packet_out")
@@ -98,12 +98,17 @@ header vxlan_t {
     bit<8>  reserved2;
 }
 
-// The "outer" slots hold the frame being switched. A packet from the fabric
-// arrives with the underlay in them and the tenant frame in inner_*; decap
-// moves inner_* up, encap moves the frame down into inner_*.
+// The un-prefixed slots hold the frame being switched. A packet from the
+// fabric arrives with the underlay in them and the tenant frame in inner_*;
+// decap moves inner_* up. Encap leaves the frame where it is and puts a new
+// underlay in the encap_* slots, which the deparser emits first.
 struct headers_t {
     packet_out_t packet_out;
     packet_in_t  packet_in;
+    ethernet_t   encap_ethernet;
+    ipv4_t       encap_ipv4;
+    udp_t        encap_udp;
+    vxlan_t      encap_vxlan;
     ethernet_t   ethernet;
     vlan_tag_t   vlan;
     vlan_tag_t   vlan2;          // only parsed to refuse double-tagged frames
@@ -121,7 +126,15 @@ struct headers_t {
     tcp_t        inner_tcp;
 }
 
+// Every control reads the ingress port, and writes its forwarding decision
+// (unicast port, multicast group, traffic class), here rather than in an
+// architecture's intrinsic metadata; the top level of each target copies them.
 struct local_metadata_t {
+    port_t        ingress_port;
+    bool          parser_error;    // malformed outer headers (truncated, bad IPv4)
+    bool          checksum_ok;     // outer IPv4 header checksum right (or not checked)
+    port_t        egress_port;     // unicast decision
+    mcast_group_t mcast_grp;       // flood decision (0 = unicast)
     bit<2>        port_role;
     bool          from_fabric;
     vlan_id_t     src_vlan;        // VF VLAN the frame arrived on (access)
@@ -133,7 +146,7 @@ struct local_metadata_t {
     mcast_group_t local_flood_group;  // local VFs only (BUM that came from the fabric)
     bool          is_packet_out;
     bool          arp_replied;     // ARP suppression turned the request into a reply
-    mac_addr_t    vf_mac;          // MAC bound to the (port, VLAN) the frame came in on
+    mac_addr_t    src_mac_diff;    // source MAC XOR the VF's bound MAC (0 = not spoofed)
     // Forwarding decision
     vm_index_t    dst_vm;          // receiving local VM, 0 = none
     vlan_id_t     egress_vlan;     // VF VLAN to deliver on
@@ -147,6 +160,7 @@ struct local_metadata_t {
     bit<2>        tx_color;
     bit<2>        rx_color;
     drop_reason_t drop_reason;
+    ARCH_METADATA
 }
 
 #endif  // P4VTEP_HEADERS_P4

@@ -1,16 +1,22 @@
-// Parser and deparser. Target independent apart from the v1model signatures
-// (standard_metadata_t), which the TNA port will replace.
+// The header parser and deparser every target shares. Each architecture wraps
+// them: its own start state (intrinsic metadata, bridged metadata), its own
+// checksum handling, and the headers it emits first (packet_in, encap_*).
 #ifndef P4VTEP_PARSER_P4
 #define P4VTEP_PARSER_P4
 
 #include "headers.p4"
 
-parser VtepParser(packet_in packet,
-                  out headers_t hdr,
-                  inout local_metadata_t meta,
-                  inout standard_metadata_t std) {
+// A packet from the CPU port starts with the controller's packet-out header.
+// The two flags must be initialised by the caller: only a bad header sets them.
+parser VtepHeaderParser(packet_in packet,
+                        out headers_t hdr,
+                        inout bool malformed,
+                        inout bool checksum_ok,
+                        in port_t ingress_port) {
+    IPV4_CHECKSUM_DECL
+
     state start {
-        transition select(std.ingress_port) {
+        transition select(ingress_port) {
             CPU_PORT: parse_packet_out;
             default: parse_ethernet;
         }
@@ -57,15 +63,25 @@ parser VtepParser(packet_in packet,
 
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
-        verify(hdr.ipv4.version == 4, error.IPv4IncorrectVersion);
-        verify(hdr.ipv4.ihl >= 5, error.IPv4BadHeaderLength);
+        IPV4_CHECKSUM_VERIFY(hdr, checksum_ok)
         // With options (ihl > 5) or as a later fragment the L4 header is not
-        // where we would look: switch the frame on L2/L3 only.
-        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (5, 0, IP_PROTO_UDP): parse_udp;
-            (5, 0, IP_PROTO_TCP): parse_tcp;
-            default: accept;
+        // where we would look: switch the frame on L2/L3 only. A version
+        // other than 4 or a header shorter than 5 words is malformed (a flag,
+        // not a parser error: Tofino has no verify()).
+        transition select(hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.frag_offset,
+                          hdr.ipv4.protocol) {
+            (4, 5, 0, IP_PROTO_UDP): parse_udp;
+            (4, 5, 0, IP_PROTO_TCP): parse_tcp;
+            (4, 0 &&& 0xC, _, _): malformed_ipv4;   // ihl 0..3
+            (4, 4, _, _): malformed_ipv4;
+            (4, _, _, _): accept;
+            default: malformed_ipv4;
         }
+    }
+
+    state malformed_ipv4 {
+        malformed = true;
+        transition accept;
     }
 
     state parse_ipv6 {
@@ -139,9 +155,8 @@ parser VtepParser(packet_in packet,
     }
 }
 
-control VtepDeparser(packet_out packet, in headers_t hdr) {
+control VtepHeaderDeparser(packet_out packet, in headers_t hdr) {
     apply {
-        packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
         packet.emit(hdr.vlan);
         packet.emit(hdr.vlan2);

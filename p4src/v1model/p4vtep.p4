@@ -7,6 +7,7 @@
 #include <core.p4>
 #include <v1model.p4>
 
+#include "arch.p4"
 #include "sizes.p4"
 #include "../include/defines.p4"
 #include "../include/headers.p4"
@@ -22,6 +23,20 @@
 #include "../include/control/policing.p4"
 #include "../include/control/replication.p4"
 #include "../include/control/tunnel.p4"
+
+parser VtepParser(packet_in packet,
+                  out headers_t hdr,
+                  inout local_metadata_t meta,
+                  inout standard_metadata_t std) {
+    VtepHeaderParser() header_parser;
+
+    state start {
+        meta.ingress_port = std.ingress_port;
+        header_parser.apply(packet, hdr, meta.parser_error, meta.checksum_ok,
+                            std.ingress_port);
+        transition accept;
+    }
+}
 
 control VtepVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
     apply {
@@ -49,7 +64,7 @@ control VtepIngress(inout headers_t hdr,
     ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
-    counter(DROP_REASON_COUNT, CounterType.packets_and_bytes) ingress_drop_counter;
+    PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT);
 
     apply {
         // BMv2 forwards to port 0 unless told otherwise: drop by default.
@@ -61,45 +76,53 @@ control VtepIngress(inout headers_t hdr,
             meta.is_packet_out = true;
             exit;
         }
-        port_config.apply(meta, std);
-        if (std.parser_error != error.NoError) {
+        port_config.apply(meta);
+        // The first reason found is the one counted. The steps are grouped so
+        // that few depend on the one before (each dependency is a Tofino
+        // stage): docs/tofino.md.
+        if (meta.parser_error || std.parser_error != error.NoError) {
             if (hdr.udp.isValid() && hdr.udp.dst_port == VXLAN_UDP_PORT) {
                 meta.drop_reason = DROP_BAD_VXLAN;
             } else {
                 meta.drop_reason = DROP_MALFORMED;
             }
+        } else if (meta.port_role == PORT_ROLE_ACCESS) {
+            access_filtering.apply(hdr, meta, std.packet_length > MAX_TENANT_FRAME);
+        } else if (meta.port_role == PORT_ROLE_FABRIC) {
+            meta.checksum_ok = std.checksum_error == 0;
+            vtep_termination.apply(hdr, meta);
+        } else {
+            meta.drop_reason = DROP_UNKNOWN_PORT;
         }
         if (meta.drop_reason == DROP_NONE) {
-            if (meta.port_role == PORT_ROLE_ACCESS) {
-                access_filtering.apply(hdr, meta, std);
-            } else if (meta.port_role == PORT_ROLE_FABRIC) {
-                vtep_termination.apply(hdr, meta, std);
-            }
-        }
-        if (meta.drop_reason == DROP_NONE) {
-            vni_lookup.apply(meta, std);
-        }
-        if (meta.drop_reason == DROP_NONE) {
+            vni_lookup.apply(meta);
             if (meta.from_fabric) {
                 vxlan_decap.apply(hdr);
             }
-            flow_hash.apply(hdr, meta);
-            if (!meta.from_fabric) {
-                tx_policing.apply(meta, std);
-            }
         }
         if (meta.drop_reason == DROP_NONE) {
-            arp_suppression.apply(hdr, meta, std);
-            if (!meta.arp_replied) {
-                l2_forwarding.apply(hdr, meta, std);
+            if (!meta.from_fabric) {
+                tx_policing.apply(meta);
             }
+            // Not held back by the meter's verdict: a RED packet is still
+            // dropped (L2 sees the reason), only the lookups run.
+            arp_suppression.apply(hdr, meta);
+            if (!meta.arp_replied) {
+                l2_forwarding.apply(hdr, meta);
+            }
+            // Last: it reads the headers ARP suppression may rewrite, and only
+            // the underlay (next) needs it.
+            flow_hash.apply(hdr, meta);
         }
         if (meta.drop_reason == DROP_NONE && meta.do_encap) {
-            underlay.apply(meta, std);
+            underlay.apply(meta);
         }
         if (meta.drop_reason != DROP_NONE) {
-            mark_to_drop(std);
-            ingress_drop_counter.count((bit<32>) meta.drop_reason);
+            COUNT(ingress_drop_counter, meta.drop_reason);
+        } else {
+            std.egress_spec = meta.egress_port;
+            std.mcast_grp = meta.mcast_grp;
+            std.priority = meta.traffic_class;
         }
     }
 }
@@ -111,29 +134,29 @@ control VtepEgress(inout headers_t hdr,
     VxlanEncap() vxlan_encap;
     RxPolicing(VM_COUNT, VNI_COUNT) rx_policing;
     VfTagging() vf_tagging;
-    counter(PORT_COUNT, CounterType.packets_and_bytes) port_tx_counter;
-    counter(DROP_REASON_COUNT, CounterType.packets_and_bytes) egress_drop_counter;
+    PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT);
+    PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT);
 
     apply {
         if (meta.is_packet_out) {
-            port_tx_counter.count((bit<32>) std.egress_port);
+            COUNT(port_tx_counter, std.egress_port);
             exit;
         }
         if (std.egress_port == CPU_PORT) {
             hdr.packet_in.setValid();
-            hdr.packet_in.ingress_port = std.ingress_port;
+            hdr.packet_in.ingress_port = meta.ingress_port;
             hdr.packet_in.reason = PUNT_REASON_L2_TRAP;
             hdr.packet_in._pad = 0;
             exit;
         }
         if (std.egress_rid != 0) {
-            replication.apply(meta, std);
+            replication.apply(meta, std.egress_port, std.egress_rid);
         }
         if (meta.drop_reason == DROP_NONE) {
             if (meta.do_encap) {
-                vxlan_encap.apply(hdr, meta, std);
+                vxlan_encap.apply(hdr, meta, (bit<16>) std.packet_length);
             } else {
-                rx_policing.apply(meta, std);
+                rx_policing.apply(meta);
                 if (meta.drop_reason == DROP_NONE) {
                     vf_tagging.apply(hdr, meta);
                 }
@@ -141,9 +164,9 @@ control VtepEgress(inout headers_t hdr,
         }
         if (meta.drop_reason != DROP_NONE) {
             mark_to_drop(std);
-            egress_drop_counter.count((bit<32>) meta.drop_reason);
+            COUNT(egress_drop_counter, meta.drop_reason);
         } else {
-            port_tx_counter.count((bit<32>) std.egress_port);
+            COUNT(port_tx_counter, std.egress_port);
         }
     }
 }
@@ -151,12 +174,27 @@ control VtepEgress(inout headers_t hdr,
 control VtepComputeChecksum(inout headers_t hdr, inout local_metadata_t meta) {
     apply {
         // Only a header this switch built; a VM's own header is left as sent.
-        update_checksum(hdr.ipv4.isValid() && meta.do_encap,
-            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
-              hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
-              hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
-              hdr.ipv4.src_addr, hdr.ipv4.dst_addr },
-            hdr.ipv4.hdr_checksum, HashAlgorithm.csum16);
+        update_checksum(hdr.encap_ipv4.isValid(),
+            { hdr.encap_ipv4.version, hdr.encap_ipv4.ihl, hdr.encap_ipv4.dscp,
+              hdr.encap_ipv4.ecn, hdr.encap_ipv4.total_len,
+              hdr.encap_ipv4.identification, hdr.encap_ipv4.flags,
+              hdr.encap_ipv4.frag_offset, hdr.encap_ipv4.ttl,
+              hdr.encap_ipv4.protocol, hdr.encap_ipv4.src_addr,
+              hdr.encap_ipv4.dst_addr },
+            hdr.encap_ipv4.hdr_checksum, HashAlgorithm.csum16);
+    }
+}
+
+control VtepDeparser(packet_out packet, in headers_t hdr) {
+    VtepHeaderDeparser() header_deparser;
+
+    apply {
+        packet.emit(hdr.packet_in);
+        packet.emit(hdr.encap_ethernet);
+        packet.emit(hdr.encap_ipv4);
+        packet.emit(hdr.encap_udp);
+        packet.emit(hdr.encap_vxlan);
+        header_deparser.apply(packet, hdr);
     }
 }
 

@@ -6,15 +6,17 @@
 
 control AccessFiltering(inout headers_t hdr,
                         inout local_metadata_t meta,
-                        in standard_metadata_t std)
+                        in bool oversize)
                        (bit<32> binding_table_size,
                         bit<32> vm_count) {
-    counter(vm_count, CounterType.packets_and_bytes) vm_tx_counter;
+    PACKET_BYTE_COUNTER(vm_tx_counter, vm_count);
 
     action bind_vm(vni_t vni, vm_index_t vm, mac_addr_t vm_mac) {
         meta.vni = vni;
         meta.src_vm = vm;
-        meta.vf_mac = vm_mac;
+        // The XOR, not the MAC: Tofino compares at most 44 bits of PHV in one
+        // condition, so the check below tests the difference in two halves.
+        meta.src_mac_diff = hdr.ethernet.src_addr ^ vm_mac;
         meta.src_vlan = hdr.vlan.vid;
     }
 
@@ -24,8 +26,8 @@ control AccessFiltering(inout headers_t hdr,
 
     table access_binding {
         key = {
-            std.ingress_port : exact @name("port");
-            hdr.vlan.vid     : exact @name("vlan_id");
+            meta.ingress_port : exact @name("port");
+            hdr.vlan.vid      : exact @name("vlan_id");
         }
         actions = {
             bind_vm;
@@ -36,17 +38,26 @@ control AccessFiltering(inout headers_t hdr,
     }
 
     apply {
-        if (std.packet_length > MAX_TENANT_FRAME) {
+        // The binding is looked up first, beside the frame checks rather than
+        // after them (one Tofino stage less); the checks below then overwrite
+        // its miss reason in the order of precedence.
+        if (hdr.vlan.isValid()) {
+            access_binding.apply();
+        }
+        if (oversize) {
             meta.drop_reason = DROP_OVERSIZE;
         } else if (!hdr.vlan.isValid()) {
             meta.drop_reason = DROP_UNTAGGED_ACCESS;
         } else if (hdr.vlan2.isValid()) {
             meta.drop_reason = DROP_DOUBLE_TAGGED;
-        } else if (access_binding.apply().hit) {
-            if (hdr.ethernet.src_addr != meta.vf_mac) {
+        } else if (meta.drop_reason == DROP_NONE) {
+            // Bound (a miss left DROP_UNKNOWN_VLAN).
+            if (meta.src_mac_diff[47:24] != 0) {
+                meta.drop_reason = DROP_SPOOFED_SOURCE;
+            } else if (meta.src_mac_diff[23:0] != 0) {
                 meta.drop_reason = DROP_SPOOFED_SOURCE;
             } else {
-                vm_tx_counter.count((bit<32>) meta.src_vm);
+                COUNT(vm_tx_counter, meta.src_vm);
             }
         }
     }

@@ -5,10 +5,9 @@
 #define P4VTEP_ARP_SUPPRESSION_P4
 
 control ArpSuppression(inout headers_t hdr,
-                       inout local_metadata_t meta,
-                       inout standard_metadata_t std)
+                       inout local_metadata_t meta)
                       (bit<32> arp_table_size) {
-    direct_counter(CounterType.packets_and_bytes) arp_reply_counter;
+    DIRECT_PACKET_BYTE_COUNTER(arp_reply_counter);
 
     action reply(mac_addr_t target_mac) {
         ipv4_addr_t requester_ip = hdr.arp.spa;
@@ -19,10 +18,12 @@ control ArpSuppression(inout headers_t hdr,
         hdr.arp.sha = target_mac;
         hdr.arp.spa = hdr.arp.tpa;
         hdr.arp.tpa = requester_ip;
-        std.egress_spec = std.ingress_port;
+        meta.egress_port = meta.ingress_port;
         meta.egress_vlan = meta.src_vlan;
         meta.dst_vm = meta.src_vm;
+        meta.do_encap = false;
         meta.arp_replied = true;
+        DIRECT_COUNT(arp_reply_counter);
     }
 
     table arp_suppression {

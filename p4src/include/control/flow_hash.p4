@@ -4,6 +4,10 @@
 #define P4VTEP_FLOW_HASH_P4
 
 control FlowHash(in headers_t hdr, inout local_metadata_t meta) {
+    FLOW_HASHER(ipv4_hasher)
+    FLOW_HASHER(ipv6_hasher)
+    FLOW_HASHER(l2_hasher)
+
     apply {
         if (hdr.tcp.isValid()) {
             meta.l4_src_port = hdr.tcp.src_port;
@@ -13,19 +17,16 @@ control FlowHash(in headers_t hdr, inout local_metadata_t meta) {
             meta.l4_dst_port = hdr.udp.dst_port;
         }
         if (hdr.ipv4.isValid()) {
-            hash(meta.flow_hash, HashAlgorithm.crc32, (bit<16>) 0,
-                 { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
-                   meta.l4_src_port, meta.l4_dst_port },
-                 (bit<32>) 65536);
+            FLOW_HASH(ipv4_hasher, meta.flow_hash,
+                      hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
+                      meta.l4_src_port, meta.l4_dst_port);
         } else if (hdr.ipv6.isValid()) {
-            hash(meta.flow_hash, HashAlgorithm.crc32, (bit<16>) 0,
-                 { hdr.ipv6.src_addr, hdr.ipv6.dst_addr, hdr.ipv6.next_hdr,
-                   hdr.ipv6.flow_label, meta.l4_src_port, meta.l4_dst_port },
-                 (bit<32>) 65536);
+            FLOW_HASH(ipv6_hasher, meta.flow_hash,
+                      hdr.ipv6.src_addr, hdr.ipv6.dst_addr, hdr.ipv6.next_hdr,
+                      hdr.ipv6.flow_label, meta.l4_src_port, meta.l4_dst_port);
         } else {
-            hash(meta.flow_hash, HashAlgorithm.crc32, (bit<16>) 0,
-                 { hdr.ethernet.src_addr, hdr.ethernet.dst_addr, hdr.ethernet.ether_type },
-                 (bit<32>) 65536);
+            FLOW_HASH(l2_hasher, meta.flow_hash,
+                      hdr.ethernet.src_addr, hdr.ethernet.dst_addr, hdr.ethernet.ether_type);
         }
     }
 }

@@ -4,11 +4,10 @@
 #define P4VTEP_L2_FORWARDING_P4
 
 control L2Forwarding(in headers_t hdr,
-                     inout local_metadata_t meta,
-                     inout standard_metadata_t std)
+                     inout local_metadata_t meta)
                     (bit<32> mac_table_size) {
     action to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm) {
-        std.egress_spec = port;
+        meta.egress_port = port;
         meta.egress_vlan = vlan_id;
         meta.dst_vm = vm;
     }
@@ -19,7 +18,7 @@ control L2Forwarding(in headers_t hdr,
     }
 
     action punt_to_cpu() {
-        std.egress_spec = CPU_PORT;
+        meta.egress_port = CPU_PORT;
     }
 
     action flood() { }
@@ -40,25 +39,33 @@ control L2Forwarding(in headers_t hdr,
     }
 
     apply {
-        bool is_bum = hdr.ethernet.dst_addr[40:40] == 1;
-        if (!is_bum) {
-            is_bum = !mac_table.apply().hit;
-        }
-        if (is_bum) {
-            // Split horizon: BUM from the fabric only goes to local VFs.
-            mcast_group_t group = meta.flood_group;
-            if (meta.from_fabric) {
-                group = meta.local_flood_group;
+        // Group bit set, or a unicast MAC the table does not know.
+        bool is_bum = true;
+        if (hdr.ethernet.dst_addr[40:40] == 0) {
+            if (mac_table.apply().hit) {
+                is_bum = false;
             }
-            if (group == 0) {
+        }
+        if (meta.drop_reason != DROP_NONE) {
+            // Dropped already (the TX meter): the first reason stands.
+        } else if (is_bum) {
+            // Split horizon: BUM from the fabric only goes to local VFs.
+            // (Each branch tests its own group: no temporary to wait for.)
+            if (meta.from_fabric) {
+                if (meta.local_flood_group == 0) {
+                    meta.drop_reason = DROP_NO_FLOOD_GROUP;
+                } else {
+                    meta.mcast_grp = meta.local_flood_group;
+                }
+            } else if (meta.flood_group == 0) {
                 meta.drop_reason = DROP_NO_FLOOD_GROUP;
             } else {
-                std.mcast_grp = group;
+                meta.mcast_grp = meta.flood_group;
             }
         } else if (meta.do_encap && meta.from_fabric) {
             meta.drop_reason = DROP_SPLIT_HORIZON;   // fabric back to fabric
         } else if (!meta.do_encap && !meta.from_fabric &&
-                   std.egress_spec == std.ingress_port &&
+                   meta.egress_port == meta.ingress_port &&
                    meta.egress_vlan == meta.src_vlan) {
             meta.drop_reason = DROP_SPLIT_HORIZON;   // back to the sending VF
         }

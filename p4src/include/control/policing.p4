@@ -6,36 +6,34 @@
 #define P4VTEP_POLICING_P4
 
 // Ingress: what a local VM transmits.
-control TxPolicing(inout local_metadata_t meta,
-                   inout standard_metadata_t std)
+control TxPolicing(inout local_metadata_t meta)
                   (bit<32> vm_count) {
-    meter(vm_count, MeterType.bytes) vm_tx_meter;
+    BYTE_METER(vm_tx_meter, vm_count);
 
     apply {
-        vm_tx_meter.execute_meter((bit<32>) meta.src_vm, meta.tx_color);
+        EXECUTE_METER(vm_tx_meter, meta.src_vm, meta.tx_color);
         if (meta.tx_color == METER_RED) {
             meta.drop_reason = DROP_METER_RED_TX;
         } else if (meta.tx_color == METER_YELLOW) {
-            std.priority = TC_BEST_EFFORT;
+            meta.traffic_class = TC_BEST_EFFORT;
         }
     }
 }
 
 // Egress: what is delivered to a local VM (unicast and every flood replica).
-control RxPolicing(inout local_metadata_t meta,
-                   inout standard_metadata_t std)
+control RxPolicing(inout local_metadata_t meta)
                   (bit<32> vm_count, bit<32> vni_count) {
-    meter(vm_count, MeterType.bytes) vm_rx_meter;
-    counter(vm_count, CounterType.packets_and_bytes) vm_rx_counter;
-    counter(vni_count, CounterType.packets_and_bytes) vni_rx_counter;
+    BYTE_METER(vm_rx_meter, vm_count);
+    PACKET_BYTE_COUNTER(vm_rx_counter, vm_count);
+    PACKET_BYTE_COUNTER(vni_rx_counter, vni_count);
 
     apply {
-        vm_rx_meter.execute_meter((bit<32>) meta.dst_vm, meta.rx_color);
+        EXECUTE_METER(vm_rx_meter, meta.dst_vm, meta.rx_color);
         if (meta.rx_color == METER_RED) {
             meta.drop_reason = DROP_METER_RED_RX;
         } else {
-            vm_rx_counter.count((bit<32>) meta.dst_vm);
-            vni_rx_counter.count((bit<32>) meta.vni_index);
+            COUNT(vm_rx_counter, meta.dst_vm);
+            COUNT(vni_rx_counter, meta.vni_index);
         }
     }
 }

@@ -2,10 +2,9 @@
 #ifndef P4VTEP_PORT_CONFIG_P4
 #define P4VTEP_PORT_CONFIG_P4
 
-control PortConfig(inout local_metadata_t meta,
-                   in standard_metadata_t std)
+control PortConfig(inout local_metadata_t meta)
                   (bit<32> port_count) {
-    counter(port_count, CounterType.packets_and_bytes) port_rx_counter;
+    PACKET_BYTE_COUNTER(port_rx_counter, port_count);
 
     action set_access_port() {
         meta.port_role = PORT_ROLE_ACCESS;
@@ -15,14 +14,15 @@ control PortConfig(inout local_metadata_t meta,
         meta.port_role = PORT_ROLE_FABRIC;
     }
 
+    // The ingress control drops a packet whose port has no role (after the
+    // parser-error check, which takes precedence).
     action unknown_port() {
         meta.port_role = PORT_ROLE_NONE;
-        meta.drop_reason = DROP_UNKNOWN_PORT;
     }
 
     table port_role {
         key = {
-            std.ingress_port : exact @name("port");
+            meta.ingress_port : exact @name("port");
         }
         actions = {
             set_access_port;
@@ -34,7 +34,7 @@ control PortConfig(inout local_metadata_t meta,
     }
 
     apply {
-        port_rx_counter.count((bit<32>) std.ingress_port);
+        COUNT(port_rx_counter, meta.ingress_port);
         port_role.apply();
     }
 }

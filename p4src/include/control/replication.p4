@@ -5,7 +5,8 @@
 #define P4VTEP_REPLICATION_P4
 
 control Replication(inout local_metadata_t meta,
-                    in standard_metadata_t std)
+                    in port_t egress_port,
+                    in bit<16> replica_id)
                    (bit<32> replica_table_size) {
     action replicate_to_vm(vlan_id_t vlan_id, vm_index_t vm) {
         meta.egress_vlan = vlan_id;
@@ -27,7 +28,7 @@ control Replication(inout local_metadata_t meta,
 
     table flood_replica {
         key = {
-            std.egress_rid : exact @name("replica_id");
+            replica_id : exact @name("replica_id");
         }
         actions = {
             replicate_to_vm;
@@ -45,7 +46,7 @@ control Replication(inout local_metadata_t meta,
                 if (meta.from_fabric) {
                     meta.drop_reason = DROP_SPLIT_HORIZON;
                 }
-            } else if (!meta.from_fabric && std.egress_port == std.ingress_port &&
+            } else if (!meta.from_fabric && egress_port == meta.ingress_port &&
                        meta.egress_vlan == meta.src_vlan) {
                 meta.drop_reason = DROP_SPLIT_HORIZON;
             }

@@ -24,54 +24,48 @@ control VxlanDecap(inout headers_t hdr) {
     }
 }
 
+// Encap puts a new underlay (encap_*) in front of the tenant frame, which
+// stays where it is: no header moves, which Tofino's PHV could not do in one
+// action, and fewer primitives on BMv2.
 control VxlanEncap(inout headers_t hdr,
                    inout local_metadata_t meta,
-                   in standard_metadata_t std) {
+                   in bit<16> frame_len) {
     bit<16> inner_frame_len;
 
     // Keyless: the controller sets the default action to this switch's VTEP.
     action set_local_vtep(ipv4_addr_t vtep_ip, mac_addr_t router_mac) {
-        hdr.inner_ethernet = hdr.ethernet;
-        hdr.inner_arp = hdr.arp;
-        hdr.inner_ipv4 = hdr.ipv4;
-        hdr.inner_ipv6 = hdr.ipv6;
-        hdr.inner_udp = hdr.udp;
-        hdr.inner_tcp = hdr.tcp;
-        hdr.arp.setInvalid();
-        hdr.ipv6.setInvalid();
-        hdr.tcp.setInvalid();
+        hdr.encap_ethernet.setValid();
+        hdr.encap_ethernet.dst_addr = meta.next_hop_mac;
+        hdr.encap_ethernet.src_addr = router_mac;
+        hdr.encap_ethernet.ether_type = ETHERTYPE_IPV4;
 
-        hdr.ethernet.dst_addr = meta.next_hop_mac;
-        hdr.ethernet.src_addr = router_mac;
-        hdr.ethernet.ether_type = ETHERTYPE_IPV4;
-
-        hdr.ipv4.setValid();
-        hdr.ipv4.version = 4;
-        hdr.ipv4.ihl = 5;
-        hdr.ipv4.dscp = 0;
-        hdr.ipv4.ecn = 0;
+        hdr.encap_ipv4.setValid();
+        hdr.encap_ipv4.version = 4;
+        hdr.encap_ipv4.ihl = 5;
+        hdr.encap_ipv4.ecn = 0;
         // outer IPv4 + UDP + VXLAN = 20 + 8 + 8 bytes
-        hdr.ipv4.total_len = inner_frame_len + 36;
-        hdr.ipv4.identification = 0;
-        hdr.ipv4.flags = 0;
-        hdr.ipv4.frag_offset = 0;
-        hdr.ipv4.ttl = OUTER_TTL;
-        hdr.ipv4.protocol = IP_PROTO_UDP;
-        hdr.ipv4.hdr_checksum = 0;
-        hdr.ipv4.src_addr = vtep_ip;
-        hdr.ipv4.dst_addr = meta.remote_vtep;
+        hdr.encap_ipv4.total_len = inner_frame_len + 36;
+        hdr.encap_ipv4.identification = 0;
+        hdr.encap_ipv4.flags = 0;
+        hdr.encap_ipv4.frag_offset = 0;
+        hdr.encap_ipv4.ttl = OUTER_TTL;
+        hdr.encap_ipv4.protocol = IP_PROTO_UDP;
+        hdr.encap_ipv4.hdr_checksum = 0;
+        hdr.encap_ipv4.src_addr = vtep_ip;
+        hdr.encap_ipv4.dst_addr = meta.remote_vtep;
 
-        hdr.udp.setValid();
-        hdr.udp.src_port = VXLAN_SRC_PORT_BASE | (meta.flow_hash & VXLAN_SRC_PORT_HASH_MASK);
-        hdr.udp.dst_port = VXLAN_UDP_PORT;
-        hdr.udp.length = inner_frame_len + 16;
-        hdr.udp.checksum = 0;   // allowed for IPv4 (RFC 7348 5)
+        hdr.encap_udp.setValid();
+        // The top two bits set, 14 bits of hash: one deposit on Tofino.
+        hdr.encap_udp.src_port = VXLAN_SRC_PORT_TOP_BITS ++ meta.flow_hash[13:0];
+        hdr.encap_udp.dst_port = VXLAN_UDP_PORT;
+        hdr.encap_udp.length = inner_frame_len + 16;
+        hdr.encap_udp.checksum = 0;   // allowed for IPv4 (RFC 7348 5)
 
-        hdr.vxlan.setValid();
-        hdr.vxlan.flags = VXLAN_FLAG_VNI_VALID;
-        hdr.vxlan.reserved = 0;
-        hdr.vxlan.vni = meta.vni;
-        hdr.vxlan.reserved2 = 0;
+        hdr.encap_vxlan.setValid();
+        hdr.encap_vxlan.flags = VXLAN_FLAG_VNI_VALID;
+        hdr.encap_vxlan.reserved = 0;
+        hdr.encap_vxlan.vni = meta.vni;
+        hdr.encap_vxlan.reserved2 = 0;
     }
 
     action no_local_vtep() {
@@ -89,15 +83,11 @@ control VxlanEncap(inout headers_t hdr,
     }
 
     apply {
-        bit<6> inner_dscp = 0;
         if (hdr.vxlan.isValid()) {
-            // A VM's own VXLAN: inner_* is taken, it cannot be tunnelled again.
+            // A VM's own VXLAN is not tunnelled again (one VXLAN level only).
             meta.drop_reason = DROP_NESTED_VXLAN;
         } else {
-            if (hdr.ipv4.isValid()) {
-                inner_dscp = hdr.ipv4.dscp;
-            }
-            inner_frame_len = (bit<16>) std.packet_length;
+            inner_frame_len = frame_len;
             if (hdr.vlan.isValid()) {
                 // The tenant frame travels untagged inside the tunnel.
                 inner_frame_len = inner_frame_len - 4;
@@ -106,9 +96,11 @@ control VxlanEncap(inout headers_t hdr,
             }
             local_vtep.apply();
             if (meta.tx_color == METER_YELLOW) {
-                hdr.ipv4.dscp = DSCP_YELLOW;
+                hdr.encap_ipv4.dscp = DSCP_YELLOW;
+            } else if (hdr.ipv4.isValid()) {
+                hdr.encap_ipv4.dscp = hdr.ipv4.dscp;
             } else {
-                hdr.ipv4.dscp = inner_dscp;
+                hdr.encap_ipv4.dscp = 0;
             }
         }
     }

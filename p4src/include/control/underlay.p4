@@ -3,14 +3,13 @@
 #ifndef P4VTEP_UNDERLAY_P4
 #define P4VTEP_UNDERLAY_P4
 
-control Underlay(inout local_metadata_t meta,
-                 inout standard_metadata_t std)
+control Underlay(inout local_metadata_t meta)
                 (bit<32> route_table_size,
                  bit<32> ecmp_member_count) {
-    action_selector(HashAlgorithm.crc16, ecmp_member_count, 16) ecmp_selector;
+    ECMP_SELECTOR(ecmp_selector, ecmp_member_count);
 
     action set_next_hop(port_t port, mac_addr_t next_hop_mac) {
-        std.egress_spec = port;
+        meta.egress_port = port;
         meta.next_hop_mac = next_hop_mac;
     }
 
@@ -22,7 +21,7 @@ control Underlay(inout local_metadata_t meta,
         actions = {
             set_next_hop;
         }
-        implementation = ecmp_selector;
+        implementation = ECMP_IMPLEMENTATION(ecmp_selector);
         size = route_table_size;
     }
 

@@ -3,10 +3,9 @@
 #ifndef P4VTEP_VNI_LOOKUP_P4
 #define P4VTEP_VNI_LOOKUP_P4
 
-control VniLookup(inout local_metadata_t meta,
-                  inout standard_metadata_t std)
+control VniLookup(inout local_metadata_t meta)
                  (bit<32> vni_table_size) {
-    counter(vni_table_size, CounterType.packets_and_bytes) vni_tx_counter;
+    PACKET_BYTE_COUNTER(vni_tx_counter, vni_table_size);
 
     action set_vni_params(vni_index_t vni_index,
                           bit<3> traffic_class,
@@ -16,7 +15,6 @@ control VniLookup(inout local_metadata_t meta,
         meta.traffic_class = traffic_class;
         meta.flood_group = flood_group;
         meta.local_flood_group = local_flood_group;
-        std.priority = traffic_class;
     }
 
     action unknown_vni() {
@@ -36,9 +34,11 @@ control VniLookup(inout local_metadata_t meta,
     }
 
     apply {
-        if (vni_config.apply().hit && !meta.from_fabric) {
-            // Sent by a local VM into the overlay.
-            vni_tx_counter.count((bit<32>) meta.vni_index);
+        if (vni_config.apply().hit) {
+            if (!meta.from_fabric) {
+                // Sent by a local VM into the overlay.
+                COUNT(vni_tx_counter, meta.vni_index);
+            }
         }
     }
 }

@@ -1,0 +1,53 @@
+// What differs between architectures, for TNA / T2NA (Tofino 1 and 2). The
+// v1model counterpart is ../v1model/arch.p4; keep the two files in step.
+#ifndef P4VTEP_TNA_ARCH_P4
+#define P4VTEP_TNA_ARCH_P4
+
+// The CPU (PCIe) port: 64 on a Tofino 1 pipe 0 and 2 in the Tofino 2 model's
+// usual port setup. The controller's copy is control_plane/p4vtep/targets.py.
+#if __TARGET_TOFINO__ == 2
+#define CPU_PORT_VALUE 2
+#else
+#define CPU_PORT_VALUE 64
+#endif
+
+// TNA meter colours (MeterColor_t): GREEN 0, YELLOW 1, RED 3.
+#define METER_COLOR_YELLOW 1
+#define METER_COLOR_RED    3
+
+#define PACKET_BYTE_COUNTER(name, size) \
+    Counter<bit<64>, bit<32>>(size, CounterType_t.PACKETS_AND_BYTES) name
+#define COUNT(name, index) name.count((bit<32>) (index))
+
+// A direct counter on Tofino counts only in the actions that call count().
+#define DIRECT_PACKET_BYTE_COUNTER(name) \
+    DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) name
+#define DIRECT_COUNT(name) name.count()
+
+#define BYTE_METER(name, size) Meter<bit<32>>(size, MeterType_t.BYTES) name
+#define EXECUTE_METER(name, index, color) color = (bit<2>) name.execute((bit<32>) (index))
+
+#define FLOW_HASHER(name) Hash<bit<16>>(HashAlgorithm_t.CRC32) name;
+#define FLOW_HASH(name, dst, ...) dst = name.get({ __VA_ARGS__ })
+
+// The selector picks one of up to 16 members per group with a CRC16 of the
+// table's selector key. P4Runtime sees the profile (standard P4Info folds the
+// selector into it), so the profile carries v1model's name.
+#define ECMP_SELECTOR(sel, members) \
+    Hash<bit<16>>(HashAlgorithm_t.CRC16) sel##_hash; \
+    @name(#sel) ActionProfile(members) sel##_members; \
+    ActionSelector(sel##_members, sel##_hash, SelectorMode_t.FAIR, 16, members / 4) sel##_groups
+#define ECMP_IMPLEMENTATION(sel) sel##_groups
+
+// Ingress hands egress its decisions in a bridged header (tna/bridged.p4).
+#define ARCH_METADATA bridged_t bridged;
+
+// The Checksum extern verifies the outer IPv4 header in the parser. Tofino
+// cannot assign a parser field twice, so the caller starts checksum_ok at
+// false and this ORs the result in.
+#define IPV4_CHECKSUM_DECL Checksum() ipv4_checksum;
+#define IPV4_CHECKSUM_VERIFY(hdr, checksum_ok) \
+    ipv4_checksum.add(hdr.ipv4); \
+    checksum_ok = ipv4_checksum.verify() || checksum_ok;
+
+#endif  // P4VTEP_TNA_ARCH_P4

@@ -1,0 +1,24 @@
+// What ingress decided and egress needs, carried in front of the packet from
+// the ingress deparser to the egress parser. @flexible lets the compiler pack
+// the fields (and pick their order) to save PHV and bytes on the wire.
+#ifndef P4VTEP_TNA_BRIDGED_P4
+#define P4VTEP_TNA_BRIDGED_P4
+
+@flexible
+header bridged_t {
+    bit<1>      is_packet_out;
+    bit<1>      from_fabric;
+    bit<1>      do_encap;
+    port_t      ingress_port;
+    vlan_id_t   src_vlan;
+    vlan_id_t   egress_vlan;
+    vni_t       vni;
+    vni_index_t vni_index;
+    vm_index_t  dst_vm;
+    ipv4_addr_t remote_vtep;
+    mac_addr_t  next_hop_mac;
+    bit<16>     flow_hash;
+    bit<2>      tx_color;
+}
+
+#endif  // P4VTEP_TNA_BRIDGED_P4

@@ -1,0 +1,370 @@
+// p4vtep for Tofino: the same pipeline as ../v1model/p4vtep.p4 on TNA.
+// One source for both chips:
+//   p4c-tofino --target tofino  --arch tna   (Tofino 1)
+//   p4c-tofino --target tofino2 --arch t2na  (Tofino 2)
+// The controls, instances, tables, actions and keys are the shared ones in
+// ../include/control/, so the P4Info names are v1model's; this file only
+// holds what TNA does differently (docs/tofino.md says why for each):
+// intrinsic metadata per gress, bridged metadata, drop_ctl, mcast_grp_a/rid,
+// qid, the Checksum extern, and the oversize check on IP lengths.
+#include <core.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>
+#else
+#include <tna.p4>
+#endif
+
+#include "arch.p4"
+#include "sizes.p4"
+#include "../include/defines.p4"
+#include "bridged.p4"
+#include "../include/headers.p4"
+#include "../include/parser.p4"
+#include "../include/control/port_config.p4"
+#include "../include/control/access_filtering.p4"
+#include "../include/control/vtep_termination.p4"
+#include "../include/control/vni_lookup.p4"
+#include "../include/control/flow_hash.p4"
+#include "../include/control/arp_suppression.p4"
+#include "../include/control/l2_forwarding.p4"
+#include "../include/control/underlay.p4"
+#include "../include/control/policing.p4"
+#include "../include/control/replication.p4"
+#include "../include/control/tunnel.p4"
+
+// The outer IPv4 length of a tenant frame (Ethernet + VF tag + IP) above
+// which it is oversize. Ingress on Tofino has no packet length, so the check
+// reads the IP lengths; the port MTU set in the MAC catches everything else.
+const bit<16> MAX_TENANT_IPV4_LEN = (bit<16>) MAX_TENANT_FRAME - 18;
+const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
+
+
+// Tofino does not zero metadata: every field a control may read before
+// writing it starts here, in both parsers.
+#define INIT_METADATA(meta) \
+    meta.parser_error = false; \
+    meta.checksum_ok = false; \
+    meta.port_role = PORT_ROLE_NONE; \
+    meta.vni_index = 0; \
+    meta.flood_group = 0; \
+    meta.local_flood_group = 0; \
+    meta.src_mac_diff = 0; \
+    meta.rx_color = 0; \
+    meta.flow_hash = 0; \
+    meta.egress_port = 0; \
+    meta.mcast_grp = 0; \
+    meta.from_fabric = false; \
+    meta.src_vlan = 0; \
+    meta.src_vm = 0; \
+    meta.vni = 0; \
+    meta.traffic_class = TC_BEST_EFFORT; \
+    meta.is_packet_out = false; \
+    meta.arp_replied = false; \
+    meta.dst_vm = 0; \
+    meta.egress_vlan = 0; \
+    meta.do_encap = false; \
+    meta.remote_vtep = 0; \
+    meta.next_hop_mac = 0; \
+    meta.l4_src_port = 0; \
+    meta.l4_dst_port = 0; \
+    meta.tx_color = 0; \
+    meta.drop_reason = DROP_NONE; \
+    meta.bridged.setInvalid();
+
+parser VtepIngressParser(packet_in packet,
+                         out headers_t hdr,
+                         out local_metadata_t meta,
+                         out ingress_intrinsic_metadata_t ig_intr_md) {
+    VtepHeaderParser() header_parser;
+
+    state start {
+        packet.extract(ig_intr_md);
+        packet.advance(PORT_METADATA_SIZE);
+        INIT_METADATA(meta)
+        meta.ingress_port = ig_intr_md.ingress_port;
+        header_parser.apply(packet, hdr, meta.parser_error, meta.checksum_ok,
+                            ig_intr_md.ingress_port);
+        transition accept;
+    }
+}
+
+control VtepIngress(inout headers_t hdr,
+                    inout local_metadata_t meta,
+                    in ingress_intrinsic_metadata_t ig_intr_md,
+                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                    inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    PortConfig(PORT_COUNT) port_config;
+    AccessFiltering(VM_COUNT, VM_COUNT) access_filtering;
+    VtepTermination(VTEP_TERMINATION_TABLE_SIZE) vtep_termination;
+    VxlanDecap() vxlan_decap;
+    VniLookup(VNI_COUNT) vni_lookup;
+    FlowHash() flow_hash;
+    TxPolicing(VM_COUNT) tx_policing;
+    ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
+    L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
+    Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
+    PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT);
+
+    apply {
+        if (hdr.packet_out.isValid()) {
+            // Sent by the controller: out of the port it names, untouched.
+            meta.egress_port = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+            meta.is_packet_out = true;
+        } else {
+            port_config.apply(meta);
+            // Ingress has no packet length: the oversize check reads the IP
+            // length. A gateway cannot compare 16 bits with '>' here, so an
+            // action computes the excess over the limit (saturating). It needs
+            // only parsed headers, so it runs beside the port lookup.
+            bit<16> excess = 0;
+            if (hdr.ipv4.isValid()) {
+                excess = hdr.ipv4.total_len |-| MAX_TENANT_IPV4_LEN;
+            } else if (hdr.ipv6.isValid()) {
+                excess = hdr.ipv6.payload_len |-| MAX_TENANT_IPV6_PAYLOAD;
+            }
+            // The first reason found is the one counted. The steps are
+            // grouped so that few depend on the one before (each dependency
+            // is a Tofino stage): docs/tofino.md.
+            if (meta.parser_error || ig_prsr_md.parser_err != 0) {
+                if (hdr.udp.isValid() && hdr.udp.dst_port == VXLAN_UDP_PORT) {
+                    meta.drop_reason = DROP_BAD_VXLAN;
+                } else {
+                    meta.drop_reason = DROP_MALFORMED;
+                }
+            } else if (meta.port_role == PORT_ROLE_ACCESS) {
+                access_filtering.apply(hdr, meta, excess != 0);
+            } else if (meta.port_role == PORT_ROLE_FABRIC) {
+                vtep_termination.apply(hdr, meta);
+            } else {
+                meta.drop_reason = DROP_UNKNOWN_PORT;
+            }
+            if (meta.drop_reason == DROP_NONE) {
+                vni_lookup.apply(meta);
+                if (meta.from_fabric) {
+                    vxlan_decap.apply(hdr);
+                }
+            }
+            if (meta.drop_reason == DROP_NONE) {
+                if (!meta.from_fabric) {
+                    tx_policing.apply(meta);
+                }
+                // Not held back by the meter's verdict: a RED packet is still
+                // dropped (L2 sees the reason), only the lookups run.
+                arp_suppression.apply(hdr, meta);
+                if (!meta.arp_replied) {
+                    l2_forwarding.apply(hdr, meta);
+                }
+                // Last: it reads the headers ARP suppression may rewrite, and
+                // only the underlay (next) needs it.
+                flow_hash.apply(hdr, meta);
+            }
+            if (meta.drop_reason == DROP_NONE && meta.do_encap) {
+                underlay.apply(meta);
+            }
+        }
+        if (meta.drop_reason != DROP_NONE) {
+            ig_dprsr_md.drop_ctl = 1;
+            COUNT(ingress_drop_counter, meta.drop_reason);
+        } else if (meta.mcast_grp != 0) {
+            // Copies get the replica ids of the group's nodes (egress_rid).
+            ig_tm_md.mcast_grp_a = meta.mcast_grp;
+        } else {
+            ig_tm_md.ucast_egress_port = meta.egress_port;
+        }
+        ig_tm_md.qid = (QueueId_t) meta.traffic_class;
+
+        meta.bridged.setValid();
+        meta.bridged.is_packet_out = (bit<1>) meta.is_packet_out;
+        meta.bridged.from_fabric = (bit<1>) meta.from_fabric;
+        meta.bridged.do_encap = (bit<1>) meta.do_encap;
+        meta.bridged.ingress_port = meta.ingress_port;
+        meta.bridged.src_vlan = meta.src_vlan;
+        meta.bridged.egress_vlan = meta.egress_vlan;
+        meta.bridged.vni = meta.vni;
+        meta.bridged.vni_index = meta.vni_index;
+        meta.bridged.dst_vm = meta.dst_vm;
+        meta.bridged.remote_vtep = meta.remote_vtep;
+        meta.bridged.next_hop_mac = meta.next_hop_mac;
+        meta.bridged.flow_hash = meta.flow_hash;
+        meta.bridged.tx_color = meta.tx_color;
+    }
+}
+
+control VtepIngressDeparser(packet_out packet,
+                            inout headers_t hdr,
+                            in local_metadata_t meta,
+                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    VtepHeaderDeparser() header_deparser;
+
+    apply {
+        packet.emit(meta.bridged);
+        header_deparser.apply(packet, hdr);
+    }
+}
+
+// Egress re-parses only what egress touches: the VF tag, the IPv4 DSCP, and
+// a VM's own VXLAN (which cannot be tunnelled again). The rest of the frame
+// is payload, so the parse depth stays within the egress parser's budget.
+parser VtepEgressParser(packet_in packet,
+                        out headers_t hdr,
+                        out local_metadata_t meta,
+                        out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        packet.extract(eg_intr_md);
+        INIT_METADATA(meta)
+        meta.ingress_port = 0;
+        packet.extract(meta.bridged);
+        meta.is_packet_out = (bool) meta.bridged.is_packet_out;
+        meta.from_fabric = (bool) meta.bridged.from_fabric;
+        meta.do_encap = (bool) meta.bridged.do_encap;
+        meta.src_vlan = meta.bridged.src_vlan;
+        meta.egress_vlan = meta.bridged.egress_vlan;
+        meta.vni = meta.bridged.vni;
+        meta.vni_index = meta.bridged.vni_index;
+        meta.dst_vm = meta.bridged.dst_vm;
+        meta.remote_vtep = meta.bridged.remote_vtep;
+        meta.next_hop_mac = meta.bridged.next_hop_mac;
+        meta.flow_hash = meta.bridged.flow_hash;
+        meta.tx_color = meta.bridged.tx_color;
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        packet.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_VLAN: parse_vlan;
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
+            default: accept;
+        }
+    }
+
+    state parse_vlan {
+        packet.extract(hdr.vlan);
+        transition select(hdr.vlan.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_IPV6: parse_ipv6;
+            default: accept;
+        }
+    }
+
+    state parse_ipv4 {
+        packet.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_ipv6 {
+        packet.extract(hdr.ipv6);
+        transition select(hdr.ipv6.next_hdr) {
+            IP_PROTO_UDP: parse_udp;
+            default: accept;
+        }
+    }
+
+    state parse_udp {
+        packet.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            VXLAN_UDP_PORT: parse_vxlan;
+            default: accept;
+        }
+    }
+
+    state parse_vxlan {
+        packet.extract(hdr.vxlan);
+        transition accept;
+    }
+}
+
+control VtepEgress(inout headers_t hdr,
+                   inout local_metadata_t meta,
+                   in egress_intrinsic_metadata_t eg_intr_md,
+                   in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                   inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                   inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    Replication(REPLICA_TABLE_SIZE) replication;
+    VxlanEncap() vxlan_encap;
+    RxPolicing(VM_COUNT, VNI_COUNT) rx_policing;
+    VfTagging() vf_tagging;
+    PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT);
+    PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT);
+
+    apply {
+        // Copied here, not in the parser: packet_in.ingress_port sits at
+        // another bit alignment than the bridged field, which only an action
+        // can shift.
+        meta.ingress_port = meta.bridged.ingress_port;
+        if (meta.is_packet_out) {
+            COUNT(port_tx_counter, eg_intr_md.egress_port);
+            exit;
+        }
+        if (eg_intr_md.egress_port == CPU_PORT) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = meta.ingress_port;
+            hdr.packet_in.reason = PUNT_REASON_L2_TRAP;
+            hdr.packet_in._pad = 0;
+            exit;
+        }
+        if (eg_intr_md.egress_rid != 0) {
+            replication.apply(meta, eg_intr_md.egress_port, eg_intr_md.egress_rid);
+        }
+        if (meta.drop_reason == DROP_NONE) {
+            if (meta.do_encap) {
+                // pkt_length counts the bridged header ingress put in front.
+                vxlan_encap.apply(hdr, meta,
+                    eg_intr_md.pkt_length - (bit<16>) sizeInBytes(meta.bridged));
+            } else {
+                rx_policing.apply(meta);
+                if (meta.drop_reason == DROP_NONE) {
+                    vf_tagging.apply(hdr, meta);
+                }
+            }
+        }
+        if (meta.drop_reason != DROP_NONE) {
+            eg_dprsr_md.drop_ctl = 1;
+            COUNT(egress_drop_counter, meta.drop_reason);
+        } else {
+            COUNT(port_tx_counter, eg_intr_md.egress_port);
+        }
+    }
+}
+
+control VtepEgressDeparser(packet_out packet,
+                           inout headers_t hdr,
+                           in local_metadata_t meta,
+                           in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    Checksum() ipv4_checksum;
+    VtepHeaderDeparser() header_deparser;
+
+    apply {
+        // Only a header this switch built; a VM's own header is left as sent.
+        if (hdr.encap_ipv4.isValid()) {
+            hdr.encap_ipv4.hdr_checksum = ipv4_checksum.update(
+                { hdr.encap_ipv4.version, hdr.encap_ipv4.ihl, hdr.encap_ipv4.dscp,
+                  hdr.encap_ipv4.ecn, hdr.encap_ipv4.total_len,
+                  hdr.encap_ipv4.identification, hdr.encap_ipv4.flags,
+                  hdr.encap_ipv4.frag_offset, hdr.encap_ipv4.ttl,
+                  hdr.encap_ipv4.protocol, hdr.encap_ipv4.src_addr,
+                  hdr.encap_ipv4.dst_addr });
+        }
+        packet.emit(hdr.packet_in);
+        packet.emit(hdr.encap_ethernet);
+        packet.emit(hdr.encap_ipv4);
+        packet.emit(hdr.encap_udp);
+        packet.emit(hdr.encap_vxlan);
+        header_deparser.apply(packet, hdr);
+    }
+}
+
+Pipeline(VtepIngressParser(),
+         VtepIngress(),
+         VtepIngressDeparser(),
+         VtepEgressParser(),
+         VtepEgress(),
+         VtepEgressDeparser()) pipe;
+
+Switch(pipe) main;

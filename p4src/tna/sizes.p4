@@ -1,0 +1,31 @@
+// Table, meter and counter sizes for Tofino 1 and 2: the production sizes of
+// this ToR. tests/test_tofino_fit.py compiles them within the stage budget
+// docs/tofino.md claims; make p4-tofino-max measures how far they go.
+#ifndef P4VTEP_TNA_SIZES_P4
+#define P4VTEP_TNA_SIZES_P4
+
+#define PORT_COUNT                 512     // PortId_t space (bit<9>)
+#ifndef VM_COUNT
+#define VM_COUNT                   8192    // local VMs: bindings, 2 meters + 2 counters each
+#endif
+#ifndef VNI_COUNT
+#define VNI_COUNT                  16384   // VNIs present on this ToR
+#endif
+#ifndef MAC_TABLE_SIZE
+#define MAC_TABLE_SIZE             65536   // (VNI, MAC) bindings, local and remote
+#endif
+#ifndef ARP_SUPPRESSION_TABLE_SIZE
+#define ARP_SUPPRESSION_TABLE_SIZE 65536   // (VNI, IP) -> MAC
+#endif
+#define VTEP_TERMINATION_TABLE_SIZE 64     // this switch's own VTEP addresses
+#ifndef UNDERLAY_ROUTE_TABLE_SIZE
+#define UNDERLAY_ROUTE_TABLE_SIZE  4096    // remote VTEP routes (LPM)
+#endif
+#ifndef ECMP_MEMBER_COUNT
+#define ECMP_MEMBER_COUNT          4096    // next-hop members behind up to 1K ECMP groups
+#endif
+#ifndef REPLICA_TABLE_SIZE
+#define REPLICA_TABLE_SIZE         32768   // flood replicas: local VFs + remote VTEPs
+#endif
+
+#endif  // P4VTEP_TNA_SIZES_P4

@@ -1,0 +1,48 @@
+// What differs between architectures, for v1model (BMv2 simple_switch_grpc).
+// The shared controls in ../include/control/ use only these names, so the
+// same source yields the same P4Info names on every target; tna/arch.p4 is
+// the Tofino counterpart. Keep the two files in step.
+#ifndef P4VTEP_V1MODEL_ARCH_P4
+#define P4VTEP_V1MODEL_ARCH_P4
+
+// simple_switch_grpc must be started with --cpu-port 255.
+#define CPU_PORT_VALUE 255
+
+// v1model meter colours as BMv2 reports them (GREEN is 0, also when the
+// meter is not configured).
+#define METER_COLOR_YELLOW 1
+#define METER_COLOR_RED    2
+
+// Indexed packet+byte counter, and counting one index.
+#define PACKET_BYTE_COUNTER(name, size) \
+    counter(size, CounterType.packets_and_bytes) name
+#define COUNT(name, index) name.count((bit<32>) (index))
+
+// Direct counter: BMv2 counts every hit of the table by itself.
+#define DIRECT_PACKET_BYTE_COUNTER(name) \
+    direct_counter(CounterType.packets_and_bytes) name
+#define DIRECT_COUNT(name)
+
+// Byte meter array; EXECUTE_METER writes the colour into a bit<2>.
+#define BYTE_METER(name, size) meter(size, MeterType.bytes) name
+#define EXECUTE_METER(name, index, color) name.execute_meter((bit<32>) (index), color)
+
+// Flow hash: CRC32 of the fields listed after dst, truncated to 16 bits.
+#define FLOW_HASHER(name)   // hash() needs no instance
+#define FLOW_HASH(name, dst, ...) \
+    hash(dst, HashAlgorithm.crc32, (bit<16>) 0, { __VA_ARGS__ }, (bit<32>) 65536)
+
+// ECMP: an action selector hashing the table's selector key with CRC16.
+#define ECMP_SELECTOR(sel, members) \
+    action_selector(HashAlgorithm.crc16, members, 16) sel
+#define ECMP_IMPLEMENTATION(sel) sel
+
+// Extra fields the architecture needs in local_metadata_t (none on v1model).
+#define ARCH_METADATA
+
+// Parser hooks around the outer IPv4 header: v1model verifies the checksum in
+// its verify_checksum control instead.
+#define IPV4_CHECKSUM_DECL
+#define IPV4_CHECKSUM_VERIFY(hdr, checksum_ok)
+
+#endif  // P4VTEP_V1MODEL_ARCH_P4
