@@ -14,12 +14,14 @@ from dataclasses import dataclass
 
 from ..runtime.p4info import P4Info
 from .artifacts import bmv2_pipeline
+from .targets import PROFILES, Target
 
 # --- not derivable from a P4Info -----------------------------------------------
-# `const port_t CPU_PORT = 255` in p4src/include/defines.p4; simple_switch_grpc
-# is started with --cpu-port CPU_PORT. The parser takes every frame from it for
-# a packet-out, so no server or uplink may use it.
-CPU_PORT = 255
+# BMv2's CPU port (`#define CPU_PORT_VALUE` in p4src/v1model/arch.p4, kept with
+# the other per-target values in targets.py); simple_switch_grpc is started
+# with --cpu-port CPU_PORT. The parser takes every frame from it for a
+# packet-out, so no server or uplink may use it.
+CPU_PORT = PROFILES[Target.BMV2].cpu_port
 # v1model's drop port: mark_to_drop() sets egress_spec to it (BMv2's
 # --drop-port, default 511, the largest bit<9> port). Frames sent there vanish.
 DROP_PORT = 511
