@@ -83,7 +83,7 @@ class FrrLab:
 
     # ---- setup ----------------------------------------------------------------
 
-    def __enter__(self) -> FrrLab:  # noqa: PYI034 - Python 3.10 has no typing.Self
+    def __enter__(self) -> FrrLab:
         try:
             self._network()
             self._start_frr()

@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-
-_F = TypeVar("_F", bound=Callable[..., Any])
 from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc, free_port
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline

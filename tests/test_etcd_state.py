@@ -169,7 +169,8 @@ def test_invalid_change_is_refused_and_changes_nothing(cluster, resources):
     with pytest.raises(ValueError, match="bad allocation row"):
         a.commit(Change(alloc_set={("vm@tor1", "vm1"): -1}), r1)
     loaded = a.load()
-    assert loaded.revision == r1 and set(loaded.vms) == {"vm1"}
+    assert loaded.revision == r1
+    assert set(loaded.vms) == {"vm1"}
 
 
 def test_stale_base_revision_is_a_conflict_and_writes_nothing(cluster, resources):
@@ -178,7 +179,8 @@ def test_stale_base_revision_is_a_conflict_and_writes_nothing(cluster, resources
     r1 = a.commit(Change(upserts=(vm(1),)), 0)
     with pytest.raises(Conflict) as refused:
         b.commit(Change(upserts=(vm(2),)), 0)
-    assert refused.value.base_revision == 0 and refused.value.current_revision == r1
+    assert refused.value.base_revision == 0
+    assert refused.value.current_revision == r1
     assert "committed by a" in str(refused.value)
     assert set(b.load().vms) == {"vm1"}
 
@@ -256,12 +258,16 @@ def test_watch_delivers_other_replicas_commits_in_order(cluster, resources):
     assert [e.revision for _, e in received] == [r for _, _, r in committed]
     assert all(e.origin == "a" for _, e in received)
     last = received[-1][1]
-    assert set(last.upserts) == {f"vm{count - 1}"} and last.removals == {f"vm{count - 2}"}
+    assert set(last.upserts) == {f"vm{count - 1}"}
+    assert last.removals == {f"vm{count - 2}"}
     assert b.snapshot() == a.load()  # b's view followed, without reading
     assert own == []
     # From the commit being sent (the callback may run before the committer
     # has its answer) to the other replica's callback.
-    latencies = [(t_recv - sent) * 1000 for (sent, _, _), (t_recv, _) in zip(committed, received)]
+    latencies = [
+        (t_recv - sent) * 1000
+        for (sent, _, _), (t_recv, _) in zip(committed, received, strict=False)
+    ]
     round_trips = [rtt * 1000 for _, rtt, _ in committed]
     print(
         f"\n{count} commits: commit round trip p50 {statistics.median(round_trips):.2f} ms; "
@@ -289,9 +295,11 @@ def test_watch_behind_a_compaction_resyncs(cluster, resources):
         time.sleep(0.01)
     assert len(events) == 1
     resync = events[0]
-    assert resync.revision == r and resync.origin == ""
+    assert resync.revision == r
+    assert resync.origin == ""
     assert dict(resync.upserts) == {"vm3": vm(3), "vm2": moved}
-    assert resync.removals == {"vm1"} and dict(resync.alloc_set) == {("vm@tor2", "vm2"): 1}
+    assert resync.removals == {"vm1"}
+    assert dict(resync.alloc_set) == {("vm@tor2", "vm2"): 1}
     assert b.snapshot() == a.load()
     r = a.commit(Change(removals=("vm3",)), r)
     while len(events) < 2 and time.monotonic() < deadline:
@@ -397,9 +405,11 @@ def test_leader_killed_a_candidate_takes_over_with_a_higher_term(cluster, resour
                     f.leader() is None or f.leader().term != term
                 ) and time.monotonic() < deadline:
                     time.sleep(0.005)
-                assert f.leader() is not None and f.leader().replica_id == new_leader.replica_id
+                assert f.leader() is not None
+                assert f.leader().replica_id == new_leader.replica_id
             other = next(f for f in followers if f is not new_leader)
-            assert not other.may_write() and other.term is None
+            assert not other.may_write()
+            assert other.term is None
             # The new leader hands over cleanly for the next round.
             for f in followers:
                 f.close()
@@ -427,7 +437,9 @@ def test_resigning_leader_hands_over_at_once(cluster, resources):
     la.resign()
     t.join()
     print(f"\nresign -> next leader: {(time.monotonic() - started) * 1000:.1f} ms")
-    assert result[0] > term_a and not la.may_write() and lb.may_write()
+    assert result[0] > term_a
+    assert not la.may_write()
+    assert lb.may_write()
 
 
 def test_partitioned_leader_stops_writing_before_its_lease_expires(cluster, resources):
@@ -471,13 +483,16 @@ def test_partitioned_leader_stops_writing_before_its_lease_expires(cluster, reso
     time.sleep(0.1)
     stop.set()
     sampler.join()
-    assert won and won[0][1] > old_term
+    assert won
+    assert won[0][1] > old_term
     old_stopped = next(t for t, old_ok, _ in samples if not old_ok)
     new_started = next(t for t, _, new_ok in samples if new_ok)
     assert old_stopped < new_started
     assert not any(o and n for _, o, n in samples)
     # The old leader was told, before the new one started.
-    assert lost and "keepalives failing" in lost[0][1] and lost[0][0] < new_started
+    assert lost
+    assert "keepalives failing" in lost[0][1]
+    assert lost[0][0] < new_started
     assert old.term is None
     print(
         f"\npartition: old leader stopped writing {old_stopped - partitioned:.2f} s after losing "
@@ -576,7 +591,8 @@ def test_leader_cut_off_by_a_network_partition(resources, raft_leader):
                 deadline = time.monotonic() + 30
                 while not events and time.monotonic() < deadline:
                     time.sleep(0.01)
-                assert events and events[0]["event"] == "leader"
+                assert events
+                assert events[0]["event"] == "leader"
                 new = open_leadership(resources, settings(cluster, prefix, [1, 2]), "new")
                 won: list[tuple[float, EtcdLeadership, int]] = []
                 campaigner = threading.Thread(target=campaign_into, args=(new, won), daemon=True)
@@ -592,7 +608,8 @@ def test_leader_cut_off_by_a_network_partition(resources, raft_leader):
                 stopped = next(e["t"] for e in events if e["event"] == "stopped")
                 lost = next(e for e in events if e["event"] == "lost")
                 assert term > events[0]["term"]
-                assert stopped < new_at and lost["t"] < new_at
+                assert stopped < new_at
+                assert lost["t"] < new_at
                 print(
                     f"\nnetwork partition, raft leader {raft_leader}: old leader stopped writing "
                     f"{stopped - cut:.2f} s after the cut, new leader {new_at - cut:.2f} s after "
@@ -648,12 +665,14 @@ def test_one_member_killed_store_and_leader_continue(cluster, resources, victim)
     deadline = time.monotonic() + 10
     while len(seen) < 3 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert [e.revision for e in seen][-1] == r and len(seen) == 3
+    assert [e.revision for e in seen][-1] == r
+    assert len(seen) == 3
     assert set(b.snapshot().vms) == {"vm1", "vm2", "vm3"}
     time.sleep(5)  # more than a lease TTL: keepalives went on through the others
     stop.set()
     sampler.join()
-    assert all(writable) and leader.term is not None
+    assert all(writable)
+    assert leader.term is not None
     cluster.restart(index)
     assert set(open_store(resources, s, "c").load().vms) == {"vm1", "vm2", "vm3"}
     print(
@@ -693,7 +712,8 @@ def test_quorum_lost_commits_refused_then_resume(cluster, resources):
     assert a.snapshot() == before  # the last known state stays readable
     assert set(b.snapshot().vms) == {"vm1"}
     sampler.join(TTL + 1)
-    assert stopped_writing and not leader.may_write()
+    assert stopped_writing
+    assert not leader.may_write()
     stopped = stopped_writing[0] - lost
     back = time.monotonic()
     cluster.restart(1)
@@ -711,12 +731,15 @@ def test_quorum_lost_commits_refused_then_resume(cluster, resources):
     deadline = time.monotonic() + 10
     while (not seen or seen[-1].revision != r2) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert seen and seen[-1].revision == r2  # the watch resumed too
+    assert seen
+    assert seen[-1].revision == r2
     assert set(b.snapshot().vms) == {"vm1", "vm2"}
-    assert set(a.load().vms) == {"vm1", "vm2"} and a.load().revision == r2
+    assert set(a.load().vms) == {"vm1", "vm2"}
+    assert a.load().revision == r2
     assert [e.revision for e in seen] == [r, r2]
     # Leadership can be won again once etcd is back.
-    assert leader.campaign(timeout=15) and leader.may_write()
+    assert leader.campaign(timeout=15)
+    assert leader.may_write()
     print(
         f"quorum lost: leader stopped writing after {stopped:.2f} s; "
         f"commits resumed {resumed:.2f} s after restarting the two members"

@@ -94,7 +94,9 @@ def test_defaults_every_fabric_vni_with_auto_rd_and_rt() -> None:
         """
     )
     assert config is not None
-    assert config.peers == () and config.static_vteps == () and config.hold_time == 9
+    assert config.peers == ()
+    assert config.static_vteps == ()
+    assert config.hold_time == 9
     # The auto RT takes the low 16 bits of a 4-byte ASN, as FRR does.
     assert [(r.vni, r.rd, r.import_rts, r.export_rts) for r in config.vnis] == [
         (5000, None, (f"{4200000001 & 0xFFFF}:5000",), (f"{4200000001 & 0xFFFF}:5000",)),
@@ -204,7 +206,8 @@ def test_two_vnis_sharing_an_automatic_rd_need_an_explicit_one() -> None:
         "evpn: {asn: 65000, router_id: 10.0.0.254, vnis: [{vni: 70536, rd: '65000:70536'}]}\n",
     )
     config = parse_evpn(doc, [5000, 70536], OUR_VTEPS)
-    assert config is not None and config.routing(70536) is not None
+    assert config is not None
+    assert config.routing(70536) is not None
 
 
 def test_the_example_fabric_file_parses_with_the_loader_it_will_hook_into() -> None:
@@ -222,4 +225,5 @@ def test_the_example_fabric_file_parses_with_the_loader_it_will_hook_into() -> N
 def test_a_fabric_vni_out_of_range_is_left_to_the_fabric_validation() -> None:
     doc = _Doc(Path("fabric.yaml"), "evpn: {asn: 65000, router_id: 10.0.0.254}\n")
     config = parse_evpn(doc, [0, 5000], OUR_VTEPS)
-    assert config is not None and [r.vni for r in config.vnis] == [5000]
+    assert config is not None
+    assert [r.vni for r in config.vnis] == [5000]

@@ -54,7 +54,8 @@ def test_route_values_are_canonical() -> None:
         rd="65000:5000", vni=5000, originator="192.0.2.10", next_hop="192.0.2.10",
         tunnel_endpoint="192.0.2.10",
     )  # fmt: skip
-    assert imet.tunnel_endpoint is None and imet.vtep == "192.0.2.10"
+    assert imet.tunnel_endpoint is None
+    assert imet.vtep == "192.0.2.10"
 
 
 @pytest.mark.parametrize(
@@ -196,7 +197,8 @@ def test_the_intake_refuses_with_a_log_line_and_a_counter(
         assert not intake.admit(PEER, route)
     assert dict(intake.refused) == {reason: 1}
     assert not intake.accepted
-    assert len(caplog.records) == 1 and f"({reason})" in caplog.records[0].getMessage()
+    assert len(caplog.records) == 1
+    assert f"({reason})" in caplog.records[0].getMessage()
 
 
 def test_the_intake_admits_good_routes_and_counts_them_by_peer() -> None:
@@ -210,7 +212,8 @@ def test_the_intake_admits_good_routes_and_counts_them_by_peer() -> None:
             "192.0.2.10:5000", 5000, "192.0.2.10", "192.0.2.10", ("65000:5000",)
         ),
     )
-    assert dict(intake.accepted) == {PEER: 3} and not intake.refused
+    assert dict(intake.accepted) == {PEER: 3}
+    assert not intake.refused
 
 
 # ---- advertiser ---------------------------------------------------------------

@@ -187,7 +187,8 @@ def test_the_same_mac_in_two_vnis_is_two_facts() -> None:
     assert remote(table) == {(5000, MAC): (VTEP_A, 0), (6000, MAC): (VTEP_B, 0)}
     table.set_local([LocalMac(5000, MAC, TOR1)])
     assert remote(table) == {(6000, MAC): (VTEP_B, 0)}
-    assert table.view().remote_macs(6000) and not table.view().remote_macs(5000)
+    assert table.view().remote_macs(6000)
+    assert not table.view().remote_macs(5000)
 
 
 def test_type_3_routes_make_the_flood_list_and_go_with_withdrawal() -> None:

@@ -38,7 +38,7 @@ def test_cpu_port_is_the_p4_constant():
 def test_port_range_is_port_t():
     assert limits.PORT_MAX == (1 << typedef_bits("port_t")) - 1 == size("PORT_COUNT") - 1
     assert limits.DROP_PORT == limits.PORT_MAX  # v1model/BMv2: the largest port drops
-    assert limits.RESERVED_PORTS == {limits.CPU_PORT, limits.DROP_PORT}
+    assert {limits.CPU_PORT, limits.DROP_PORT} == limits.RESERVED_PORTS
 
 
 def test_drop_port_is_bmv2s_default():
@@ -52,17 +52,17 @@ def test_drop_port_is_bmv2s_default():
 
 
 def test_index_maxima_are_the_sizes():
-    assert limits.VM_INDEX_MAX == size("VM_COUNT") - 1
-    assert limits.VNI_INDEX_MAX == size("VNI_COUNT") - 1
-    assert limits.TOR_INDEX_MAX == size("UNDERLAY_ROUTE_TABLE_SIZE") - 1
+    assert size("VM_COUNT") - 1 == limits.VM_INDEX_MAX
+    assert size("VNI_COUNT") - 1 == limits.VNI_INDEX_MAX
+    assert size("UNDERLAY_ROUTE_TABLE_SIZE") - 1 == limits.TOR_INDEX_MAX
 
 
 def test_indices_fit_their_p4_types():
-    assert limits.VM_INDEX_MAX < 1 << typedef_bits("vm_index_t")
-    assert limits.VNI_INDEX_MAX < 1 << typedef_bits("vni_index_t")
+    assert 1 << typedef_bits("vm_index_t") > limits.VM_INDEX_MAX
+    assert 1 << typedef_bits("vni_index_t") > limits.VNI_INDEX_MAX
     # Both flood groups of every VNI index are valid group ids, and fit BMv2's
     # group table as the launcher sizes it.
-    assert limits.FLOOD_GROUPS_PER_VNI * limits.VNI_INDEX_MAX < 1 << typedef_bits("mcast_group_t")
+    assert 1 << typedef_bits("mcast_group_t") > limits.FLOOD_GROUPS_PER_VNI * limits.VNI_INDEX_MAX
     assert limits.FLOOD_GROUPS_PER_VNI * limits.VNI_INDEX_MAX <= limits.BMV2_MAX_MC_GROUPS
     assert limits.BMV2_MAX_MC_GROUPS == bmv2.MAX_MC_GROUPS
 
@@ -75,12 +75,12 @@ def test_replica_ids_do_not_collide():
     rid_bits = p4info.match_field(table.preamble.id, "replica_id").bitwidth
     assert rid_bits == 16
     assert limits.VM_INDEX_MAX < limits.VTEP_REPLICA_BASE
-    assert limits.VTEP_REPLICA_BASE + limits.TOR_INDEX_MAX < 1 << rid_bits
+    assert 1 << rid_bits > limits.VTEP_REPLICA_BASE + limits.TOR_INDEX_MAX
 
 
 def test_field_ranges_are_the_p4_widths():
-    assert limits.VLAN_MAX == (1 << typedef_bits("vlan_id_t")) - 2
-    assert limits.VNI_MAX == (1 << typedef_bits("vni_t")) - 1
+    assert (1 << typedef_bits("vlan_id_t")) - 2 == limits.VLAN_MAX
+    assert (1 << typedef_bits("vni_t")) - 1 == limits.VNI_MAX
     assert "bit<3> traffic_class" in (P4SRC / "include" / "control" / "vni_lookup.p4").read_text()
     assert limits.TRAFFIC_CLASS_MAX == 7
     assert limits.BMV2.priority_queues == 8

@@ -27,8 +27,10 @@ def test_vm_json_round_trip():
 def test_allocation_rows_round_trip():
     rows = {("vni", "100"): 1, ("tor", "tor1"): 0, ("vm@tor1", "vm1"): 7, ("vm@tor2", "vm2"): 3}
     alloc = allocations_from_rows(rows)
-    assert alloc.vni.peek(100) == 1 and alloc.tor.peek("tor1") == 0
-    assert alloc.vm["tor1"].peek("vm1") == 7 and alloc.vm["tor2"].peek("vm2") == 3
+    assert alloc.vni.peek(100) == 1
+    assert alloc.tor.peek("tor1") == 0
+    assert alloc.vm["tor1"].peek("vm1") == 7
+    assert alloc.vm["tor2"].peek("vm2") == 3
     assert allocation_rows(alloc) == rows
     with pytest.raises(ValueError, match="unknown allocation space 'bogus'"):
         allocations_from_rows({("bogus", "x"): 1})
@@ -75,7 +77,8 @@ def test_keys_encode_names_and_parse_back():
     row = ("vm@tor/1", "a/b%")
     assert keys.alloc_row(row) == b"/p4vtep/alloc/vm%40tor%2F1/a%2Fb%25"
     assert keys.parse_alloc(keys.alloc_row(row)) == row
-    assert keys.meta == b"/p4vtep/meta/revision" and keys.leader == b"/p4vtep/leader"
+    assert keys.meta == b"/p4vtep/meta/revision"
+    assert keys.leader == b"/p4vtep/leader"
 
 
 def test_prefix_range_end():

@@ -21,7 +21,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "toolchain" / "p4vtep_toolchain.py"
 _spec = importlib.util.spec_from_file_location("p4vtep_toolchain", SCRIPT)
-assert _spec and _spec.loader
+assert _spec
+assert _spec.loader
 tc = importlib.util.module_from_spec(_spec)
 sys.modules["p4vtep_toolchain"] = tc
 _spec.loader.exec_module(tc)
@@ -113,7 +114,8 @@ def test_variables_name_the_tools(tmp_path: Path) -> None:
     plan = tc.plan_bmv2(settings(tmp_path), env)
     assert plan.kind == "found"
     assert plan.found.tools == {"p4c": str(a), "simple_switch_grpc": str(b)}
-    assert "P4C" in plan.found.how and "SIMPLE_SWITCH_GRPC" in plan.found.how
+    assert "P4C" in plan.found.how
+    assert "SIMPLE_SWITCH_GRPC" in plan.found.how
     assert tc.locate_env(settings(tmp_path), env) == [f"P4C={a}", f"SIMPLE_SWITCH_GRPC={b}"]
 
 
@@ -248,7 +250,8 @@ def test_tofino_archive_links_p4c_tofino_and_leaves_p4c_alone(tmp_path: Path) ->
     env = bare_env(PATH=f"{bindir}:{BARE_PATH}")
     assert tc.plan_tofino(s, env).kind == "archive"
     found = tc.ensure(s, env)
-    assert found is not None and found.tools == {"p4c-tofino": str(target / "bin" / "p4c")}
+    assert found is not None
+    assert found.tools == {"p4c-tofino": str(target / "bin" / "p4c")}
     assert os.readlink(bindir / "p4c-tofino") == str(target / "bin" / "p4c")
     assert not (bindir / "p4c").is_symlink()  # the bmv2 p4c is not shadowed
     assert tc.plan_bmv2(s, env).found.tools["p4c"] == str(bindir / "p4c")
@@ -283,7 +286,8 @@ def test_archive_by_url_is_downloaded_once_and_found(tmp_path: Path) -> None:
         url = f"http://127.0.0.1:{server.server_address[1]}/{archive.name}"
         s = settings(tmp_path, archive=url)
         found = tc.ensure(s, bare_env())
-        assert found is not None and found.tools["p4c"] == str(target / "bin" / "p4c")
+        assert found is not None
+        assert found.tools["p4c"] == str(target / "bin" / "p4c")
         cached = tmp_path / "work" / "downloads" / archive.name
         assert cached.read_bytes() == archive.read_bytes()
     finally:
@@ -375,7 +379,8 @@ def test_packed_archive_unpacks_and_is_found(tmp_path: Path) -> None:
     (tmp_path / "moved").mkdir()
     prefix.rename(tmp_path / "moved" / "tc")
     found = tc.ensure(settings(tmp_path, archive=str(archive)), bare_env())
-    assert found is not None and found.tools["p4c"] == str(prefix / "bin" / "p4c")
+    assert found is not None
+    assert found.tools["p4c"] == str(prefix / "bin" / "p4c")
     run = subprocess.run([found.tools["p4c"]], capture_output=True, text=True, check=False)
     assert run.stdout.strip() == f"p4c stub in {prefix}"
 
@@ -431,7 +436,8 @@ def test_stages_resume_and_a_failure_shows_the_log(tmp_path: Path, capsys) -> No
     assert calls == ["PI"]
     out = capsys.readouterr().out
     assert "[1/3] PI: building (~9 min expected on 2 cores)" in out
-    assert "PI: done in" in out and "PI: already built" in out
+    assert "PI: done in" in out
+    assert "PI: already built" in out
     b.stage("PI", "rev-2", 1, 3, ok)  # a changed pin rebuilds
     assert calls == ["PI", "PI"]
 
@@ -441,7 +447,8 @@ def test_stages_resume_and_a_failure_shows_the_log(tmp_path: Path, capsys) -> No
     with pytest.raises(tc.ToolchainError) as err:
         b.stage("BMv2", "rev", 2, 3, broken)
     log = tmp_path / "work" / "build" / "logs" / "BMv2.log"
-    assert str(log) in str(err.value) and "exited 3" in str(err.value)
+    assert str(log) in str(err.value)
+    assert "exited 3" in str(err.value)
     assert "error: it broke" in capsys.readouterr().err  # the log's last lines
     assert not (tmp_path / "work" / "build" / "stamps" / "BMv2.json").exists()
 
@@ -469,7 +476,8 @@ def test_tofino_driver_patch(tmp_path: Path) -> None:
     f = tmp_path / "barefoot.py"
     f.write_text("        if cmd[0].find('/') != 0 and (find_bin(cmd[0]) == None):\n")
     assert tc.patch_tofino_driver(f) is True
-    assert "str(cmd[0]).find('/')" in f.read_text() and "find_bin(str(cmd[0]))" in f.read_text()
+    assert "str(cmd[0]).find('/')" in f.read_text()
+    assert "find_bin(str(cmd[0]))" in f.read_text()
     assert tc.patch_tofino_driver(f) is False
 
 
@@ -606,7 +614,8 @@ def test_demo_fails_and_names_the_three_ways() -> None:
         check=False,
     )
     assert run.returncode == 1
-    assert "demo not run: missing" in run.stdout and "simple_switch_grpc" in run.stdout
+    assert "demo not run: missing" in run.stdout
+    assert "simple_switch_grpc" in run.stdout
     assert "Three ways to get it:" in run.stdout
     for way in ("P4C=... SIMPLE_SWITCH_GRPC=...", "P4VTEP_TOOLCHAIN_ARCHIVE=", "P4VTEP_SOURCES="):
         assert way in run.stdout

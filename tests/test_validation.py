@@ -93,7 +93,7 @@ def test_server_and_uplink_refuse_reserved_ports(port, message):
 
 def test_every_reserved_port_is_refused():
     """RESERVED_PORTS is the list; validation refuses each member of it."""
-    assert RESERVED_PORTS == {CPU_PORT, DROP_PORT}
+    assert {CPU_PORT, DROP_PORT} == RESERVED_PORTS
     for port in RESERVED_PORTS:
         fabric = two_tor_fabric()
         fabric.servers["s12"] = replace(fabric.servers["s12"], port=port)

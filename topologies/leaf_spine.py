@@ -67,7 +67,11 @@ def build(
     for tor in fabric.tors.values():
         grpc_port = int(tor.address.rsplit(":", 1)[1])
         tors[tor.name] = net.addSwitch(
-            tor.name, cls=MininetBmv2Switch, grpc_port=grpc_port, device_id=tor.device_id, log_dir=log_dir
+            tor.name,
+            cls=MininetBmv2Switch,
+            grpc_port=grpc_port,
+            device_id=tor.device_id,
+            log_dir=log_dir,
         )
     spines = [net.addHost(name, ip=None) for name in SPINES]
     for t, tor in enumerate(fabric.tors.values(), start=1):

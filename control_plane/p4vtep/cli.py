@@ -19,7 +19,7 @@ def table(rows: list[Sequence], headers: Sequence[str]) -> str:
     """Rows as aligned columns."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -232,7 +232,7 @@ def vm_show(args) -> int:
     from .api import overlay_pb2 as pb
 
     vm = stub(args).GetVM(pb.GetVMRequest(name=args.name))
-    for key, value in zip(VM_HEADERS, vm_rows([vm])[0]):
+    for key, value in zip(VM_HEADERS, vm_rows([vm])[0], strict=False):
         print(f"{key.lower():8} {value}")
     if vm.error:
         print(f"{'error':8} {vm.error}")

@@ -75,7 +75,9 @@ class _Doc:
     def get(self, path: tuple, default: Any = None) -> Any:
         value: Any = self.data
         for part in path:
-            if isinstance(value, dict) and part in value or isinstance(value, list) and isinstance(part, int) and part < len(value):
+            if (isinstance(value, dict) and part in value) or (
+                isinstance(value, list) and isinstance(part, int) and part < len(value)
+            ):
                 value = value[part]
             elif default is not None:
                 return default
@@ -122,7 +124,7 @@ def _tls_files(doc: _Doc, path: tuple) -> TlsFiles | None:
         return None
     names = ("ca", "cert", "key")
     files = TlsFiles(*(doc.typed(path + (k,), str) for k in names))
-    for k, f in zip(names, (files.ca, files.cert, files.key)):
+    for k, f in zip(names, (files.ca, files.cert, files.key), strict=False):
         if not Path(f).is_file():
             raise doc.error(path + (k,), f"no such file: {f}")
     return files
