@@ -8,7 +8,7 @@ P4C ?= p4c
 P4_MAIN := p4src/v1model/p4vtep.p4
 P4_BUILD := p4src/v1model/build
 DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping iperf3 mininet \
-	pkg-config libvirt-dev
+	pkg-config libvirt-dev tcpreplay
 
 .PHONY: all deps deps-system deps-python p4 p4-check proto ptf unit test demo demo-cli clean \
 	bench bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
