@@ -99,6 +99,9 @@ class MachineShare:
             # Includes the kernel's softirq work on our veths (not charged to
             # a process), so it is an upper bound on what others took.
             "everything_else_cpu_s": max(0.0, busy - ours),
+            # More than a tenth of a core on average: the figures were taken
+            # on a machine other work was using too.
+            "shared_with_other_processes": busy - ours > 0.1 * wall,
             "busiest_other_processes": [
                 {"name": name, "cpu_s": round(cpu, 1)} for cpu, name in others[:5] if cpu >= 1
             ],
