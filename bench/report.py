@@ -179,7 +179,7 @@ def section_dataplane(out: list[str]) -> None:
     if work:
         out.append("What BMv2 executes for one 64-byte frame (counted in its trace log):\n")
         out.append(
-            "| path | parser states | tables applied (with a key) | conditions | primitives | "
+            "| path | parser states | tables applied (the program's own) | conditions | primitives | "
             "counters | meters | checksums | headers deparsed |"
         )
         out.append("|---|---|---|---|---|---|---|---|---|")
@@ -190,7 +190,7 @@ def section_dataplane(out: list[str]) -> None:
                 f"{w['meter_executions']} | {w['checksums']} | {w['headers_deparsed']} |"
             )
         out.append(
-            "\nTables without a key are the ones p4c makes of the straight-line code between "
+            "\nThe other tables are the ones p4c makes of the straight-line code between "
             "two branches (`tbl_*`); BMv2 runs each as a table apply.\n"
         )
     load_ = data.get("machine_load")
