@@ -1,0 +1,170 @@
+"""The programs and paths the data-plane benchmark compares: the one-table L2
+baseline and p4vtep's local switching, VXLAN encap and VXLAN decap. What each
+program is given (entries through P4Runtime), what each path is sent (frames
+made with scapy) and what must come out of it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from common import BENCH
+from p4vtep.dataplane.artifacts import Pipeline
+from p4vtep.dataplane.entries import PipelineEntries, PortRole
+from p4vtep.runtime import entities
+from p4vtep.runtime.client import SwitchConnection
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.layers.vxlan import VXLAN
+from scapy.packet import Packet, Raw
+from scapy.utils import wrpcap
+
+ACCESS_1, ACCESS_2, UPLINK = 1, 2, 3
+VTEP, REMOTE_VTEP = "10.0.0.1", "10.0.0.2"
+ROUTER_MAC, SPINE_MAC = "00:aa:00:00:00:01", "00:5e:00:00:01:01"
+VM_A = ("00:00:0a:00:00:01", "192.168.1.1", 10, 1)  # mac, ip, vlan, index; on port 1
+VM_B = ("00:00:0a:00:00:02", "192.168.1.2", 20, 2)  # on port 2
+VM_C = ("00:00:0a:00:00:03", "192.168.1.3")  # behind REMOTE_VTEP
+VNI = 5000
+MARKER = b"P4VT"  # + 4-byte sequence number: the last 8 bytes of every frame
+
+
+@dataclass(frozen=True)
+class MeasuredPath:
+    """One measured path: which program, in and out of which switch port."""
+
+    name: str
+    program: str  # "baseline" or "p4vtep"
+    ingress: int
+    egress: int
+
+
+PATHS = {
+    "baseline": MeasuredPath("baseline", "baseline", ACCESS_1, ACCESS_2),
+    "local": MeasuredPath("local", "p4vtep", ACCESS_1, ACCESS_2),
+    "encap": MeasuredPath("encap", "p4vtep", ACCESS_1, UPLINK),
+    "decap": MeasuredPath("decap", "p4vtep", UPLINK, ACCESS_1),
+}
+
+
+def compile_baseline(out: Path) -> Pipeline:
+    p4c = os.environ.get("P4C", "p4c")
+    subprocess.run(
+        [
+            p4c,
+            "--target",
+            "bmv2",
+            "--arch",
+            "v1model",
+            "-o",
+            str(out),
+            "--p4runtime-files",
+            str(out / "l2fwd.p4info.txtpb"),
+            str(BENCH / "baseline" / "l2fwd.p4"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return Pipeline(out / "l2fwd.p4info.txtpb", out / "l2fwd.json")
+
+
+def frame(path: str, size: int, seq: int) -> Packet:
+    """A ``size``-byte tenant frame for ``path`` (decap: inside its VXLAN
+    headers, 50 bytes more); flow ``seq`` and a marker at the very end."""
+
+    def tenant(
+        src_mac: str, src_ip: str, dst_mac: str, dst_ip: str, vlan: int | None = None
+    ) -> Packet:
+        head = Ether(src=src_mac, dst=dst_mac)
+        if vlan is not None:
+            head = head / Dot1Q(vlan=vlan)
+        pkt = head / IP(src=src_ip, dst=dst_ip) / UDP(sport=1000 + seq % 1000, dport=5000)
+        tail = MARKER + seq.to_bytes(4, "big")
+        return pkt / Raw(b"\0" * max(0, size - len(pkt) - len(tail)) + tail)
+
+    if path == "local":
+        return tenant(VM_A[0], VM_A[1], VM_B[0], VM_B[1], VM_A[2])
+    if path == "encap":
+        return tenant(VM_A[0], VM_A[1], VM_C[0], VM_C[1], VM_A[2])
+    if path == "decap":
+        return (
+            Ether(src=SPINE_MAC, dst=ROUTER_MAC)
+            / IP(src=REMOTE_VTEP, dst=VTEP)
+            / UDP(sport=50000 + seq % 1000, dport=4789, chksum=0)
+            / VXLAN(vni=VNI)
+            / tenant(VM_C[0], VM_C[1], VM_A[0], VM_A[1])
+        )
+    if path == "baseline":  # a plain frame of the same size
+        return tenant("00:00:00:00:00:01", "1.1.1.1", "00:00:00:00:00:02", "2.2.2.2")
+    raise ValueError(f"unknown path {path!r}")
+
+
+def write_pcap(directory: Path, path: str, size: int, flows: int) -> Path:
+    """``flows`` distinct frames (different UDP ports), replayed in a loop."""
+    out = directory / f"{path}_{size}.pcap"
+    wrpcap(str(out), [frame(path, size, seq) for seq in range(flows)])
+    return out
+
+
+def check_output(path: str, size: int, out: bytes) -> str | None:
+    """Why ``out`` is not what ``path`` must make of frame(path, size, seq), or None."""
+    pkt = Ether(out)
+    if path == "baseline":
+        ok = len(out) == size and pkt[Ether].dst == "00:00:00:00:00:02"
+    elif path == "local":
+        ok = Dot1Q in pkt and pkt[Dot1Q].vlan == VM_B[2] and pkt[Ether].dst == VM_B[0]
+    elif path == "encap":
+        ok = (
+            VXLAN in pkt
+            and pkt[VXLAN].vni == VNI
+            and pkt[IP].dst == REMOTE_VTEP
+            and pkt[Ether].dst == SPINE_MAC
+            and pkt[VXLAN].payload[Ether].dst == VM_C[0]
+        )
+    else:  # decap
+        ok = (
+            VXLAN not in pkt
+            and Dot1Q in pkt
+            and pkt[Dot1Q].vlan == VM_A[2]
+            and pkt[Ether].dst == VM_A[0]
+        )
+    return None if ok else f"{path}: unexpected output {pkt.summary()}"
+
+
+def install_p4vtep(conn: SwitchConnection, pipeline: Pipeline) -> None:
+    """Two local VMs on two access ports, one remote VM behind the uplink."""
+    e = PipelineEntries(pipeline.p4info)
+    conn.insert(
+        e.port_role(ACCESS_1, PortRole.ACCESS),
+        e.port_role(ACCESS_2, PortRole.ACCESS),
+        e.port_role(UPLINK, PortRole.FABRIC),
+        e.my_vtep(VTEP),
+        e.vni_config(VNI, 1, 0, 1, 2),
+        e.access_binding(ACCESS_1, VM_A[2], VNI, VM_A[3], VM_A[0]),
+        e.access_binding(ACCESS_2, VM_B[2], VNI, VM_B[3], VM_B[0]),
+        e.mac_to_local_vm(VNI, VM_A[0], ACCESS_1, VM_A[2], VM_A[3]),
+        e.mac_to_local_vm(VNI, VM_B[0], ACCESS_2, VM_B[2], VM_B[3]),
+        e.mac_to_remote_vtep(VNI, VM_C[0], REMOTE_VTEP),
+        e.next_hop_member(1, UPLINK, SPINE_MAC),
+    )
+    conn.insert(e.ecmp_group(1, [1]))
+    conn.insert(e.underlay_route(REMOTE_VTEP, 32, group_id=1))
+    conn.modify(e.local_vtep(VTEP, ROUTER_MAC))
+
+
+def install_baseline(conn: SwitchConnection, pipeline: Pipeline) -> None:
+    for ingress, egress in ((ACCESS_1, ACCESS_2), (UPLINK, ACCESS_1)):
+        conn.insert(
+            entities.table_entry(
+                pipeline.p4info, "port_forward", {"port": ingress}, "forward", {"port": egress}
+            )
+        )
+
+
+INSTALL: dict[str, Callable[[SwitchConnection, Pipeline], None]] = {
+    "baseline": install_baseline,
+    "p4vtep": install_p4vtep,
+}
