@@ -1,0 +1,85 @@
+"""Entities of the p4vtep pipeline, encoded once into (identity, bytes).
+
+The builders of ``dataplane.entries`` spell the pipeline's names; this wraps
+them so that the compiler keeps each entity as its serialized form and its
+key, ready to diff and to write without encoding again.
+"""
+
+from __future__ import annotations
+
+from ..dataplane.entries import MeterRates, PipelineEntries, PortRole
+from ..runtime.codec import Value
+from ..runtime.entities import to_entity
+from ..runtime.protos import p4runtime_pb2
+from .state import Encoded, encoded
+
+Message = (
+    p4runtime_pb2.TableEntry
+    | p4runtime_pb2.ActionProfileMember
+    | p4runtime_pb2.ActionProfileGroup
+    | p4runtime_pb2.PacketReplicationEngineEntry
+    | p4runtime_pb2.MeterEntry
+)
+
+
+class Encoder:
+    def __init__(self, entries: PipelineEntries) -> None:
+        self.entries = entries
+
+    @staticmethod
+    def of(message: Message) -> Encoded:
+        return encoded(to_entity(message))
+
+    # --- ports, identity, underlay ------------------------------------------------
+    def port_role(self, port: int, role: PortRole) -> Encoded:
+        return self.of(self.entries.port_role(port, role))
+
+    def my_vtep(self, vtep_ip: Value) -> Encoded:
+        return self.of(self.entries.my_vtep(vtep_ip))
+
+    def local_vtep(self, vtep_ip: Value, router_mac: Value) -> Encoded:
+        return self.of(self.entries.local_vtep(vtep_ip, router_mac))
+
+    def next_hop_member(self, member_id: int, port: int, next_hop_mac: Value) -> Encoded:
+        return self.of(self.entries.next_hop_member(member_id, port, next_hop_mac))
+
+    def ecmp_group(self, group_id: int, member_ids: list[int], max_size: int) -> Encoded:
+        return self.of(self.entries.ecmp_group(group_id, member_ids, max_size))
+
+    def underlay_route(self, prefix: Value, prefix_len: int, group_id: int) -> Encoded:
+        return self.of(self.entries.underlay_route(prefix, prefix_len, group_id=group_id))
+
+    # --- VNIs and flooding ------------------------------------------------------
+    def vni_config(
+        self, vni: int, vni_index: int, traffic_class: int, group: int, local_group: int
+    ) -> Encoded:
+        return self.of(self.entries.vni_config(vni, vni_index, traffic_class, group, local_group))
+
+    def flood_group(self, group_id: int, replicas: list[tuple[int, int]]) -> Encoded:
+        return self.of(self.entries.flood_group(group_id, replicas))
+
+    def replica_to_vtep(self, replica_id: int, vtep_ip: Value, next_hop_mac: Value) -> Encoded:
+        return self.of(self.entries.replica_to_vtep(replica_id, vtep_ip, next_hop_mac))
+
+    # --- VMs ------------------------------------------------------------------
+    def access_binding(
+        self, port: int, vlan_id: int, vni: int, vm_index: int, vm_mac: Value
+    ) -> Encoded:
+        return self.of(self.entries.access_binding(port, vlan_id, vni, vm_index, vm_mac))
+
+    def mac_to_local_vm(
+        self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int
+    ) -> Encoded:
+        return self.of(self.entries.mac_to_local_vm(vni, mac, port, vlan_id, vm_index))
+
+    def replica_to_vm(self, replica_id: int, vlan_id: int, vm_index: int) -> Encoded:
+        return self.of(self.entries.replica_to_vm(replica_id, vlan_id, vm_index))
+
+    def arp_suppression(self, vni: int, ip: Value, mac: Value) -> Encoded:
+        return self.of(self.entries.arp_suppression(vni, ip, mac))
+
+    def mac_to_remote_vtep(self, vni: int, mac: Value, vtep_ip: Value) -> Encoded:
+        return self.of(self.entries.mac_to_remote_vtep(vni, mac, vtep_ip))
+
+    def vm_meter(self, direction: str, vm_index: int, rates: MeterRates) -> Encoded:
+        return self.of(self.entries.vm_meter(direction, vm_index, rates))
