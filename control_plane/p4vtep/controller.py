@@ -136,6 +136,12 @@ class Controller:
             if current is not None:
                 index.add(current)
 
+    def _rebuild_index(self) -> None:
+        """The validation index of the current state, from scratch (after a
+        change failed past validation, which updates the index in place)."""
+        self._index = VmIndex.of(self.vms.values())
+        self._reserve_pinned(self._index)
+
     def _commit(
         self,
         change: events.DesiredStateChanged,
@@ -164,6 +170,7 @@ class Controller:
             try:
                 self.desired.check_room(upserts)
             except SpaceFull as exc:
+                self._rebuild_index()
                 raise ValidationError([Problem("change", "indices", str(exc))]) from None
             before = {name: self.vms.get(name) for name in [v.name for v in upserts] + removals}
             if whole is not None and len(upserts) + len(removals) > BULK_CHANGE:
@@ -179,6 +186,7 @@ class Controller:
                     [name for name, vm in before.items() if vm is None],
                 )
                 self.alloc.take_changes()
+                self._rebuild_index()
                 raise
             for vm in pinned:
                 if vm.name in removals:

@@ -11,7 +11,7 @@ from ..dataplane.entries import MeterRates, PipelineEntries, PortRole
 from ..runtime.codec import Value
 from ..runtime.entities import to_entity
 from ..runtime.protos import p4runtime_pb2
-from .state import Encoded, encoded
+from .state import MULTICAST, Encoded, encoded
 
 Message = (
     p4runtime_pb2.TableEntry
@@ -25,6 +25,7 @@ Message = (
 class Encoder:
     def __init__(self, entries: PipelineEntries) -> None:
         self.entries = entries
+        self._replicas: dict[tuple[int, int], bytes] = {}
 
     @staticmethod
     def of(message: Message) -> Encoded:
@@ -56,7 +57,21 @@ class Encoder:
         return self.of(self.entries.vni_config(vni, vni_index, traffic_class, group, local_group))
 
     def flood_group(self, group_id: int, replicas: list[tuple[int, int]]) -> Encoded:
-        return self.of(self.entries.flood_group(group_id, replicas))
+        """Same bytes as ``entries.flood_group``; a VNI's group holds a copy
+        per VM, so each replica is encoded once and the group is assembled
+        from them (repeated fields concatenate) and parsed by protobuf."""
+        body = [p4runtime_pb2.MulticastGroupEntry(multicast_group_id=group_id).SerializeToString()]
+        for replica in sorted(replicas):
+            data = self._replicas.get(replica)
+            if data is None:
+                port, instance = replica
+                one = p4runtime_pb2.MulticastGroupEntry()
+                one.replicas.add(egress_port=port, instance=instance)
+                data = self._replicas[replica] = one.SerializeToString(deterministic=True)
+            body.append(data)
+        entity = p4runtime_pb2.Entity()
+        entity.packet_replication_engine_entry.multicast_group_entry.MergeFromString(b"".join(body))
+        return MULTICAST + b"%d" % group_id, entity.SerializeToString(deterministic=True)
 
     def replica_to_vtep(self, replica_id: int, vtep_ip: Value, next_hop_mac: Value) -> Encoded:
         return self.of(self.entries.replica_to_vtep(replica_id, vtep_ip, next_hop_mac))

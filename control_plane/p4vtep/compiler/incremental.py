@@ -43,6 +43,7 @@ class TorCompiler:
         self.units: dict[Unit, tuple[Key, ...]] = {}
         self.local: dict[int, dict[str, Vm]] = {}  # VNI -> its VMs on this ToR
         self.remote: dict[int, Counter[str]] = {}  # VNI here -> other ToR -> its VMs there
+        self.copies: dict[int, dict[str, tuple[int, int]]] = {}  # VNI -> VM -> (port, index)
         # Entities changed since a supervisor last took them: key -> what it held then.
         self.dirty: dict[Key, bytes | None] = {}
 
@@ -88,10 +89,15 @@ class TorCompiler:
         return self.d.fabric.servers[vm.server].tor
 
     def _vni_items(self, vni: int) -> list[Encoded]:
-        fabric, space = self.d.fabric, self.d.alloc.vm[self.name]
-        copies = [(fabric.servers[vm.server].port, space[n]) for n, vm in self.local[vni].items()]
+        copies = list(self.copies[vni].values())
         return flooding.vni(
-            self.d.enc, fabric, self.name, self.d.alloc, vni, copies, sorted(self.remote[vni])
+            self.d.enc,
+            self.d.fabric,
+            self.name,
+            self.d.alloc,
+            vni,
+            copies,
+            sorted(self.remote[vni]),
         )
 
     def _replica_items(self) -> list[Encoded]:
@@ -125,6 +131,10 @@ class TorCompiler:
             space.release(gone)
         for name in sorted(local_names):
             space.get(name)
+        self.copies = {
+            vni: {n: (fabric.servers[vm.server].port, space[n]) for n, vm in members.items()}
+            for vni, members in self.local.items()
+        }
         for vm in view.values():
             tor = self._tor_of(vm)
             if tor != self.name and vm.vni in self.local:
@@ -160,11 +170,14 @@ class TorCompiler:
         if old is not None and old_local:
             members = self.local[old.vni]
             del members[name]
+            del self.copies[old.vni][name]
             if not members:
                 del self.local[old.vni]
+                del self.copies[old.vni]
         if new is not None and new_local:
             self.local.setdefault(new.vni, {})[name] = new
-            space.get(name)
+            port = fabric.servers[new.server].port
+            self.copies.setdefault(new.vni, {})[name] = (port, space.get(name))
         elif old_local:
             space.release(name)
 
