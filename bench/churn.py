@@ -71,7 +71,7 @@ def main() -> None:
                         (f"172.{20 + (n >> 16 & 7)}.{n >> 8 & 255}.{n & 255}",),
                         5000,
                         server,
-                        free_vlans[server].pop(),
+                        free_vlans[server].pop(0),
                     )
                     busy.add(vm.name)
                     names.append(vm.name)
@@ -94,13 +94,15 @@ def main() -> None:
                     tor = sf.fabric.servers[vm.server].tor
                     target = rng.choice([s for s in SERVERS if sf.fabric.servers[s].tor != tor])
                     with lock:
-                        vlan = free_vlans[target].pop()
+                        vlan = free_vlans[target].pop(0)
                     version = controller.migrate(vm.name, target, vlan, timeout=60)
                 else:
                     return
                 assert controller.wait_version(version, 120), f"{kind} not acknowledged"
                 with lock:
                     latencies[kind].append(time.perf_counter() - t0)
+                    if kind != "attach":  # its old (server, VLAN) is free again
+                        free_vlans[vm.server].append(vm.vlan)
             except Exception as exc:  # noqa: BLE001 -- every failure is reported
                 errors.append(f"{kind} {vm.name if vm else ''}: {exc}")
             finally:
