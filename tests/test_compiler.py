@@ -114,3 +114,43 @@ def test_vm_indices_are_stable_when_others_come_and_go():
     compiled(vm_list=[vm for vm in vms() if vm.name != "b1"], alloc=alloc)
     assert alloc.vm_space("tor1").peek("b2") == index_b2
     assert alloc.vm_space("tor1").peek("b1") is None  # freed
+
+
+def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
+    from p4vtep.compiler import Encoder, identity
+
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    enc = Encoder(entries)
+
+    def reference(message):
+        entity = to_entity(message)
+        return identity(entity), entity.SerializeToString(deterministic=True)
+
+    mac, ip = "02:bb:00:00:01:ff", "10.1.2.3"
+    for vni, index, vlan, port in ((5000, 1, 1, 1), (16777215, 8191, 4095, 511), (1, 0, 0, 0)):
+        assert enc.access_binding(port, vlan, vni, index, mac) == reference(
+            entries.access_binding(port, vlan, vni, index, mac)
+        )
+        assert enc.mac_to_local_vm(vni, mac, port, vlan, index) == reference(
+            entries.mac_to_local_vm(vni, mac, port, vlan, index)
+        )
+        assert enc.replica_to_vm(index, vlan, index) == reference(
+            entries.replica_to_vm(index, vlan, index)
+        )
+        assert enc.arp_suppression(vni, ip, mac) == reference(entries.arp_suppression(vni, ip, mac))
+        assert enc.mac_to_remote_vtep(vni, mac, "10.0.0.2") == reference(
+            entries.mac_to_remote_vtep(vni, mac, "10.0.0.2")
+        )
+    replicas = [(2, 7), (1, 16385), (1, 3), (300, 1)]
+    assert enc.flood_group(9, replicas) == reference(entries.flood_group(9, replicas))
+    assert enc.flood_group(10, []) == reference(entries.flood_group(10, []))
+
+
+def test_encoder_refuses_values_that_do_not_fit():
+    import pytest
+    from p4vtep.compiler import Encoder
+    from p4vtep.runtime.codec import EncodingError
+
+    enc = Encoder(PipelineEntries(bmv2_pipeline().p4info))
+    with pytest.raises(EncodingError, match="access_binding"):
+        enc.access_binding(1, 4096, 5000, 1, "02:00:00:00:00:01")  # 12-bit VLAN

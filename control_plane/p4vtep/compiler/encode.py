@@ -7,11 +7,15 @@ key, ready to diff and to write without encoding again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..dataplane.entries import MeterRates, PipelineEntries, PortRole
+from ..runtime import codec
 from ..runtime.codec import Value
-from ..runtime.entities import to_entity
+from ..runtime.entities import MatchType, to_entity
+from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
-from .state import MULTICAST, Encoded, encoded
+from .state import MULTICAST, TABLE, Encoded, encoded
 
 Message = (
     p4runtime_pb2.TableEntry
@@ -22,10 +26,66 @@ Message = (
 )
 
 
+class ExactEntry:
+    """A table entry with exact matches and one action, with every id and
+    width looked up once: the per-VM entries are built this way (several per
+    VM and ToR), giving the same bytes as ``entities.table_entry``."""
+
+    def __init__(
+        self, p4info: P4Info, table: str, match: Sequence[str], action: str, params: Sequence[str]
+    ) -> None:
+        self.table_id = p4info.table(table).preamble.id
+        fields = [p4info.match_field(self.table_id, name) for name in match]
+        if any(f.match_type != MatchType.EXACT for f in fields):
+            raise ValueError(f"{table}: not an exact-match table")
+        # Match fields go in field-id order, parameters in the P4Info's order.
+        self.match = sorted(
+            ((f.id, f.bitwidth, i) for i, f in enumerate(fields)), key=lambda m: m[0]
+        )
+        self.action_id = p4info.action(action).preamble.id
+        declared = p4info.params(self.action_id)
+        if sorted(p.name for p in declared) != sorted(params):
+            raise ValueError(f"{action}: parameters are {[p.name for p in declared]}")
+        self.params = [(p.id, p.bitwidth, list(params).index(p.name)) for p in declared]
+        self.name = table
+
+    def __call__(self, match: Sequence[Value], params: Sequence[Value]) -> Encoded:
+        entity = p4runtime_pb2.Entity()
+        te = entity.table_entry
+        te.table_id = self.table_id
+        try:
+            for field_id, width, i in self.match:
+                te.match.add(field_id=field_id).exact.value = codec.encode(match[i], width)
+            key = TABLE + te.SerializeToString(deterministic=True)
+            action = te.action.action
+            action.action_id = self.action_id
+            for param_id, width, i in self.params:
+                action.params.add(param_id=param_id, value=codec.encode(params[i], width))
+        except codec.EncodingError as exc:
+            raise codec.EncodingError(f"{self.name}: {exc}") from None
+        return key, entity.SerializeToString(deterministic=True)
+
+
 class Encoder:
     def __init__(self, entries: PipelineEntries) -> None:
         self.entries = entries
         self._replicas: dict[tuple[int, int], bytes] = {}
+        p4info = entries.p4info
+        self._binding = ExactEntry(
+            p4info, "access_binding", ("port", "vlan_id"), "bind_vm", ("vni", "vm", "vm_mac")
+        )
+        self._to_local = ExactEntry(
+            p4info, "mac_table", ("vni", "dst_mac"), "to_local_vm", ("port", "vlan_id", "vm")
+        )
+        self._to_remote = ExactEntry(
+            p4info, "mac_table", ("vni", "dst_mac"), "to_remote_vtep", ("vtep_ip",)
+        )
+        self._replica_to_vm = ExactEntry(
+            p4info, "flood_replica", ("replica_id",), "replicate_to_vm", ("vlan_id", "vm")
+        )
+        self._arp = ExactEntry(
+            p4info, "arp_suppression", ("vni", "target_ip"), "reply", ("target_mac",)
+        )
 
     @staticmethod
     def of(message: Message) -> Encoded:
@@ -80,21 +140,21 @@ class Encoder:
     def access_binding(
         self, port: int, vlan_id: int, vni: int, vm_index: int, vm_mac: Value
     ) -> Encoded:
-        return self.of(self.entries.access_binding(port, vlan_id, vni, vm_index, vm_mac))
+        return self._binding((port, vlan_id), (vni, vm_index, vm_mac))
 
     def mac_to_local_vm(
         self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int
     ) -> Encoded:
-        return self.of(self.entries.mac_to_local_vm(vni, mac, port, vlan_id, vm_index))
+        return self._to_local((vni, mac), (port, vlan_id, vm_index))
 
     def replica_to_vm(self, replica_id: int, vlan_id: int, vm_index: int) -> Encoded:
-        return self.of(self.entries.replica_to_vm(replica_id, vlan_id, vm_index))
+        return self._replica_to_vm((replica_id,), (vlan_id, vm_index))
 
     def arp_suppression(self, vni: int, ip: Value, mac: Value) -> Encoded:
-        return self.of(self.entries.arp_suppression(vni, ip, mac))
+        return self._arp((vni, ip), (mac,))
 
     def mac_to_remote_vtep(self, vni: int, mac: Value, vtep_ip: Value) -> Encoded:
-        return self.of(self.entries.mac_to_remote_vtep(vni, mac, vtep_ip))
+        return self._to_remote((vni, mac), (vtep_ip,))
 
     def vm_meter(self, direction: str, vm_index: int, rates: MeterRates) -> Encoded:
         return self.of(self.entries.vm_meter(direction, vm_index, rates))
