@@ -8,6 +8,7 @@ key, ready to diff and to write without encoding again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..dataplane.entries import MeterRates, PipelineEntries, PortRole
 from ..runtime import codec
@@ -17,13 +18,9 @@ from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
 from .state import MULTICAST, TABLE, Encoded, encoded
 
-Message = (
-    p4runtime_pb2.TableEntry
-    | p4runtime_pb2.ActionProfileMember
-    | p4runtime_pb2.ActionProfileGroup
-    | p4runtime_pb2.PacketReplicationEngineEntry
-    | p4runtime_pb2.MeterEntry
-)
+# A TableEntry, ActionProfileMember/Group, PacketReplicationEngineEntry or
+# MeterEntry message (the generated classes carry no static types here).
+Message = Any
 
 
 class ExactEntry:

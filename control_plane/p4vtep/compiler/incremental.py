@@ -319,9 +319,11 @@ class DesiredState:
         """Apply VM upserts and removals (already validated)."""
         upserts = list(upserts)
         self.check_room(upserts)
-        for vm in upserts:
-            self.alloc.vni.get(vm.vni)
-        for name, vm in [(vm.name, vm) for vm in upserts] + [(n, None) for n in removals]:
+        for upsert in upserts:
+            self.alloc.vni.get(upsert.vni)
+        steps: list[tuple[str, Vm | None]] = [(vm.name, vm) for vm in upserts]
+        steps += [(name, None) for name in removals]
+        for name, vm in steps:
             old = self._set_global(name, vm)
             for tor, compiler in self.tors.items():
                 tokens = self._pinned[tor].get(name)
