@@ -74,7 +74,13 @@ class _Doc:
     def get(self, path: tuple, default: Any = None) -> Any:
         value: Any = self.data
         for part in path:
-            if isinstance(value, dict) and part in value or isinstance(value, list) and isinstance(part, int) and part < len(value):
+            if (
+                isinstance(value, dict)
+                and part in value
+                or isinstance(value, list)
+                and isinstance(part, int)
+                and part < len(value)
+            ):
                 value = value[part]
             elif default is not None:
                 return default

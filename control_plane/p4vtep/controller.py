@@ -104,8 +104,9 @@ class Controller:
     def snapshot(self, tor: str) -> tuple[int, SwitchState]:
         with self._lock:
             compiler = self.desired.tors[tor]
+            state = compiler.state.copy()  # (finishes pending rebuilds)
             compiler.dirty = {}
-            return self.version, compiler.state.copy()
+            return self.version, state
 
     def changes(self, tor: str) -> tuple[int, list[Change], int]:
         with self._lock:

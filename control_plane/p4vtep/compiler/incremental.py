@@ -39,7 +39,10 @@ class TorCompiler:
     def __init__(self, desired: DesiredState, name: str) -> None:
         self.d = desired
         self.name = name
-        self.state = SwitchState()
+        self._state = SwitchState()
+        # VNIs whose flood groups must be rebuilt: done once when the state
+        # is next read, so a burst of changes in a big VNI rebuilds them once.
+        self._stale_vnis: set[int] = set()
         self.units: dict[Unit, tuple[Key, ...]] = {}
         self.local: dict[int, dict[str, Vm]] = {}  # VNI -> its VMs on this ToR
         self.remote: dict[int, Counter[str]] = {}  # VNI here -> other ToR -> its VMs there
@@ -48,8 +51,18 @@ class TorCompiler:
         self.dirty: dict[Key, bytes | None] = {}
 
     # --- bookkeeping -----------------------------------------------------------
+    @property
+    def state(self) -> SwitchState:
+        """Everything the ToR must hold (pending rebuilds done first)."""
+        if self._stale_vnis:
+            stale, self._stale_vnis = sorted(self._stale_vnis), set()
+            for vni in stale:
+                if vni in self.local:
+                    self._set_unit(("vni", vni), self._vni_items(vni))
+        return self._state
+
     def _put(self, key: Key, data: bytes | None) -> None:
-        bucket = self.state.bucket(key)
+        bucket = self._state.bucket(key)
         have = bucket.get(key)
         if have == data:
             return
@@ -73,7 +86,8 @@ class TorCompiler:
             self.units.pop(unit, None)
 
     def take_changes(self) -> list[Change]:
-        changes = [(key, old, self.state.get(key)) for key, old in self.dirty.items()]
+        state = self.state
+        changes = [(key, old, state.get(key)) for key, old in self.dirty.items()]
         self.dirty = {}
         return [c for c in changes if c[1] != c[2]]
 
@@ -146,6 +160,7 @@ class TorCompiler:
             ("underlay",): underlay.build(enc, fabric, self.name),
             ("replicas",): self._replica_items(),
         }
+        self._stale_vnis = set()
         for vni in self.local:
             units[("vni", vni)] = self._vni_items(vni)
         for name, vm in view.items():
@@ -224,9 +239,7 @@ class TorCompiler:
             flood_changed.update(vm.vni for vm in (old, new) if vm is not None)
 
         self._set_unit(("vm", name), self._vm_items(new))
-        for x in sorted(flood_changed):
-            if x in self.local:
-                self._set_unit(("vni", x), self._vni_items(x))
+        self._stale_vnis.update(x for x in flood_changed if x in self.local)
         if remote_changed:
             self._set_unit(("replicas",), self._replica_items())
 
