@@ -40,6 +40,9 @@ class TorCompiler:
         self.d = desired
         self.name = name
         self._state = SwitchState()
+        # Built lazily: after a (re)load, each ToR is compiled when its
+        # supervisor first asks, so one ToR is written while the next compiles.
+        self.built = False
         # VNIs whose flood groups must be rebuilt: done once when the state
         # is next read, so a burst of changes in a big VNI rebuilds them once.
         self._stale_vnis: set[int] = set()
@@ -54,6 +57,8 @@ class TorCompiler:
     @property
     def state(self) -> SwitchState:
         """Everything the ToR must hold (pending rebuilds done first)."""
+        if not self.built:
+            self.rebuild()
         if self._stale_vnis:
             stale, self._stale_vnis = sorted(self._stale_vnis), set()
             for vni in stale:
@@ -93,6 +98,7 @@ class TorCompiler:
 
     def owner(self, key: Key) -> str | None:
         """The VM an entity serves (to blame refused writes), if any."""
+        self.state  # noqa: B018 -- (builds it if needed)
         for unit, keys in self.units.items():
             if key in keys and isinstance(unit, tuple) and unit[0] == "vm":
                 return str(unit[1])
@@ -130,21 +136,17 @@ class TorCompiler:
 
     # --- whole rebuild (start, bulk reload) ----------------------------------------
     def rebuild(self) -> None:
-        """Recompute everything from this ToR's view; what differs from the
-        current state is recorded as changes."""
+        """Recompute everything from this ToR's view (its indices were
+        allocated when the view was committed); what differs from the current
+        state is recorded as changes."""
+        self.built = True
         enc, fabric = self.d.enc, self.d.fabric
         view = self.d.view(self.name)
         self.local, self.remote = {}, {}
         space = self.d.alloc.vm_space(self.name)
-        local_names = []
         for name, vm in view.items():
             if self._tor_of(vm) == self.name:
                 self.local.setdefault(vm.vni, {})[name] = vm
-                local_names.append(name)
-        for gone in space.keys() - set(local_names):
-            space.release(gone)
-        for name in sorted(local_names):
-            space.get(name)
         self.copies = {
             vni: {n: (fabric.servers[vm.server].port, space[n]) for n, vm in members.items()}
             for vni, members in self.local.items()
@@ -172,8 +174,8 @@ class TorCompiler:
 
     # --- one VM changed in this ToR's view ------------------------------------------
     def apply(self, name: str, old: Vm | None, new: Vm | None) -> None:
-        if old == new:
-            return
+        if old == new or not self.built:
+            return  # (an unbuilt ToR reads the whole view when built)
         fabric, enc = self.d.fabric, self.d.enc
         old_tor = self._tor_of(old) if old else None
         new_tor = self._tor_of(new) if new else None
@@ -181,7 +183,7 @@ class TorCompiler:
         vnis = sorted({vm.vni for vm in (old, new) if vm is not None})
         present_before = {x: x in self.local for x in vnis}
 
-        space = self.d.alloc.vm_space(self.name)
+        space = self.d.alloc.vm[self.name]  # (allocated by DesiredState)
         if old is not None and old_local:
             members = self.local[old.vni]
             del members[name]
@@ -192,9 +194,7 @@ class TorCompiler:
         if new is not None and new_local:
             self.local.setdefault(new.vni, {})[name] = new
             port = fabric.servers[new.server].port
-            self.copies.setdefault(new.vni, {})[name] = (port, space.get(name))
-        elif old_local:
-            space.release(name)
+            self.copies.setdefault(new.vni, {})[name] = (port, space[name])
 
         remote_changed = False
         flood_changed: set[int] = set()
@@ -266,8 +266,6 @@ class DesiredState:
         self._next_pin = 1
         for name in sorted(fabric.tors):
             alloc.tor.get(name)
-        for compiler in self.tors.values():
-            compiler.rebuild()  # ports, identity, underlay: what an empty fabric holds
 
     # --- views ----------------------------------------------------------------------
     def seen_by(self, tor: str, name: str) -> Vm | None:
@@ -338,16 +336,16 @@ class DesiredState:
         steps += [(name, None) for name in removals]
         for name, vm in steps:
             old = self._set_global(name, vm)
-            for tor, compiler in self.tors.items():
+            for tor in self.tors:
                 tokens = self._pinned[tor].get(name)
                 if not tokens:
-                    compiler.apply(name, old, vm)
+                    self._view_changed(tor, name, old, vm)
                 elif vm is None:  # a VM that is gone keeps no pin
                     seen = self._pins[tokens[0]].vm
                     for token in tokens:
                         del self._pins[token]
                     del self._pinned[tor][name]
-                    compiler.apply(name, seen, None)
+                    self._view_changed(tor, name, seen, None)
 
     def load(self, vms: Iterable[Vm]) -> None:
         """Replace the whole population (start, bulk reload): every ToR is
@@ -363,8 +361,19 @@ class DesiredState:
             self.alloc.vni.get(vni)
         for name in sorted(new):
             self._set_global(name, new[name])
-        for compiler in self.tors.values():
-            compiler.rebuild()
+        for tor, compiler in self.tors.items():
+            self._allocate_view(tor)
+            compiler.built = False
+
+    def _allocate_view(self, tor: str) -> None:
+        """VM indices for exactly the VMs this ToR sees on itself."""
+        space = self.alloc.vm_space(tor)
+        servers = self.fabric.servers
+        local = {n for n, vm in self.view(tor).items() if servers[vm.server].tor == tor}
+        for gone in space.keys() - local:
+            space.release(gone)
+        for name in sorted(local):
+            space.get(name)
 
     def pin(self, tor: str, name: str) -> int:
         """Keep ``tor`` seeing VM ``name`` as it does now, until ``unpin``."""
@@ -384,4 +393,16 @@ class DesiredState:
         if not tokens:
             del self._pinned[pin.tor][pin.name]
         if first:
-            self.tors[pin.tor].apply(pin.name, pin.vm, self.seen_by(pin.tor, pin.name))
+            self._view_changed(pin.tor, pin.name, pin.vm, self.seen_by(pin.tor, pin.name))
+
+    def _view_changed(self, tor: str, name: str, old: Vm | None, new: Vm | None) -> None:
+        """What ``tor`` sees of VM ``name`` changed: allocate or free its index
+        there (now, when the change is committed), then update the entities."""
+        servers = self.fabric.servers
+        was_here = old is not None and servers[old.server].tor == tor
+        is_here = new is not None and servers[new.server].tor == tor
+        if is_here:
+            self.alloc.vm_space(tor).get(name)
+        elif was_here:
+            self.alloc.vm_space(tor).release(name)
+        self.tors[tor].apply(name, old, new)
