@@ -18,6 +18,8 @@ from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
 from .state import MULTICAST, TABLE, Encoded, encoded
 
+MEMO_MAX = 1 << 18  # values remembered per field before starting over
+
 # A TableEntry, ActionProfileMember/Group, PacketReplicationEngineEntry or
 # MeterEntry message (the generated classes carry no static types here).
 Message = Any
@@ -45,6 +47,18 @@ class ExactEntry:
             raise ValueError(f"{action}: parameters are {[p.name for p in declared]}")
         self.params = [(p.id, p.bitwidth, list(params).index(p.name)) for p in declared]
         self.name = table
+        self._memo: list[dict[Value, bytes]] = [{} for _ in range(len(match) + len(params))]
+
+    def _encode(self, slot: int, value: Value, width: int) -> bytes:
+        """Canonical bytes of one field; remembered, since the same MACs,
+        IPs, VNIs and indices recur across entries and ToRs."""
+        memo = self._memo[slot]
+        data = memo.get(value)
+        if data is None:
+            if len(memo) >= MEMO_MAX:
+                memo.clear()
+            data = memo[value] = codec.encode(value, width)
+        return data
 
     def __call__(self, match: Sequence[Value], params: Sequence[Value]) -> Encoded:
         entity = p4runtime_pb2.Entity()
@@ -52,12 +66,14 @@ class ExactEntry:
         te.table_id = self.table_id
         try:
             for field_id, width, i in self.match:
-                te.match.add(field_id=field_id).exact.value = codec.encode(match[i], width)
+                te.match.add(field_id=field_id).exact.value = self._encode(i, match[i], width)
             key = TABLE + te.SerializeToString(deterministic=True)
             action = te.action.action
             action.action_id = self.action_id
+            offset = len(self.match)
             for param_id, width, i in self.params:
-                action.params.add(param_id=param_id, value=codec.encode(params[i], width))
+                value = self._encode(offset + i, params[i], width)
+                action.params.add(param_id=param_id, value=value)
         except codec.EncodingError as exc:
             raise codec.EncodingError(f"{self.name}: {exc}") from None
         return key, entity.SerializeToString(deterministic=True)
