@@ -129,21 +129,26 @@ class Encoder:
     ) -> Encoded:
         return self.of(self.entries.vni_config(vni, vni_index, traffic_class, group, local_group))
 
+    def _replica(self, replica: tuple[int, int]) -> bytes:
+        """One replica, serialized as a MulticastGroupEntry holding just it."""
+        port, instance = replica
+        one = p4runtime_pb2.MulticastGroupEntry()
+        one.replicas.add(egress_port=port, instance=instance)
+        data = self._replicas[replica] = one.SerializeToString(deterministic=True)
+        return data
+
     def flood_group(self, group_id: int, replicas: list[tuple[int, int]]) -> Encoded:
         """Same bytes as ``entries.flood_group``; a VNI's group holds a copy
         per VM, so each replica is encoded once and the group is assembled
         from them (repeated fields concatenate) and parsed by protobuf."""
-        body = [p4runtime_pb2.MulticastGroupEntry(multicast_group_id=group_id).SerializeToString()]
-        for replica in sorted(replicas):
-            data = self._replicas.get(replica)
-            if data is None:
-                port, instance = replica
-                one = p4runtime_pb2.MulticastGroupEntry()
-                one.replicas.add(egress_port=port, instance=instance)
-                data = self._replicas[replica] = one.SerializeToString(deterministic=True)
-            body.append(data)
+        ordered = sorted(replicas)
+        parts = list(map(self._replicas.get, ordered))  # (no Python loop: 1000s of copies)
+        if None in parts:
+            parts = [p if p is not None else self._replica(r) for p, r in zip(parts, ordered)]
+        head = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=group_id).SerializeToString()
         entity = p4runtime_pb2.Entity()
-        entity.packet_replication_engine_entry.multicast_group_entry.MergeFromString(b"".join(body))
+        group = entity.packet_replication_engine_entry.multicast_group_entry
+        group.MergeFromString(head + b"".join(parts))  # type: ignore[arg-type]
         return MULTICAST + b"%d" % group_id, entity.SerializeToString(deterministic=True)
 
     def replica_to_vtep(self, replica_id: int, vtep_ip: Value, next_hop_mac: Value) -> Encoded:
