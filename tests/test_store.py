@@ -1,4 +1,7 @@
+import sqlite3
 from dataclasses import replace
+
+import pytest
 
 from fabric_fixture import two_tor_fabric, vms
 from p4vtep.allocation import Allocations, allocate
@@ -29,11 +32,7 @@ def test_a_failed_transaction_changes_nothing(tmp_path):
     store = Store(tmp_path / "state.db")
     store.save_changes(vms(), [])
     bad = replace(vms()[1], vlan=7)
-    try:
-        # An allocation row without a key: refused after the VMs were written.
+    # An allocation row without a key: refused after the VMs were written.
+    with pytest.raises(sqlite3.IntegrityError, match="NOT NULL"):
         store.save_changes([bad], ["a1"], [("vm@tor1", None, 3)])  # type: ignore[list-item]
-    except Exception as exc:
-        assert "NOT NULL" in str(exc)
-    else:
-        raise AssertionError("a row without a key was stored")
     assert store.load_vms() == {vm.name: vm for vm in vms()}
