@@ -2,7 +2,6 @@ import sqlite3
 from dataclasses import replace
 
 import pytest
-
 from fabric_fixture import two_tor_fabric, vms
 from p4vtep.allocation import Allocations, allocate
 from p4vtep.store import Store
