@@ -18,7 +18,9 @@ from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
 from .state import MULTICAST, TABLE, Encoded, encoded
 
-MEMO_MAX = 1 << 18  # values remembered per field before starting over
+MEMO_MAX = (
+    1 << 12
+)  # values remembered per field before starting over (bounds memory) (bounds memory)
 
 # A TableEntry, ActionProfileMember/Group, PacketReplicationEngineEntry or
 # MeterEntry message (the generated classes carry no static types here).
