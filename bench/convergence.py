@@ -20,7 +20,7 @@ from pathlib import Path
 
 import workload
 from common import alternate, ratios, require_switch, summary, switches, write_result
-from p4vtep.compiler import Allocations, compile_tor
+from p4vtep.compiler import Allocations, allocate, compile_tor
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
@@ -47,14 +47,15 @@ def verify(fabric, compiled) -> None:
     reader = SwitchReader(bmv2_pipeline().p4info)
     for name, tor in fabric.tors.items():
         with SwitchConnection(tor.address, tor.device_id, election_id=0) as conn:
-            actual, meters, defaults = reader.read(conn)
-        left = diff(compiled[name], actual, meters, defaults)
+            actual = reader.read(conn)
+        left = diff(compiled[name], actual)
         assert len(left) == 0, f"{name}: {len(left)} entries differ after convergence"
 
 
 def prepare(fabric, vms, store_path: Path):
     store = Store(store_path)
     alloc = Allocations()
+    allocate(fabric, vms, alloc)
     entries = PipelineEntries(bmv2_pipeline().p4info)
     compiled = {name: compile_tor(fabric, vms, name, alloc, entries) for name in fabric.tors}
     store.save(vms, alloc)
@@ -80,8 +81,8 @@ def encode_raw(fabric, compiled) -> dict[str, list[p4runtime_pb2.WriteRequest]]:
     for name, tor in fabric.tors.items():
         c = compiled[name]
         delta = Diff(
-            inserts=list(c.entities.values()),
-            modifies=list(c.meters.values()) + list(c.defaults.values()),
+            inserts=list(c.entities.items()),
+            modifies=list(c.meters.items()) + list(c.defaults.items()),
         )
         updates = delta.updates()
         batches = []

@@ -22,7 +22,7 @@ from common import BENCH, require_switch, rss_mib, switches, write_result
 
 def child_compile(vms_count: int) -> None:
     import workload
-    from p4vtep.compiler import Allocations, compile_tor
+    from p4vtep.compiler import Allocations, DesiredState, Encoder
     from p4vtep.dataplane.artifacts import bmv2_pipeline
     from p4vtep.dataplane.entries import PipelineEntries
     from p4vtep.validation import validate
@@ -32,10 +32,12 @@ def child_compile(vms_count: int) -> None:
     fabric = workload.fabric([f"127.0.0.1:{1 + i}" for i in range(tors)], 1000)
     vms = workload.vms(vms_count, tors, 1000, tors_per_vni=2)
     validate(fabric, vms)
-    entries = PipelineEntries(bmv2_pipeline().p4info)
-    alloc = Allocations()
-    compiled = {t: compile_tor(fabric, vms, t, alloc, entries) for t in fabric.tors}
-    count = sum(len(c.entities) for c in compiled.values())
+    encoder = Encoder(PipelineEntries(bmv2_pipeline().p4info))
+    # What the controller keeps: the VMs, their indexes and every ToR's entities.
+    desired = DesiredState(fabric, encoder, Allocations())
+    desired.load(vms)
+    del vms
+    count = sum(len(c.state.entities) for c in desired.tors.values())
     print(f"RESULT {base:.1f} {rss_mib():.1f} {count}")
 
 

@@ -5,7 +5,8 @@ For each move: the event is the MigrateVM call; we time (a) until every ToR
 has acknowledged the last write of the move, and (b) until the first probe
 frame reaches the VM's new location. A prober VM sends a frame to the moving
 VM every millisecond; the moving VM alternates between a server on tor2 and
-a server on tor1.
+a server on tor1. Then, with the same population, attach a fresh VM and
+detach it again, timing each until every ToR acknowledged it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.model import Vm
 from p4vtep.store import Store
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
@@ -91,6 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vms", type=int, default=10000)
     parser.add_argument("--moves", type=int, default=100)
+    parser.add_argument("--attaches", type=int, default=100)
     args = parser.parse_args()
     require_switch()
     with tempfile.TemporaryDirectory() as tmp, bmv2_fabric(Path(tmp) / "logs") as sf:
@@ -122,6 +125,22 @@ def main() -> None:
                     time.sleep(0.001)
                 delivered.append((first - t0) if first else float("nan"))
             stop.set()
+        attached, detached = [], []
+        for i in range(args.attaches):
+            vm = Vm(
+                f"fresh{i}",
+                f"02:dd:00:00:{i >> 8 & 255:02x}:{i & 255:02x}",
+                (f"172.30.{i >> 8 & 255}.{i & 255}",),
+                5000,
+                PLACES[i % 2][0],
+                3000 + i,
+            )
+            t0 = time.perf_counter()
+            assert controller.wait_version(controller.attach(vm), 60)
+            attached.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            assert controller.wait_version(controller.detach(vm.name), 60)
+            detached.append(time.perf_counter() - t0)
         controller.stop()
     ok = [d for d in delivered if d == d]
     result = {
@@ -138,13 +157,30 @@ def main() -> None:
             "p99": percentile(ok, 99),
             "missing": len(delivered) - len(ok),
         },
-        "samples": {"ack": acked, "first_packet": delivered},
+        "attach_ack_seconds": {
+            **summary(attached),
+            "p50": percentile(attached, 50),
+            "p99": percentile(attached, 99),
+        },
+        "detach_ack_seconds": {
+            **summary(detached),
+            "p50": percentile(detached, 50),
+            "p99": percentile(detached, 99),
+        },
+        "samples": {
+            "ack": acked,
+            "first_packet": delivered,
+            "attach": attached,
+            "detach": detached,
+        },
     }
     print(
         f"ack p50 {result['ack_seconds']['p50'] * 1e3:.0f} ms p99 "
         f"{result['ack_seconds']['p99'] * 1e3:.0f} ms; first packet p50 "
         f"{result['first_packet_seconds']['p50'] * 1e3:.0f} ms p99 "
-        f"{result['first_packet_seconds']['p99'] * 1e3:.0f} ms"
+        f"{result['first_packet_seconds']['p99'] * 1e3:.0f} ms; attach p99 "
+        f"{result['attach_ack_seconds']['p99'] * 1e3:.1f} ms, detach p99 "
+        f"{result['detach_ack_seconds']['p99'] * 1e3:.1f} ms"
     )
     write_result("vm_move", result)
 

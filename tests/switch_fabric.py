@@ -164,7 +164,7 @@ def read_back_matches(sf: SwitchFabric, controller) -> None:
     for name, tor in sf.fabric.tors.items():
         _, desired = controller.compile_for(name)
         with SwitchConnection(tor.address, tor.device_id, election_id=0) as conn:
-            left = diff(desired, *reader.read(conn))
+            left = diff(desired, reader.read(conn))
         assert len(left) == 0, (
             f"{name}: {len(left.inserts)} missing, {len(left.modifies)} "
             f"different, {len(left.deletes)} extra"

@@ -1,19 +1,30 @@
+from dataclasses import replace
+
 from fabric_fixture import two_tor_fabric, vms
-from p4vtep.compiler import Allocations, compile_tor, flood_groups
+from p4vtep.compiler import Allocations, SwitchState, allocate, compile_tor, flood_groups
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.reconciler import diff
+from p4vtep.runtime.entities import to_entity
+from p4vtep.runtime.protos import p4runtime_pb2
 
 
-def compiled(tor="tor1", vm_list=None, alloc=None):
+def compiled(tor="tor1", vm_list=None, alloc=None) -> SwitchState:
     entries = PipelineEntries(bmv2_pipeline().p4info)
-    return compile_tor(two_tor_fabric(), vm_list or vms(), tor, alloc or Allocations(), entries)
+    fabric, vm_list = two_tor_fabric(), vm_list or vms()
+    alloc = alloc if alloc is not None else Allocations()
+    allocate(fabric, vm_list, alloc)
+    return compile_tor(fabric, vm_list, tor, alloc, entries)
+
+
+def decoded(c: SwitchState) -> list[p4runtime_pb2.Entity]:
+    return [p4runtime_pb2.Entity.FromString(data) for data in c.entities.values()]
 
 
 def tables(c):
     p4info = bmv2_pipeline().p4info
     names = {}
-    for entity in c.entities.values():
+    for entity in decoded(c):
         if entity.WhichOneof("entity") == "table_entry":
             alias = p4info.alias_of(entity.table_entry.table_id)
             names[alias] = names.get(alias, 0) + 1
@@ -32,6 +43,17 @@ def test_tor1_holds_its_vms_and_the_remote_ones_of_its_vnis():
     assert t["underlay_route"] == 1  # tor2's VTEP
     assert t["flood_replica"] == 3 + 1  # 3 local VFs + tor2's VTEP
     assert len(c.meters) == 2  # a1's gold policy, both directions
+    assert len(c.defaults) == 1  # local_vtep's default action
+
+
+def test_entities_are_stored_as_the_builders_encode_them():
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    alloc = Allocations()
+    c = compiled(alloc=alloc)
+    a1 = vms()[0]
+    index = alloc.vm["tor1"]["a1"]
+    binding = to_entity(entries.access_binding(1, a1.vlan, a1.vni, index, a1.mac))
+    assert binding.SerializeToString(deterministic=True) in c.entities.values()
 
 
 def test_flood_group_has_local_vfs_and_one_copy_per_remote_vtep():
@@ -39,7 +61,7 @@ def test_flood_group_has_local_vfs_and_one_copy_per_remote_vtep():
     c = compiled(alloc=alloc)
     groups = {
         e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id: e.packet_replication_engine_entry.multicast_group_entry
-        for e in c.entities.values()
+        for e in decoded(c)
         if e.WhichOneof("entity") == "packet_replication_engine_entry"
     }
     group_a, local_a = flood_groups(alloc.vni.peek(5000))
@@ -52,29 +74,37 @@ def test_flood_group_has_local_vfs_and_one_copy_per_remote_vtep():
 
 def test_compiling_twice_gives_identical_entities():
     alloc = Allocations()
-    first, second = compiled(alloc=alloc), compiled(alloc=alloc)
-    assert first.entities.keys() == second.entities.keys()
-    assert all(first.entities[k] == second.entities[k] for k in first.entities)
+    assert compiled(alloc=alloc) == compiled(alloc=alloc)
+
+
+def test_compile_needs_allocated_indices():
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    try:
+        compile_tor(two_tor_fabric(), vms(), "tor1", Allocations(), entries)
+    except KeyError as exc:
+        assert "no index allocated" in str(exc)
+    else:
+        raise AssertionError("compiled without allocations")
 
 
 def test_diff_against_itself_is_empty():
     c = compiled()
-    assert len(diff(c, dict(c.entities), dict(c.meters), dict(c.defaults))) == 0
+    assert len(diff(c, c.copy())) == 0
 
 
 def test_diff_inserts_modifies_and_deletes_in_dependency_order():
     alloc = Allocations()
     before = compiled(alloc=alloc)
-    moved = [
-        vm if vm.name != "a2" else vm.__class__(**{**vm.__dict__, "server": "s11", "vlan": 21})
-        for vm in vms()
-    ]
+    moved = [vm if vm.name != "a2" else replace(vm, server="s11", vlan=21) for vm in vms()]
     after = compiled(vm_list=moved, alloc=alloc)
-    delta = diff(after, dict(before.entities), dict(before.meters), dict(before.defaults))
+    delta = diff(after, before)
     kinds = [u.type for u in delta.updates()]
     assert delta.inserts and delta.deletes
     # Deletes first, then inserts, then modifies.
     assert kinds == sorted(kinds, key=lambda t: {3: 0, 1: 1, 2: 2}[t])
+    # Within inserts: multicast groups before the table entries.
+    inserted = [u.entity.WhichOneof("entity") for u in delta.updates() if u.type == 1]
+    assert inserted == sorted(inserted, key=lambda k: k != "packet_replication_engine_entry")
 
 
 def test_vm_indices_are_stable_when_others_come_and_go():
@@ -83,3 +113,44 @@ def test_vm_indices_are_stable_when_others_come_and_go():
     index_b2 = alloc.vm_space("tor1").peek("b2")
     compiled(vm_list=[vm for vm in vms() if vm.name != "b1"], alloc=alloc)
     assert alloc.vm_space("tor1").peek("b2") == index_b2
+    assert alloc.vm_space("tor1").peek("b1") is None  # freed
+
+
+def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
+    from p4vtep.compiler import Encoder, identity
+
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    enc = Encoder(entries)
+
+    def reference(message):
+        entity = to_entity(message)
+        return identity(entity), entity.SerializeToString(deterministic=True)
+
+    mac, ip = "02:bb:00:00:01:ff", "10.1.2.3"
+    for vni, index, vlan, port in ((5000, 1, 1, 1), (16777215, 8191, 4095, 511), (1, 0, 0, 0)):
+        assert enc.access_binding(port, vlan, vni, index, mac) == reference(
+            entries.access_binding(port, vlan, vni, index, mac)
+        )
+        assert enc.mac_to_local_vm(vni, mac, port, vlan, index) == reference(
+            entries.mac_to_local_vm(vni, mac, port, vlan, index)
+        )
+        assert enc.replica_to_vm(index, vlan, index) == reference(
+            entries.replica_to_vm(index, vlan, index)
+        )
+        assert enc.arp_suppression(vni, ip, mac) == reference(entries.arp_suppression(vni, ip, mac))
+        assert enc.mac_to_remote_vtep(vni, mac, "10.0.0.2") == reference(
+            entries.mac_to_remote_vtep(vni, mac, "10.0.0.2")
+        )
+    replicas = [(2, 7), (1, 16385), (1, 3), (300, 1)]
+    assert enc.flood_group(9, replicas) == reference(entries.flood_group(9, replicas))
+    assert enc.flood_group(10, []) == reference(entries.flood_group(10, []))
+
+
+def test_encoder_refuses_values_that_do_not_fit():
+    import pytest
+    from p4vtep.compiler import Encoder
+    from p4vtep.runtime.codec import EncodingError
+
+    enc = Encoder(PipelineEntries(bmv2_pipeline().p4info))
+    with pytest.raises(EncodingError, match="access_binding"):
+        enc.access_binding(1, 4096, 5000, 1, "02:00:00:00:00:01")  # 12-bit VLAN

@@ -11,8 +11,9 @@ import logging
 import threading
 from dataclasses import replace
 
-from . import events
-from .compiler import Allocations, CompileCache, CompiledTor, compile_tor
+from . import events, tls
+from .allocation import Allocations, SpaceFull
+from .compiler import Change, DesiredState, Encoder, Key, SwitchState, compile_tor
 from .dataplane.artifacts import Pipeline, pipeline_for
 from .dataplane.entries import PipelineEntries
 from .model import Fabric, Vm
@@ -21,6 +22,10 @@ from .supervisor import SwitchSupervisor
 from .validation import Problem, ValidationError, VmIndex, check_fabric, validate, validate_change
 
 log = logging.getLogger(__name__)
+
+# A bulk change (e.g. an inventory reload) this large rebuilds every ToR
+# instead of applying VM by VM.
+BULK_CHANGE = 512
 
 
 class NotFound(KeyError):
@@ -49,37 +54,46 @@ class Controller:
             n: self.entries if p is pipeline else PipelineEntries(p.p4info)
             for n, p in self.pipelines.items()
         }
+        # One encoder per P4Info (ids differ per target).
+        self.encoder = Encoder(self.entries)
+        by_p4info = {id(self.entries): self.encoder}
+        self.encoders: dict[str, Encoder] = {}
+        for name, entries in self.tor_entries.items():
+            if id(entries) not in by_p4info:
+                by_p4info[id(entries)] = Encoder(entries)
+            self.encoders[name] = by_p4info[id(entries)]
         self.store = store or Store()
         self.bus = events.EventBus()
         self._lock = threading.RLock()
-        self.vms: dict[str, Vm] = self.store.load_vms()
         self.alloc: Allocations = self.store.load_allocations()
-        # During a migration a ToR may be pinned to an older VM set (make-before-break).
-        self._pinned: dict[str, dict[str, Vm]] = {}
+        # The VMs, every index and every ToR's entities, kept up to date per
+        # change; indices are allocated here, when a change is committed.
+        self.desired = DesiredState(fabric, self.encoder, self.alloc, self.encoders)
+        self.desired.load(self.store.load_vms().values())
+        self.store.save_allocations(self.alloc.take_changes())
         self.version = 1
-        self.cache = CompileCache()
-        self._checked: dict[Vm, list] = {}  # per-VM validation results
+        self._checked: dict[Vm, list[Problem]] = {}  # per-VM validation results
         self._index = VmIndex.of(self.vms.values())
-        credentials = None
-        if fabric.p4runtime_tls is not None:
-            import grpc
-
-            ca, cert, key = fabric.p4runtime_tls.read()
-            credentials = grpc.ssl_channel_credentials(
-                root_certificates=ca, private_key=key, certificate_chain=cert
-            )
+        credentials = (
+            None if fabric.p4runtime_tls is None else tls.client_credentials(fabric.p4runtime_tls)
+        )
         self.supervisors = {
             name: SwitchSupervisor(
                 tor,
                 self.pipelines[name],
                 election_id,
-                self.compile_for,
+                self,
                 self.bus,
                 resync_seconds=resync_seconds,
                 credentials=credentials,
             )
             for name, tor in fabric.tors.items()
         }
+
+    @property
+    def vms(self) -> dict[str, Vm]:
+        """The desired VMs (read-only: change them through the methods)."""
+        return self.desired.vms
 
     # --- lifecycle -------------------------------------------------------------
     def start(self) -> None:
@@ -94,43 +108,101 @@ class Controller:
         version = self.version
         return all(sup.wait_applied(version, timeout) for sup in self.supervisors.values())
 
-    # --- compilation (called by supervisors) ------------------------------------
-    def compile_for(self, tor: str) -> tuple[int, CompiledTor]:
+    # --- what the switches must hold (called by supervisors) --------------------
+    def snapshot(self, tor: str) -> tuple[int, SwitchState]:
         with self._lock:
-            vms = self._pinned.get(tor, self.vms)
-            compiled = compile_tor(
-                self.fabric, vms.values(), tor, self.alloc, self.tor_entries[tor], self.cache
+            compiler = self.desired.tors[tor]
+            state = compiler.state.copy()  # (finishes pending rebuilds)
+            compiler.dirty = {}
+            return self.version, state
+
+    def changes(self, tor: str) -> tuple[int, list[Change], int]:
+        with self._lock:
+            compiler = self.desired.tors[tor]
+            return self.version, compiler.take_changes(), len(compiler.state.entities)
+
+    def owner(self, tor: str, key: Key) -> str | None:
+        with self._lock:
+            return self.desired.tors[tor].owner(key)
+
+    def compile_for(self, tor: str) -> tuple[int, SwitchState]:
+        """(version, a whole-state compile of what ``tor`` must hold): the
+        reference, for read-back checks; independent of the incremental path."""
+        with self._lock:
+            view = self.desired.view(tor)
+            return self.version, compile_tor(
+                self.fabric, view.values(), tor, self.alloc, self.encoders[tor]
             )
-            if self.alloc.dirty:
-                # Indices are handed out while compiling; store them before
-                # the switch sees them, so a restart compiles the same.
-                self.store.save_allocations(self.alloc)
-            return self.version, compiled
 
     # --- changes ------------------------------------------------------------------
+    def _reserve_pinned(self, index: VmIndex) -> None:
+        """A ToR pinned to a VM's old place still uses its (server, VLAN),
+        MAC and IPs: nobody else may take them until the pin is released."""
+        for vm in self.desired.pinned_vms():
+            index.add(vm)
+        for vm in self.desired.pinned_vms():
+            current = self.vms.get(vm.name)
+            if current is not None:
+                index.add(current)
+
+    def _rebuild_index(self) -> None:
+        """The validation index of the current state, from scratch (after a
+        change failed past validation, which updates the index in place)."""
+        self._index = VmIndex.of(self.vms.values())
+        self._reserve_pinned(self._index)
+
     def _commit(
         self,
-        new_vms: dict[str, Vm],
         change: events.DesiredStateChanged,
-        upserts: list[Vm] | None = None,
-        removals: list[str] | None = None,
+        upserts: list[Vm],
+        removals: list[str],
+        whole: dict[str, Vm] | None = None,
     ) -> int:
-        """Validate the new state (only the changed VMs when the change is
-        given as upserts/removals), store it and wake the supervisors."""
+        """Validate the change (only the changed VMs, or the ``whole`` new
+        state), allocate its indices, store it and wake the supervisors."""
         with self._lock:
-            if len(self._checked) > 2 * len(new_vms) + 1000:
+            if len(self._checked) > 2 * len(self.vms) + 1000:
                 self._checked.clear()
-            if upserts is None and removals is None:
-                validate(self.fabric, new_vms.values(), self._checked)
-                index = VmIndex.of(new_vms.values())
-                self.store.save(new_vms.values(), self.alloc)
+            pinned = self.desired.pinned_vms()
+            if whole is not None:
+                validate(self.fabric, whole.values(), self._checked)
+                if pinned:
+                    reserved = VmIndex.of(pinned)
+                    problems = [p for vm in whole.values() for p in reserved.conflicts(vm)]
+                    if problems:
+                        raise ValidationError(problems)
+                index = VmIndex.of(whole.values())
             else:
                 index = validate_change(
-                    self.fabric, self.vms, self._index, upserts or [], removals or [], self._checked
+                    self.fabric, self.vms, self._index, upserts, removals, self._checked
                 )
-                self.store.save_changes(upserts or [], removals or [])
+            try:
+                self.desired.check_room(upserts)
+            except SpaceFull as exc:
+                self._rebuild_index()
+                raise ValidationError([Problem("change", "indices", str(exc))]) from None
+            before = {name: self.vms.get(name) for name in [v.name for v in upserts] + removals}
+            if whole is not None and len(upserts) + len(removals) > BULK_CHANGE:
+                self.desired.load(whole.values())
+            else:
+                self.desired.change(upserts, removals)
+            try:
+                self.store.save_changes(upserts, removals, self.alloc.take_changes())
+            except BaseException:
+                # Not stored: undo in memory too (indices may differ; fine).
+                self.desired.change(
+                    [vm for vm in before.values() if vm is not None],
+                    [name for name, vm in before.items() if vm is None],
+                )
+                self.alloc.take_changes()
+                self._rebuild_index()
+                raise
+            for vm in pinned:
+                if vm.name in removals:
+                    index.remove(vm)  # a detached VM keeps no pin, nor its old place
+            if self.desired.pinned_vms():
+                self._reserve_pinned(index)
             self._index = index
-            self.vms = new_vms
             self.version += 1
             version = self.version
         self.bus.publish(change)
@@ -142,21 +214,13 @@ class Controller:
         with self._lock:
             if vm.name in self.vms and self.vms[vm.name] == vm:
                 return self.version
-            new = dict(self.vms)
-            new[vm.name] = vm
-            return self._commit(
-                new, events.DesiredStateChanged(vm=vm.name, change="attached"), upserts=[vm]
-            )
+            return self._commit(events.DesiredStateChanged(vm=vm.name, change="attached"), [vm], [])
 
     def detach(self, name: str) -> int:
         with self._lock:
             if name not in self.vms:
                 raise NotFound(f"no VM named {name!r}")
-            new = dict(self.vms)
-            del new[name]
-            return self._commit(
-                new, events.DesiredStateChanged(vm=name, change="detached"), removals=[name]
-            )
+            return self._commit(events.DesiredStateChanged(vm=name, change="detached"), [], [name])
 
     def replace_source(self, source: str, vms: list[Vm]) -> int:
         """Make the VMs from one source (e.g. the inventory file) exactly ``vms``."""
@@ -176,8 +240,13 @@ class Controller:
                 new[vm.name] = replace(vm, source=source)
             if new == self.vms:
                 return self.version
+            upserts = [vm for name, vm in new.items() if self.vms.get(name) != vm]
+            removals = [name for name in self.vms if name not in new]
             return self._commit(
-                new, events.DesiredStateChanged(vm="*", change=f"{source} reloaded")
+                events.DesiredStateChanged(vm="*", change=f"{source} reloaded"),
+                upserts,
+                removals,
+                whole=new,
             )
 
     def get(self, name: str) -> Vm:
@@ -192,11 +261,8 @@ class Controller:
     def set_qos(self, name: str, qos: str | None) -> int:
         with self._lock:
             vm = self.get(name)
-            new = dict(self.vms)
-            new[name] = replace(vm, qos=qos or None)
-            return self._commit(
-                new, events.DesiredStateChanged(vm=name, change="qos"), upserts=[new[name]]
-            )
+            changed = replace(vm, qos=qos or None)
+            return self._commit(events.DesiredStateChanged(vm=name, change="qos"), [changed], [])
 
     def wait_version(self, version: int, timeout: float) -> bool:
         return all(sup.wait_applied(version, timeout) for sup in self.supervisors.values())
@@ -205,7 +271,9 @@ class Controller:
         self, name: str, server: str, vlan: int | None = None, timeout: float = 30.0
     ) -> int:
         """Make-before-break: every ToR but the old one gets the new location
-        first; only when they hold it does the old ToR let go."""
+        first; only when they hold it does the old ToR let go. The old ToR is
+        pinned to this VM's old place by this migration alone, so others
+        running at the same time keep their own pins."""
         with self._lock:
             if name not in self.vms:
                 raise NotFound(f"no VM named {name!r}")
@@ -217,26 +285,31 @@ class Controller:
                 )
             old_tor = self.fabric.servers[old.server].tor
             new_tor = self.fabric.servers[moved.server].tor
-            new = dict(self.vms)
-            new[name] = moved
-            if old_tor != new_tor:
-                self._pinned[old_tor] = dict(self.vms)
+            pin = self.desired.pin(old_tor, name) if old_tor != new_tor else None
             try:
                 version = self._commit(
-                    new, events.DesiredStateChanged(vm=name, change="migrated"), upserts=[moved]
+                    events.DesiredStateChanged(vm=name, change="migrated"), [moved], []
                 )
             except Exception:
-                self._pinned.pop(old_tor, None)
+                if pin is not None:
+                    self.desired.unpin(pin)
                 raise
-        if old_tor != new_tor:
-            others = [s for n, s in self.supervisors.items() if n != old_tor]
-            ok = all(s.wait_applied(version, timeout) for s in others)
-            if not ok:
-                log.warning("migration of %s: not every ToR confirmed within %ss", name, timeout)
-            with self._lock:
-                self._pinned.pop(old_tor, None)
-                self.version += 1
-                version = self.version
-            for sup in self.supervisors.values():  # the old ToR lets go; others confirm
-                sup.notify()
+        if pin is None:
+            return version
+        others = [s for n, s in self.supervisors.items() if n != old_tor]
+        ok = all(s.wait_applied(version, timeout) for s in others)
+        if not ok:
+            log.warning("migration of %s: not every ToR confirmed within %ss", name, timeout)
+        with self._lock:
+            self.desired.unpin(pin)
+            index = self._index
+            index.remove(old)  # the old place is free now (unless another pin holds it)
+            current = self.vms.get(name)
+            if current is not None:
+                index.add(current)
+            self._reserve_pinned(index)
+            self.version += 1
+            version = self.version
+        for sup in self.supervisors.values():  # the old ToR lets go; others confirm
+            sup.notify()
         return version

@@ -1,61 +1,63 @@
-"""Make one switch hold exactly the compiled entities, writing only the
+"""Make one switch hold exactly the desired state, writing only the
 difference.
 
-Read everything the pipeline's tables, selector, multicast groups and meters
-hold; compare with the compiled entities by identity and content (canonical
-bytes on both sides); then write inserts and modifies in dependency order
-(members, groups, multicast groups, table entries) and deletes in the reverse
-order. Steady state writes nothing.
+Full pass: read everything the pipeline's tables, selector, multicast groups
+and meters hold; compare with the desired state by identity and content;
+write inserts and modifies in dependency order (members, groups, multicast
+groups, table entries) and deletes in the reverse order. Steady state writes
+nothing. Change pass: the compiler says which entities changed and what the
+switch held before; only those are written, no read.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .compiler import CompiledTor
+from .compiler.state import DEFAULT, METER, Key, SwitchState, identity
 from .runtime.client import DELETE, INSERT, MODIFY, SwitchConnection, Update, WriteError
-from .runtime.entities import entity_key
 from .runtime.p4info import P4Info
 from .runtime.protos import p4runtime_pb2
 
 log = logging.getLogger(__name__)
 
-# Write order for inserts/modifies; deletes go in reverse.
-_ORDER = {
-    "action_profile_member": 0,
-    "action_profile_group": 1,
-    "packet_replication_engine_entry": 2,
-    "table_entry": 3,
-    "meter_entry": 4,
-}
+Item = tuple[Key, bytes]  # (identity, serialized Entity)
 
 
 @dataclass
 class Diff:
-    inserts: list[p4runtime_pb2.Entity] = field(default_factory=list)
-    modifies: list[p4runtime_pb2.Entity] = field(default_factory=list)
-    deletes: list[p4runtime_pb2.Entity] = field(default_factory=list)
+    inserts: list[Item] = field(default_factory=list)
+    modifies: list[Item] = field(default_factory=list)
+    deletes: list[Item] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.inserts) + len(self.modifies) + len(self.deletes)
 
-    def updates(self) -> list[Update]:
-        def rank(entity):
-            return _ORDER[entity.WhichOneof("entity")]
+    def updates(self) -> list[p4runtime_pb2.Update]:
+        """Deletes (dependents first), then inserts, then modifies (in
+        dependency order); the key's first byte is the entity kind's rank."""
 
-        ups = [Update(type=INSERT, entity=x) for x in sorted(self.inserts, key=rank)]
-        ups += [Update(type=MODIFY, entity=x) for x in sorted(self.modifies, key=rank)]
-        dels = sorted(self.deletes, key=rank, reverse=True)
-        return [Update(type=DELETE, entity=x) for x in dels] + ups
+        def rank(item: Item) -> bytes:
+            return item[0][:1]
+
+        out = [_update(DELETE, data) for _, data in sorted(self.deletes, key=rank, reverse=True)]
+        out += [_update(INSERT, data) for _, data in sorted(self.inserts, key=rank)]
+        out += [_update(MODIFY, data) for _, data in sorted(self.modifies, key=rank)]
+        return out
+
+
+def _update(kind: int, data: bytes) -> p4runtime_pb2.Update:
+    update = Update(type=kind)
+    update.entity.MergeFromString(data)
+    return update
 
 
 def _content(entity: p4runtime_pb2.Entity) -> bytes:
     """What an entity does, in a form equal for equal behaviour."""
     kind = entity.WhichOneof("entity")
     if kind == "table_entry":
-        te = entity.table_entry
-        return te.action.SerializeToString(deterministic=True)
+        return entity.table_entry.action.SerializeToString(deterministic=True)
     if kind == "action_profile_member":
         return entity.action_profile_member.action.SerializeToString(deterministic=True)
     if kind == "action_profile_group":
@@ -69,6 +71,68 @@ def _content(entity: p4runtime_pb2.Entity) -> bytes:
     raise ValueError(kind)
 
 
+def same(a: bytes, b: bytes) -> bool:
+    """Do two encoded entities do the same (byte-equal is the common case)?"""
+    if a == b:
+        return True
+    parse = p4runtime_pb2.Entity.FromString
+    return _content(parse(a)) == _content(parse(b))
+
+
+def meter_reset(data: bytes) -> bytes:
+    """The meter entry back to its default (no config)."""
+    entity = p4runtime_pb2.Entity.FromString(data)
+    entity.meter_entry.ClearField("config")
+    return entity.SerializeToString(deterministic=True)
+
+
+def diff(desired: SwitchState, actual: SwitchState) -> Diff:
+    result = Diff()
+    for key, data in desired.entities.items():
+        have = actual.entities.get(key)
+        if have is None:
+            result.inserts.append((key, data))
+        elif not same(have, data):
+            result.modifies.append((key, data))
+    for key, data in actual.entities.items():
+        if key not in desired.entities:
+            result.deletes.append((key, data))
+    # Meters: configured ones must match; ones we no longer want are reset.
+    for key, data in desired.meters.items():
+        have = actual.meters.get(key)
+        if have is None or not same(have, data):
+            result.modifies.append((key, data))
+    for key, data in actual.meters.items():
+        if key not in desired.meters:
+            result.modifies.append((key, meter_reset(data)))
+    for key, data in desired.defaults.items():
+        have = actual.defaults.get(key)
+        if have is None or not same(have, data):
+            result.modifies.append((key, data))
+    return result
+
+
+def changes_diff(changes: Iterable[tuple[Key, bytes | None, bytes | None]]) -> Diff:
+    """The writes for entities that changed from ``old`` (what the switch
+    holds) to ``new`` (None: absent)."""
+    result = Diff()
+    for key, old, new in changes:
+        kind = key[:1]
+        if kind in (METER, DEFAULT):
+            if new is not None:
+                result.modifies.append((key, new))
+            elif kind == METER and old is not None:
+                result.modifies.append((key, meter_reset(old)))
+        elif new is None:
+            if old is not None:
+                result.deletes.append((key, old))
+        elif old is None:
+            result.inserts.append((key, new))
+        else:
+            result.modifies.append((key, new))
+    return result
+
+
 def _normalise_read(entity: p4runtime_pb2.Entity) -> p4runtime_pb2.Entity:
     """Drop read-only decorations the switch adds (counter data, meter config
     of direct resources) so that identity and content compare cleanly."""
@@ -80,82 +144,42 @@ def _normalise_read(entity: p4runtime_pb2.Entity) -> p4runtime_pb2.Entity:
     return entity
 
 
-def diff(
-    desired: CompiledTor,
-    actual: dict[tuple, p4runtime_pb2.Entity],
-    actual_meters: dict[tuple, p4runtime_pb2.Entity],
-    actual_defaults: dict[tuple, p4runtime_pb2.Entity],
-) -> Diff:
-    result = Diff()
-    for key, entity in desired.entities.items():
-        have = actual.get(key)
-        if have is None:
-            result.inserts.append(entity)
-        elif have is not entity and _content(have) != _content(entity):
-            # (Compiled entities are reused while unchanged: same object, same content.)
-            result.modifies.append(entity)
-    for key, entity in actual.items():
-        if key not in desired.entities:
-            result.deletes.append(entity)
-    # Meters: configured ones must match; ones we no longer want are reset.
-    for key, entity in desired.meters.items():
-        have = actual_meters.get(key)
-        if have is None or (have is not entity and _content(have) != _content(entity)):
-            result.modifies.append(entity)
-    for key, entity in actual_meters.items():
-        if key not in desired.meters and entity.meter_entry.HasField("config"):
-            reset = p4runtime_pb2.Entity()
-            reset.meter_entry.meter_id = entity.meter_entry.meter_id
-            reset.meter_entry.index.index = entity.meter_entry.index.index
-            result.modifies.append(reset)
-    for key, entity in desired.defaults.items():
-        have = actual_defaults.get(key)
-        if have is None or _content(have) != _content(entity):
-            result.modifies.append(entity)
-    return result
-
-
 class SwitchReader:
     """Reads the state one switch holds for the p4vtep pipeline."""
 
     def __init__(
         self, p4info: P4Info, managed_meters: tuple[str, ...] = ("vm_tx_meter", "vm_rx_meter")
-    ):
+    ) -> None:
         self.p4info = p4info
         self.managed_meters = managed_meters
 
-    def read(self, conn: SwitchConnection):
-        requests = []
-        for table in self.p4info.message.tables:
-            requests.append(
-                p4runtime_pb2.Entity(
-                    table_entry=p4runtime_pb2.TableEntry(table_id=table.preamble.id)
-                )
-            )
+    def read(self, conn: SwitchConnection) -> SwitchState:
+        tables = self.p4info.message.tables
+        requests = [
+            p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=t.preamble.id))
+            for t in tables
+        ]
         for profile in self.p4info.message.action_profiles:
+            pid = profile.preamble.id
             requests.append(
                 p4runtime_pb2.Entity(
-                    action_profile_member=p4runtime_pb2.ActionProfileMember(
-                        action_profile_id=profile.preamble.id
-                    )
+                    action_profile_member=p4runtime_pb2.ActionProfileMember(action_profile_id=pid)
                 )
             )
             requests.append(
                 p4runtime_pb2.Entity(
-                    action_profile_group=p4runtime_pb2.ActionProfileGroup(
-                        action_profile_id=profile.preamble.id
-                    )
+                    action_profile_group=p4runtime_pb2.ActionProfileGroup(action_profile_id=pid)
                 )
             )
         pre = p4runtime_pb2.Entity()
         pre.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 0
         requests.append(pre)
-        actual: dict[tuple, p4runtime_pb2.Entity] = {}
+        state = SwitchState()
         for entity in conn.read(*requests):
             entity = _normalise_read(entity)
-            actual[entity_key(entity)] = entity
-        defaults = {}
-        for table in self.p4info.message.tables:
+            key = identity(entity)
+            state.entities[key] = entity.SerializeToString(deterministic=True)
+        for table in tables:
             if not table.match_fields:  # keyless: only a default action
                 request = p4runtime_pb2.Entity(
                     table_entry=p4runtime_pb2.TableEntry(
@@ -164,23 +188,18 @@ class SwitchReader:
                 )
                 for entity in conn.read(request):
                     entity = _normalise_read(entity)
-                    defaults[entity_key(entity)] = entity
-        meters = {}
+                    state.defaults[identity(entity)] = entity.SerializeToString(deterministic=True)
         for name in self.managed_meters:
             request = p4runtime_pb2.Entity(
                 meter_entry=p4runtime_pb2.MeterEntry(meter_id=self.p4info.meter(name).preamble.id)
             )
             for entity in conn.read(request):
                 if entity.meter_entry.HasField("config"):
-                    meters[entity_key(entity)] = entity
-        return actual, meters, defaults
+                    state.meters[identity(entity)] = entity.SerializeToString(deterministic=True)
+        return state
 
 
-def reconcile(conn: SwitchConnection, desired: CompiledTor, reader: SwitchReader) -> Diff:
-    """Bring the switch to ``desired``; returns what was written. Raises
-    WriteError (after writing everything else) if some updates failed."""
-    actual, meters, defaults = reader.read(conn)
-    delta = diff(desired, actual, meters, defaults)
+def write(conn: SwitchConnection, delta: Diff) -> None:
     if delta:
         log.info(
             "%s: %d inserts, %d modifies, %d deletes",
@@ -190,7 +209,14 @@ def reconcile(conn: SwitchConnection, desired: CompiledTor, reader: SwitchReader
             len(delta.deletes),
         )
         conn.write(delta.updates())
+
+
+def reconcile(conn: SwitchConnection, desired: SwitchState, reader: SwitchReader) -> Diff:
+    """Bring the switch to ``desired``; returns what was written. Raises
+    WriteError (after writing everything else) if some updates failed."""
+    delta = diff(desired, reader.read(conn))
+    write(conn, delta)
     return delta
 
 
-__all__ = ["Diff", "SwitchReader", "WriteError", "diff", "reconcile"]
+__all__ = ["Diff", "SwitchReader", "WriteError", "changes_diff", "diff", "reconcile", "write"]

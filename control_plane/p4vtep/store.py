@@ -1,7 +1,9 @@
 """Durable desired state: VMs and index allocations in SQLite.
 
 A restarted controller reloads both, compiles exactly what it compiled before
-and, against a switch that kept its state, writes nothing.
+and, against a switch that kept its state, writes nothing. Each change is
+written in one transaction: the VMs it touched and the indices it allocated
+or freed.
 """
 
 from __future__ import annotations
@@ -9,11 +11,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable
-from dataclasses import asdict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
 
-from .compiler import Allocations
+from .allocation import Allocations
 from .model import Vm
 
 SCHEMA = """
@@ -22,6 +25,16 @@ CREATE TABLE IF NOT EXISTS allocations (
     space TEXT NOT NULL, key TEXT NOT NULL, idx INTEGER NOT NULL,
     PRIMARY KEY (space, key));
 """
+
+AllocationChange = tuple[str, str, int | None]  # (space, key, index or None: released)
+
+
+_VM_FIELDS = tuple(f.name for f in fields(Vm))
+
+
+def _body(vm: Vm) -> str:
+    # (dataclasses.asdict deep-copies every field: slow for 100,000 VMs.)
+    return json.dumps({name: getattr(vm, name) for name in _VM_FIELDS})
 
 
 class Store:
@@ -34,10 +47,19 @@ class Store:
         # changes, which the orchestrators and the inventory will resend.
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
-        # What the database holds, so a save writes only what changed.
-        self._vm_rows: dict[str, str] | None = None
-        self._alloc_rows: dict[tuple[str, str], int] = {}
-        self._saved_vms: dict[str, Vm] = {}
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One transaction under the store's lock: committed if the block
+        finishes, rolled back if it raises."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def load_vms(self) -> dict[str, Vm]:
         with self._lock:
@@ -63,97 +85,39 @@ class Store:
         return alloc
 
     def save(self, vms: Iterable[Vm], alloc: Allocations) -> None:
-        """Make the stored state equal to ``vms`` and ``alloc``, in one
-        transaction, writing only the rows that changed."""
-        vms = list(vms)
-        saved = self._saved_vms
-        # Serialise only VMs that differ from what was saved last time.
-        vm_rows = {
-            vm.name: (self._vm_rows or {}).get(vm.name)
-            if saved.get(vm.name) is vm or saved.get(vm.name) == vm
-            else json.dumps(asdict(vm))
-            for vm in vms
-        }
-        alloc_rows = {("vni", str(k)): i for k, i in alloc.vni.items()}
-        alloc_rows.update({("tor", str(k)): i for k, i in alloc.tor.items()})
-        for tor, space in alloc.vm.items():
-            alloc_rows.update({(f"vm@{tor}", str(k)): i for k, i in space.items()})
-        with self._lock:
-            if self._vm_rows is None:
-                self._vm_rows = dict(self._db.execute("SELECT name, body FROM vms"))
-                self._alloc_rows = {
-                    (s, k): i
-                    for s, k, i in self._db.execute("SELECT space, key, idx FROM allocations")
-                }
-            gone_vms = self._vm_rows.keys() - vm_rows.keys()
-            put_vms = [(n, b) for n, b in vm_rows.items() if self._vm_rows.get(n) != b]
-            gone_alloc = self._alloc_rows.keys() - alloc_rows.keys()
-            put_alloc = [
-                (s, k, i) for (s, k), i in alloc_rows.items() if self._alloc_rows.get((s, k)) != i
-            ]
-            self._db.execute("BEGIN")
-            try:
-                self._db.executemany("DELETE FROM vms WHERE name = ?", [(n,) for n in gone_vms])
-                self._db.executemany("INSERT OR REPLACE INTO vms VALUES (?, ?)", put_vms)
-                self._db.executemany(
-                    "DELETE FROM allocations WHERE space = ? AND key = ?", list(gone_alloc)
-                )
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO allocations VALUES (?, ?, ?)", put_alloc
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                self._vm_rows = None  # unknown: re-read next time
-                self._saved_vms = {}
-                raise
-            self._vm_rows = vm_rows
-            self._alloc_rows = alloc_rows
-            self._saved_vms = {vm.name: vm for vm in vms}
-        for space in alloc.spaces():
-            space.dirty = False
+        """Make the stored state exactly ``vms`` and ``alloc``."""
+        rows = [(vm.name, _body(vm)) for vm in vms]
+        with self._transaction() as db:
+            db.execute("DELETE FROM vms")
+            db.executemany("INSERT INTO vms VALUES (?, ?)", rows)
+            db.execute("DELETE FROM allocations")
+            db.executemany("INSERT INTO allocations VALUES (?, ?, ?)", list(alloc.rows()))
+        alloc.take_changes()
 
     def save_changes(
-        self, upserts: Iterable[Vm], removals: Iterable[str], alloc: Allocations | None = None
+        self,
+        upserts: Iterable[Vm],
+        removals: Iterable[str],
+        allocations: Iterable[AllocationChange] = (),
     ) -> None:
-        """Write a few changed VMs (and the allocations, if they changed)
-        without looking at the others."""
-        upserts, removals = list(upserts), list(removals)
-        with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                self._db.executemany("DELETE FROM vms WHERE name = ?", [(n,) for n in removals])
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO vms VALUES (?, ?)",
-                    [(vm.name, json.dumps(asdict(vm))) for vm in upserts],
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            finally:
-                self._vm_rows = None  # the full-save cache no longer matches
-                self._saved_vms = {}
-        if alloc is not None and alloc.dirty:
-            self.save_allocations(alloc)
+        """Write a few changed VMs and the allocations they changed, without
+        looking at the others."""
+        puts = [(vm.name, _body(vm)) for vm in upserts]
+        gone = [(name,) for name in removals]
+        alloc_puts, alloc_gone = [], []
+        for space, key, index in allocations:
+            if index is None:
+                alloc_gone.append((space, key))
+            else:
+                alloc_puts.append((space, key, index))
+        with self._transaction() as db:
+            db.executemany("DELETE FROM vms WHERE name = ?", gone)
+            db.executemany("INSERT OR REPLACE INTO vms VALUES (?, ?)", puts)
+            db.executemany("DELETE FROM allocations WHERE space = ? AND key = ?", alloc_gone)
+            db.executemany("INSERT OR REPLACE INTO allocations VALUES (?, ?, ?)", alloc_puts)
 
-    def save_allocations(self, alloc: Allocations) -> None:
-        rows = [("vni", str(k), i) for k, i in alloc.vni.items()]
-        rows += [("tor", str(k), i) for k, i in alloc.tor.items()]
-        for tor, space in alloc.vm.items():
-            rows += [(f"vm@{tor}", str(k), i) for k, i in space.items()]
-        with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                self._db.execute("DELETE FROM allocations")
-                self._db.executemany("INSERT INTO allocations VALUES (?, ?, ?)", rows)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._alloc_rows = {(s, k): i for s, k, i in rows}
-        for space in alloc.spaces():
-            space.dirty = False
+    def save_allocations(self, allocations: Iterable[AllocationChange]) -> None:
+        self.save_changes((), (), allocations)
 
     def close(self) -> None:
         self._db.close()

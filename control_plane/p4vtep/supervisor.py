@@ -9,15 +9,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
+
+import grpc
 
 from . import events
-from .compiler import CompiledTor
+from .compiler import Change, Key, SwitchState
 from .dataplane.artifacts import Pipeline
 from .model import Tor
-from .reconciler import SwitchReader, diff, reconcile
+from .reconciler import SwitchReader, changes_diff, reconcile, write
 from .runtime.client import P4RuntimeError, SwitchConnection, WriteError
+from .runtime.p4info import P4Info
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +37,24 @@ class SwitchStatus:
     reconciles: int = 0
     writes: int = 0
     version: int = 0  # desired-state version last applied
-    vm_errors: dict = field(default_factory=dict)  # VM -> why some of its entries are missing
+    vm_errors: dict[str, str] = field(default_factory=dict)  # VM -> why entries are missing
+
+
+class DesiredSource(Protocol):
+    """Where a supervisor gets what its switch must hold (the controller)."""
+
+    def snapshot(self, tor: str) -> tuple[int, SwitchState]:
+        """(version, everything the ToR must hold); pending changes are
+        dropped, the full pass covers them."""
+        ...
+
+    def changes(self, tor: str) -> tuple[int, list[Change], int]:
+        """(version, entities changed since the last call, entity count)."""
+        ...
+
+    def owner(self, tor: str, key: Key) -> str | None:
+        """The VM an entity serves, if any."""
+        ...
 
 
 class SwitchSupervisor:
@@ -43,16 +63,16 @@ class SwitchSupervisor:
         tor: Tor,
         pipeline: Pipeline,
         election_id: int,
-        compile_desired: Callable[[str], tuple[int, CompiledTor]],
+        desired: DesiredSource,
         bus: events.EventBus,
         resync_seconds: float = 30.0,
         max_backoff: float = 5.0,
-        credentials=None,
+        credentials: grpc.ChannelCredentials | None = None,
     ) -> None:
         self.tor = tor
         self.pipeline = pipeline
         self.election_id = election_id
-        self.compile_desired = compile_desired
+        self.desired = desired
         self.bus = bus
         self.resync_seconds = resync_seconds
         self.max_backoff = max_backoff
@@ -64,9 +84,8 @@ class SwitchSupervisor:
         self._applied = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"sup-{tor.name}")
         self.conn: SwitchConnection | None = None
-        # What the switch holds as of the last successful pass; lets a change
-        # be applied without reading the whole switch back (None: read it).
-        self._on_switch: CompiledTor | None = None
+        # After a failure the switch may hold anything: read it back first.
+        self._needs_full = True
         # Refused updates are retried with backoff (a full table stays full
         # until something changes; no point hammering the switch).
         self._retry_at: float | None = None
@@ -162,20 +181,23 @@ class SwitchSupervisor:
         self._reconcile(conn, full=True)
 
     def _reconcile(self, conn: SwitchConnection, full: bool) -> None:
-        version, desired = self.compile_desired(self.tor.name)
         started = time.monotonic()
         try:
-            if full or self._on_switch is None:
+            if full or self._needs_full:
+                version, desired = self.desired.snapshot(self.tor.name)
+                self._needs_full = True  # until this pass succeeds
                 delta = reconcile(conn, desired, self.reader)
+                entries = len(desired.entities)
             else:
-                known = self._on_switch
-                delta = diff(desired, known.entities, known.meters, known.defaults)
-                if delta:
-                    conn.write(delta.updates())
+                # Only what changed since the last pass; the switch held the
+                # rest already (the periodic full pass repairs drift).
+                version, changes, entries = self.desired.changes(self.tor.name)
+                delta = changes_diff(changes)
+                write(conn, delta)
         except WriteError as exc:
-            self._on_switch = None
+            self._needs_full = True
             self._set_error(str(exc))
-            self.status.vm_errors = self._blame(desired, exc, self.pipeline.p4info)
+            self.status.vm_errors = self._blame(exc, self.pipeline.p4info)
             self.bus.publish(
                 events.WriteFailed(
                     self.tor.name,
@@ -188,15 +210,18 @@ class SwitchSupervisor:
             self._retry_at = time.monotonic() + self._retry_delay
             return
         except Exception:
-            self._on_switch = None
+            self._needs_full = True
             raise
-        self._on_switch = desired
+        self._needs_full = False
         self.status.vm_errors = {}
         self._retry_delay = 0.0
         self.status.reconciles += 1
         self.status.writes += len(delta)
-        self.status.entries = len(desired.entities)
+        self.status.entries = entries
         self.status.last_error = ""
+        with self._applied:
+            self.status.version = max(self.status.version, version)
+            self._applied.notify_all()
         self.bus.publish(
             events.Reconciled(
                 self.tor.name,
@@ -206,21 +231,17 @@ class SwitchSupervisor:
                 seconds=time.monotonic() - started,
             )
         )
-        with self._applied:
-            self.status.version = max(self.status.version, version)
-            self._applied.notify_all()
 
-    @staticmethod
-    def _blame(desired: CompiledTor, exc: WriteError, p4info) -> dict[str, str]:
+    def _blame(self, exc: WriteError, p4info: P4Info) -> dict[str, str]:
         """Which VMs the refused updates belonged to, and why (first reason).
         BMv2 says only "Error when adding match entry"; naming the table and
         its size tells the operator it is full."""
-        from .runtime.entities import entity_key
+        from .compiler import identity
         from .runtime.protos import code_pb2
 
         blamed: dict[str, str] = {}
         for error in exc.errors:
-            vm = desired.owner.get(entity_key(error.update.entity))
+            vm = self.desired.owner(self.tor.name, identity(error.update.entity))
             if vm is None or vm in blamed:
                 continue
             where = ""

@@ -271,16 +271,16 @@ def validate_change(
     removals: list[str],
     checked: dict[Vm, list[Problem]] | None = None,
 ) -> VmIndex:
-    """Check a change to a state already known to be valid; return the index
-    of the new state, or raise ValidationError naming every problem."""
-    new = index.copy()
-    for name in removals:
-        if name in current:
-            new.remove(current[name])
-    for vm in upserts:
-        if vm.name in current:
-            new.remove(current[vm.name])
+    """Check a change to a state already known to be valid. ``index`` is
+    updated in place to the new state and returned (no copy: a change costs
+    the same with 100 or 100,000 VMs); if the change is refused it raises
+    ValidationError naming every problem and leaves ``index`` as it was."""
+    removed = [current[name] for name in removals if name in current]
+    removed += [current[vm.name] for vm in upserts if vm.name in current]
+    for vm in removed:
+        index.remove(vm)
     problems: list[Problem] = []
+    added: list[Vm] = []
     seen: set[str] = set()
     for vm in upserts:
         if vm.name in seen:
@@ -292,8 +292,15 @@ def validate_change(
             problems += checked[vm]
         else:
             problems += check_vm(fabric, vm)
-        problems += new.conflicts(vm)
-        new.add(vm)
+        conflicts = index.conflicts(vm)
+        problems += conflicts
+        if not conflicts:
+            index.add(vm)
+            added.append(vm)
     if problems:
+        for vm in added:
+            index.remove(vm)
+        for vm in removed:
+            index.add(vm)
         raise ValidationError(problems)
-    return new
+    return index

@@ -1,0 +1,40 @@
+"""Desired state -> the P4Runtime entities each ToR must hold.
+
+One builder per concern (``ports``, ``underlay``, ``flooding``, ``local_vm``,
+``remote_vm``), all pure over (fabric, VMs, allocations) and producing
+entities encoded once (``state``). ``incremental`` turns each change into
+per-ToR deltas; ``full`` compiles a whole ToR and is the reference.
+"""
+
+from ..allocation import (
+    VM_INDEX_MAX,
+    VNI_INDEX_MAX,
+    VTEP_REPLICA_BASE,
+    Allocations,
+    allocate,
+)
+from .encode import Encoder
+from .flooding import flood_groups, flood_uplink
+from .full import compile_tor
+from .incremental import Change, DesiredState, TorCompiler
+from .state import Key, SwitchState, identity
+from .underlay import ECMP_GROUP_ID
+
+__all__ = [
+    "ECMP_GROUP_ID",
+    "VM_INDEX_MAX",
+    "VNI_INDEX_MAX",
+    "VTEP_REPLICA_BASE",
+    "Allocations",
+    "Change",
+    "DesiredState",
+    "Encoder",
+    "Key",
+    "SwitchState",
+    "TorCompiler",
+    "allocate",
+    "compile_tor",
+    "flood_groups",
+    "flood_uplink",
+    "identity",
+]

@@ -1,0 +1,69 @@
+"""The whole-state compile: desired state -> everything one ToR must hold.
+
+Pure: the same fabric, VMs and allocations always give the same state. It
+walks the whole population, so the controller does not use it per change;
+it is the reference that the incremental path (``incremental``) must equal,
+and what tests and tools compare switches against.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from ..allocation import Allocations
+from ..dataplane.entries import PipelineEntries
+from ..model import Fabric, Vm
+from . import flooding, local_vm, ports, remote_vm, underlay
+from .encode import Encoder
+from .state import Encoded, SwitchState
+
+
+def compile_tor(
+    fabric: Fabric,
+    vms: Iterable[Vm],
+    tor_name: str,
+    alloc: Allocations,
+    encoder: Encoder | PipelineEntries,
+) -> SwitchState:
+    """Every index must already be allocated (``allocation.allocate``)."""
+    enc = encoder if isinstance(encoder, Encoder) else Encoder(encoder)
+    out = SwitchState()
+
+    def add(items: list[Encoded]) -> None:
+        for item in items:
+            out.add(item)
+
+    vms = sorted(vms, key=lambda v: v.name)
+    local = [vm for vm in vms if fabric.servers[vm.server].tor == tor_name]
+    local_vnis = {vm.vni for vm in local}
+    remote = [
+        vm for vm in vms if vm.vni in local_vnis and fabric.servers[vm.server].tor != tor_name
+    ]
+    vm_space = alloc.vm.get(tor_name)
+    if local and vm_space is None:
+        raise KeyError(f"vm@{tor_name}: no index allocated for {local[0].name!r}")
+
+    add(ports.build(enc, fabric, tor_name))
+    add(underlay.build(enc, fabric, tor_name))
+
+    remote_tors_of_vni: dict[int, set[str]] = defaultdict(set)
+    for vm in remote:
+        remote_tors_of_vni[vm.vni].add(fabric.servers[vm.server].tor)
+    for vni in sorted(local_vnis):
+        assert vm_space is not None
+        copies = [
+            (fabric.servers[vm.server].port, vm_space[vm.name]) for vm in local if vm.vni == vni
+        ]
+        add(
+            flooding.vni(enc, fabric, tor_name, alloc, vni, copies, sorted(remote_tors_of_vni[vni]))
+        )
+    every_remote_tor = {t for tors in remote_tors_of_vni.values() for t in tors}
+    add(flooding.replicas(enc, fabric, tor_name, alloc, every_remote_tor))
+
+    for vm in local:
+        assert vm_space is not None
+        add(local_vm.build(enc, fabric, vm, vm_space[vm.name]))
+    for vm in remote:
+        add(remote_vm.build(enc, fabric, vm))
+    return out

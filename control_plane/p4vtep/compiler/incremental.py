@@ -1,0 +1,416 @@
+"""Desired-state changes turned directly into per-ToR entity deltas.
+
+``DesiredState`` holds the VMs, indexed by VNI, and one ``TorCompiler`` per
+ToR. A change to a VM (attach, detach, move, QoS) reaches every ToR, and each
+rebuilds only what the VM touches there: its own entries (local or remote),
+its VNI's parameters and flood groups, the replica entries toward the other
+ToRs, and, when the VNI appears on or leaves the ToR, the remote entries of
+the VNI's other VMs. Every entity that changed is recorded with what the
+switch held before, so a supervisor writes just those.
+
+A ToR can be *pinned* to an older version of one VM (make-before-break
+during a migration): until the pin is released, that ToR keeps seeing the VM
+where it was. Pins are per migration, so overlapping migrations away from the
+same ToR each keep their own.
+
+The result always equals ``full.compile_tor`` over the ToR's view (the
+property test checks this over random change sequences).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+from ..allocation import Allocations, SpaceFull
+from ..model import Fabric, Vm
+from . import flooding, local_vm, ports, remote_vm, underlay
+from .encode import Encoder
+from .state import Encoded, Key, SwitchState
+
+Unit = Hashable  # a group of entities rebuilt together: ("vm", name), ("vni", vni), ...
+Change = tuple[Key, bytes | None, bytes | None]  # key, what the switch held, what it must hold
+
+
+class TorCompiler:
+    """The entities one ToR must hold, kept up to date change by change."""
+
+    def __init__(self, desired: DesiredState, name: str) -> None:
+        self.d = desired
+        self.name = name
+        self.enc = desired.encoders.get(name, desired.enc)  # this ToR's P4Info ids
+        self._state = SwitchState()
+        # Built lazily: after a (re)load, each ToR is compiled when its
+        # supervisor first asks, so one ToR is written while the next compiles.
+        self.built = False
+        # VNIs whose flood groups must be rebuilt: done once when the state
+        # is next read, so a burst of changes in a big VNI rebuilds them once.
+        self._stale_vnis: set[int] = set()
+        self.units: dict[Unit, tuple[Key, ...]] = {}
+        self.local: dict[int, dict[str, Vm]] = {}  # VNI -> its VMs on this ToR
+        self.remote: dict[int, Counter[str]] = {}  # VNI here -> other ToR -> its VMs there
+        self.copies: dict[int, dict[str, tuple[int, int]]] = {}  # VNI -> VM -> (port, index)
+        # Entities changed since a supervisor last took them: key -> what it held then.
+        self.dirty: dict[Key, bytes | None] = {}
+
+    # --- bookkeeping -----------------------------------------------------------
+    @property
+    def state(self) -> SwitchState:
+        """Everything the ToR must hold (pending rebuilds done first)."""
+        if not self.built:
+            self.rebuild()
+        if self._stale_vnis:
+            stale, self._stale_vnis = sorted(self._stale_vnis), set()
+            for vni in stale:
+                if vni in self.local:
+                    self._set_unit(("vni", vni), self._vni_items(vni))
+        return self._state
+
+    def _put(self, key: Key, data: bytes | None) -> None:
+        bucket = self._state.bucket(key)
+        have = bucket.get(key)
+        if have == data:
+            return
+        if key not in self.dirty:
+            self.dirty[key] = have
+        if data is None:
+            del bucket[key]
+        else:
+            bucket[key] = data
+
+    def _set_unit(self, unit: Unit, items: list[Encoded]) -> None:
+        new_keys = tuple(key for key, _ in items)
+        for key in self.units.get(unit, ()):
+            if key not in new_keys:
+                self._put(key, None)
+        for key, data in items:
+            self._put(key, data)
+        if new_keys:
+            self.units[unit] = new_keys
+        else:
+            self.units.pop(unit, None)
+
+    def take_changes(self) -> list[Change]:
+        state = self.state
+        changes = [(key, old, state.get(key)) for key, old in self.dirty.items()]
+        self.dirty = {}
+        return [c for c in changes if c[1] != c[2]]
+
+    def owner(self, key: Key) -> str | None:
+        """The VM an entity serves (to blame refused writes), if any."""
+        self.state  # noqa: B018 -- (builds it if needed)
+        for unit, keys in self.units.items():
+            if key in keys and isinstance(unit, tuple) and unit[0] == "vm":
+                return str(unit[1])
+        return None
+
+    # --- builders, fed from the indexes --------------------------------------
+    def _tor_of(self, vm: Vm) -> str:
+        return self.d.fabric.servers[vm.server].tor
+
+    def _vni_items(self, vni: int) -> list[Encoded]:
+        copies = list(self.copies[vni].values())
+        return flooding.vni(
+            self.enc,
+            self.d.fabric,
+            self.name,
+            self.d.alloc,
+            vni,
+            copies,
+            sorted(self.remote[vni]),
+        )
+
+    def _replica_items(self) -> list[Encoded]:
+        tors = {t for counts in self.remote.values() for t in counts}
+        return flooding.replicas(self.enc, self.d.fabric, self.name, self.d.alloc, tors)
+
+    def _vm_items(self, vm: Vm | None) -> list[Encoded]:
+        if vm is None:
+            return []
+        if self._tor_of(vm) == self.name:
+            index = self.d.alloc.vm[self.name][vm.name]
+            return local_vm.build(self.enc, self.d.fabric, vm, index)
+        if vm.vni in self.local:
+            return remote_vm.build(self.enc, self.d.fabric, vm)
+        return []
+
+    # --- whole rebuild (start, bulk reload) ----------------------------------------
+    def rebuild(self) -> None:
+        """Recompute everything from this ToR's view (its indices were
+        allocated when the view was committed); what differs from the current
+        state is recorded as changes."""
+        self.built = True
+        enc, fabric = self.enc, self.d.fabric
+        view = self.d.view(self.name)
+        self.local, self.remote = {}, {}
+        space = self.d.alloc.vm_space(self.name)
+        for name, vm in view.items():
+            if self._tor_of(vm) == self.name:
+                self.local.setdefault(vm.vni, {})[name] = vm
+        self.copies = {
+            vni: {n: (fabric.servers[vm.server].port, space[n]) for n, vm in members.items()}
+            for vni, members in self.local.items()
+        }
+        for vm in view.values():
+            tor = self._tor_of(vm)
+            if tor != self.name and vm.vni in self.local:
+                self.remote.setdefault(vm.vni, Counter())[tor] += 1
+        for vni in self.local:
+            self.remote.setdefault(vni, Counter())
+        units: dict[Unit, list[Encoded]] = {
+            ("ports",): ports.build(enc, fabric, self.name),
+            ("underlay",): underlay.build(enc, fabric, self.name),
+            ("replicas",): self._replica_items(),
+        }
+        self._stale_vnis = set()
+        for vni in self.local:
+            units[("vni", vni)] = self._vni_items(vni)
+        for name, vm in view.items():
+            units[("vm", name)] = self._vm_items(vm)
+        for unit in set(self.units) - set(units):
+            self._set_unit(unit, [])
+        for unit, items in units.items():
+            self._set_unit(unit, items)
+
+    # --- one VM changed in this ToR's view ------------------------------------------
+    def apply(self, name: str, old: Vm | None, new: Vm | None) -> None:
+        if old == new or not self.built:
+            return  # (an unbuilt ToR reads the whole view when built)
+        fabric, enc = self.d.fabric, self.enc
+        old_tor = self._tor_of(old) if old else None
+        new_tor = self._tor_of(new) if new else None
+        old_local, new_local = old_tor == self.name, new_tor == self.name
+        vnis = sorted({vm.vni for vm in (old, new) if vm is not None})
+        present_before = {x: x in self.local for x in vnis}
+
+        space = self.d.alloc.vm[self.name]  # (allocated by DesiredState)
+        if old is not None and old_local:
+            members = self.local[old.vni]
+            del members[name]
+            del self.copies[old.vni][name]
+            if not members:
+                del self.local[old.vni]
+                del self.copies[old.vni]
+        if new is not None and new_local:
+            self.local.setdefault(new.vni, {})[name] = new
+            port = fabric.servers[new.server].port
+            self.copies.setdefault(new.vni, {})[name] = (port, space[name])
+
+        remote_changed = False
+        flood_changed: set[int] = set()
+        for x in vnis:
+            before, now = present_before[x], x in self.local
+            if before and not now:  # the VNI left this ToR: so do its remote VMs
+                del self.remote[x]
+                self._set_unit(("vni", x), [])
+                for vm in self.d.members(self.name, x):
+                    if vm.name != name:
+                        self._set_unit(("vm", vm.name), [])
+                remote_changed = True
+            elif now and not before:  # the VNI arrived: its remote VMs come too
+                counts: Counter[str] = Counter()
+                for vm in self.d.members(self.name, x):
+                    tor = self._tor_of(vm)
+                    if tor != self.name:
+                        counts[tor] += 1
+                        if vm.name != name:
+                            self._set_unit(("vm", vm.name), remote_vm.build(enc, fabric, vm))
+                self.remote[x] = counts
+                remote_changed = True
+                flood_changed.add(x)
+            elif now:
+                counts = self.remote[x]
+                if old is not None and old.vni == x and old_tor is not None and not old_local:
+                    counts[old_tor] -= 1
+                    if counts[old_tor] == 0:
+                        del counts[old_tor]
+                        remote_changed = True
+                        flood_changed.add(x)
+                if new is not None and new.vni == x and new_tor is not None and not new_local:
+                    if counts[new_tor] == 0:
+                        remote_changed = True
+                        flood_changed.add(x)
+                    counts[new_tor] += 1
+
+        def copy(vm: Vm | None, local: bool) -> tuple[int, int] | None:
+            return (vm.vni, fabric.servers[vm.server].port) if vm and local else None
+
+        if copy(old, old_local) != copy(new, new_local):
+            flood_changed.update(vm.vni for vm in (old, new) if vm is not None)
+
+        self._set_unit(("vm", name), self._vm_items(new))
+        self._stale_vnis.update(x for x in flood_changed if x in self.local)
+        if remote_changed:
+            self._set_unit(("replicas",), self._replica_items())
+
+
+@dataclass(frozen=True)
+class Pin:
+    tor: str
+    name: str
+    vm: Vm | None  # what the ToR keeps seeing
+
+
+class DesiredState:
+    """The VMs, their indexes and every ToR's compiled entities."""
+
+    def __init__(
+        self,
+        fabric: Fabric,
+        encoder: Encoder,
+        alloc: Allocations,
+        encoders: dict[str, Encoder] | None = None,
+    ) -> None:
+        self.fabric = fabric
+        self.enc = encoder
+        self.encoders = encoders or {}  # per ToR, where its target's P4Info differs
+        self.alloc = alloc
+        self.vms: dict[str, Vm] = {}
+        self.by_vni: dict[int, dict[str, Vm]] = {}
+        self.tors = {name: TorCompiler(self, name) for name in sorted(fabric.tors)}
+        self._pins: dict[int, Pin] = {}
+        self._pinned: dict[str, dict[str, list[int]]] = {t: {} for t in fabric.tors}
+        self._next_pin = 1
+        for name in sorted(fabric.tors):
+            alloc.tor.get(name)
+
+    # --- views ----------------------------------------------------------------------
+    def seen_by(self, tor: str, name: str) -> Vm | None:
+        tokens = self._pinned[tor].get(name)
+        return self._pins[tokens[0]].vm if tokens else self.vms.get(name)
+
+    def view(self, tor: str) -> dict[str, Vm]:
+        """The VMs as this ToR must see them (pins applied)."""
+        out = dict(self.vms)
+        for name in self._pinned[tor]:
+            vm = self.seen_by(tor, name)
+            if vm is None:
+                out.pop(name, None)
+            else:
+                out[name] = vm
+        return out
+
+    def members(self, tor: str, vni: int) -> list[Vm]:
+        """The VMs of a VNI as this ToR must see them."""
+        out = dict(self.by_vni.get(vni, {}))
+        for name in self._pinned[tor]:
+            out.pop(name, None)
+            vm = self.seen_by(tor, name)
+            if vm is not None and vm.vni == vni:
+                out[name] = vm
+        return list(out.values())
+
+    def pinned_vms(self) -> list[Vm]:
+        return [pin.vm for pin in self._pins.values() if pin.vm is not None]
+
+    # --- changes ----------------------------------------------------------------------
+    def _set_global(self, name: str, vm: Vm | None) -> Vm | None:
+        old = self.vms.get(name)
+        if old is not None:
+            members = self.by_vni[old.vni]
+            del members[name]
+            if not members:
+                del self.by_vni[old.vni]
+            del self.vms[name]
+        if vm is not None:
+            self.vms[name] = vm
+            self.by_vni.setdefault(vm.vni, {})[name] = vm
+        return old
+
+    def check_room(self, upserts: Iterable[Vm]) -> None:
+        """Raise SpaceFull, changing nothing, if the indices would run out."""
+        new_vnis = {vm.vni for vm in upserts if self.alloc.vni.peek(vm.vni) is None}
+        vni_space = self.alloc.vni
+        if len(vni_space) + len(new_vnis) > vni_space.high - vni_space.low + 1:
+            raise SpaceFull(f"vni: all {vni_space.high - vni_space.low + 1} indices in use")
+        arriving: Counter[str] = Counter()
+        for vm in upserts:
+            tor = self.fabric.servers[vm.server].tor
+            if self.alloc.vm_space(tor).peek(vm.name) is None:
+                arriving[tor] += 1
+        for tor, count in arriving.items():
+            space = self.alloc.vm_space(tor)
+            if len(space) + count > space.high - space.low + 1:
+                raise SpaceFull(f"{space.name}: all {space.high - space.low + 1} indices in use")
+
+    def change(self, upserts: Iterable[Vm], removals: Iterable[str]) -> None:
+        """Apply VM upserts and removals (already validated)."""
+        upserts = list(upserts)
+        self.check_room(upserts)
+        for upsert in upserts:
+            self.alloc.vni.get(upsert.vni)
+        steps: list[tuple[str, Vm | None]] = [(vm.name, vm) for vm in upserts]
+        steps += [(name, None) for name in removals]
+        for name, vm in steps:
+            old = self._set_global(name, vm)
+            for tor in self.tors:
+                tokens = self._pinned[tor].get(name)
+                if not tokens:
+                    self._view_changed(tor, name, old, vm)
+                elif vm is None:  # a VM that is gone keeps no pin
+                    seen = self._pins[tokens[0]].vm
+                    for token in tokens:
+                        del self._pins[token]
+                    del self._pinned[tor][name]
+                    self._view_changed(tor, name, seen, None)
+
+    def load(self, vms: Iterable[Vm]) -> None:
+        """Replace the whole population (start, bulk reload): every ToR is
+        rebuilt; what differs is recorded as changes."""
+        new = {vm.name: vm for vm in vms}
+        self.check_room(new.values())
+        for name in set(self.vms) - set(new):
+            for tor in self.tors:
+                for token in self._pinned[tor].pop(name, []):
+                    del self._pins[token]
+        self.vms, self.by_vni = {}, {}
+        for vni in sorted({vm.vni for vm in new.values()}):
+            self.alloc.vni.get(vni)
+        for name in sorted(new):
+            self._set_global(name, new[name])
+        for tor, compiler in self.tors.items():
+            self._allocate_view(tor)
+            compiler.built = False
+
+    def _allocate_view(self, tor: str) -> None:
+        """VM indices for exactly the VMs this ToR sees on itself."""
+        space = self.alloc.vm_space(tor)
+        servers = self.fabric.servers
+        local = {n for n, vm in self.view(tor).items() if servers[vm.server].tor == tor}
+        for gone in space.keys() - local:
+            space.release(gone)
+        for name in sorted(local):
+            space.get(name)
+
+    def pin(self, tor: str, name: str) -> int:
+        """Keep ``tor`` seeing VM ``name`` as it does now, until ``unpin``."""
+        token = self._next_pin
+        self._next_pin += 1
+        self._pins[token] = Pin(tor, name, self.seen_by(tor, name))
+        self._pinned[tor].setdefault(name, []).append(token)
+        return token
+
+    def unpin(self, token: int) -> None:
+        pin = self._pins.pop(token, None)
+        if pin is None:
+            return  # the VM went away meanwhile
+        tokens = self._pinned[pin.tor][pin.name]
+        first = tokens[0] == token
+        tokens.remove(token)
+        if not tokens:
+            del self._pinned[pin.tor][pin.name]
+        if first:
+            self._view_changed(pin.tor, pin.name, pin.vm, self.seen_by(pin.tor, pin.name))
+
+    def _view_changed(self, tor: str, name: str, old: Vm | None, new: Vm | None) -> None:
+        """What ``tor`` sees of VM ``name`` changed: allocate or free its index
+        there (now, when the change is committed), then update the entities."""
+        servers = self.fabric.servers
+        was_here = old is not None and servers[old.server].tor == tor
+        is_here = new is not None and servers[new.server].tor == tor
+        if is_here:
+            self.alloc.vm_space(tor).get(name)
+        elif was_here:
+            self.alloc.vm_space(tor).release(name)
+        self.tors[tor].apply(name, old, new)

@@ -1,0 +1,29 @@
+"""Builder: a VM on this ToR. Its (port, VLAN) binding, its MAC and ARP
+entries, its flood replica and, with a QoS policy, its meters."""
+
+from __future__ import annotations
+
+from ..dataplane.entries import MeterRates
+from ..model import Fabric, Rates, Vm
+from .encode import Encoder
+from .state import Encoded
+
+
+def rates(r: Rates) -> MeterRates:
+    return MeterRates(r.cir, r.cburst, r.pir, r.pburst)
+
+
+def build(enc: Encoder, fabric: Fabric, vm: Vm, index: int) -> list[Encoded]:
+    port = fabric.servers[vm.server].port
+    out = [
+        enc.access_binding(port, vm.vlan, vm.vni, index, vm.mac),
+        enc.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index),
+        enc.replica_to_vm(index, vm.vlan, index),
+    ]
+    out += [enc.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips]
+    policy = fabric.policies.get(vm.qos) if vm.qos else None
+    if policy is not None:
+        for direction, r in (("tx", policy.tx), ("rx", policy.rx)):
+            if r is not None:
+                out.append(enc.vm_meter(direction, index, rates(r)))
+    return out

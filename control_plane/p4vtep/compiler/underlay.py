@@ -1,0 +1,23 @@
+"""Builder: the underlay. One ECMP group over every uplink, a /32 route to
+every other ToR's VTEP through it."""
+
+from __future__ import annotations
+
+from ..model import Fabric
+from .encode import Encoder
+from .state import Encoded
+
+ECMP_GROUP_ID = 1
+
+
+def build(enc: Encoder, fabric: Fabric, tor_name: str) -> list[Encoded]:
+    tor = fabric.tors[tor_name]
+    out = [enc.next_hop_member(u.port + 1, u.port, u.next_hop_mac) for u in tor.uplinks]
+    members = [u.port + 1 for u in tor.uplinks]
+    out.append(enc.ecmp_group(ECMP_GROUP_ID, members, max_size=max(16, len(tor.uplinks))))
+    out += [
+        enc.underlay_route(other.vtep_ip, 32, group_id=ECMP_GROUP_ID)
+        for other in sorted(fabric.tors.values(), key=lambda t: t.name)
+        if other.name != tor_name
+    ]
+    return out
