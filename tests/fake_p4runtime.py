@@ -1,7 +1,7 @@
 """An in-process P4Runtime server for unit tests: no BMv2, no root.
 
 It keeps what a switch keeps, by the same identity the controller uses
-(``entity_key``), and answers the way BMv2's P4Runtime server does where the
+(``compiler.state.identity``), and answers the way BMv2's P4Runtime server does where the
 controller depends on it:
 
 - StreamChannel: arbitration by election id; the highest id is primary,
@@ -27,7 +27,7 @@ from concurrent import futures
 from dataclasses import dataclass
 
 import grpc
-from p4vtep.runtime.entities import EntityKey, entity_key
+from p4vtep.compiler.state import Key, identity
 from p4vtep.runtime.protos import code_pb2, p4runtime_pb2, p4runtime_pb2_grpc, status_pb2
 
 Entity = p4runtime_pb2.Entity
@@ -51,7 +51,7 @@ class _Stream:
 class FakeP4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def __init__(self, device_id: int = 1) -> None:
         self.device_id = device_id
-        self.entities: dict[EntityKey, Entity] = {}
+        self.entities: dict[Key, Entity] = {}
         self.config: p4runtime_pb2.ForwardingPipelineConfig | None = None
         self.write_requests: list[p4runtime_pb2.WriteRequest] = []  # every Write received
         self.pipeline_pushes = 0
@@ -298,10 +298,8 @@ def _copy(entity: Entity) -> Entity:
     return copy
 
 
-def _key(entity: Entity) -> EntityKey:
-    if entity.HasField("table_entry") and entity.table_entry.is_default_action:
-        return ("default", entity.table_entry.table_id)
-    return entity_key(entity)
+def _key(entity: Entity) -> Key:
+    return identity(entity)
 
 
 def _matches(wanted: Entity, held: Entity) -> bool:

@@ -3,9 +3,10 @@ reconnect with backoff, primary loss and regain, refused-write blame,
 incremental changes vs the periodic full resync.
 
 Relies only on the supervisor's public face: SwitchSupervisor(tor, pipeline,
-election_id, compile_desired, bus, resync_seconds=, max_backoff=), start/stop,
-notify, wait_applied, status (connected, primary, version, vm_errors,
-last_error) and the events it publishes on the bus.
+election_id, desired, bus, resync_seconds=, max_backoff=) with ``desired`` a
+DesiredSource (here the compiler's own DesiredState behind a version
+counter), start/stop, notify, wait_applied, status (connected, primary,
+version, vm_errors, last_error) and the events it publishes on the bus.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from fabric_fixture import two_tor_fabric, vms
 from fake_p4runtime import FakeP4RuntimeServer
 from helpers import wait_until
 from p4vtep import events
-from p4vtep.compiler import Allocations, CompiledTor, compile_tor
+from p4vtep.compiler import Allocations, Change, DesiredState, Encoder, Key, SwitchState
+from p4vtep.compiler.state import identity
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.model import Vm
-from p4vtep.runtime.entities import entity_key
 from p4vtep.runtime.protos import code_pb2
 from p4vtep.supervisor import SwitchSupervisor
 
@@ -35,25 +36,36 @@ ELECTION_ID = 10
 
 
 class Desired:
-    """What the controller would hand the supervisor: a versioned VM set,
-    compiled for the ToR on demand."""
+    """What the controller hands the supervisor (a DesiredSource): the
+    compiler's incremental state of a versioned VM set."""
 
     def __init__(self, fabric, vms: list[Vm]) -> None:
-        self.fabric = fabric
-        self.vms = {vm.name: vm for vm in vms}
+        self.state = DesiredState(fabric, Encoder(PipelineEntries(PIPELINE.p4info)), Allocations())
+        self.state.load(vms)
         self.version = 1
-        self.alloc = Allocations()
-        self.entries = PipelineEntries(PIPELINE.p4info)
         self._lock = threading.Lock()
 
-    def __call__(self, tor: str) -> tuple[int, CompiledTor]:
+    def snapshot(self, tor: str) -> tuple[int, SwitchState]:
         with self._lock:
-            compiled = compile_tor(self.fabric, self.vms.values(), tor, self.alloc, self.entries)
-            return self.version, compiled
+            return self.version, self.state.tors[tor].snapshot()
+
+    def changes(self, tor: str) -> tuple[int, list[Change], int]:
+        with self._lock:
+            compiler = self.state.tors[tor]
+            return self.version, compiler.take_changes(), len(compiler.state.entities)
+
+    def owner(self, tor: str, key: Key) -> str | None:
+        with self._lock:
+            return self.state.tors[tor].owner(key)
+
+    def __call__(self, tor: str) -> SwitchState:
+        """What ``tor`` must hold now (a copy; pending changes stay pending)."""
+        with self._lock:
+            return self.state.tors[tor].state.copy()
 
     def attach(self, vm: Vm) -> int:
         with self._lock:
-            self.vms[vm.name] = vm
+            self.state.change([vm], [])
             self.version += 1
             return self.version
 
@@ -61,13 +73,13 @@ class Desired:
 def held_keys(fake: FakeP4RuntimeServer) -> set:
     with fake._lock:
         return {
-            entity_key(e)
+            identity(e)
             for e in fake.entities.values()
             if not (e.HasField("table_entry") and e.table_entry.is_default_action)
         }
 
 
-def desired_keys(compiled: CompiledTor) -> set:
+def desired_keys(compiled: SwitchState) -> set:
     return set(compiled.entities) | set(compiled.meters)
 
 
@@ -119,7 +131,7 @@ def test_pushes_the_pipeline_and_writes_exactly_the_desired_state(fake, running)
     pushed = next_event(watch, events.PipelinePushed)
     assert pushed.cookie == PIPELINE.cookie
     assert fake.config.cookie.cookie == PIPELINE.cookie
-    _, compiled = desired("tor1")
+    compiled = desired("tor1")
     assert held_keys(fake) == desired_keys(compiled)
     assert sup.status.connected
     assert sup.status.primary
@@ -142,16 +154,16 @@ def test_an_installed_pipeline_with_our_cookie_is_not_pushed_again(fake, running
 def test_a_change_writes_only_the_difference_without_reading_back(fake, running):
     sup, desired, _ = running
     reads, writes = fake.reads, len(fake.write_requests)
-    _, before = desired("tor1")
+    before = desired("tor1")
     version = desired.attach(Vm("a3", "00:00:0a:00:00:03", ("192.168.1.3",), 5000, "s12", 11))
     sup.notify()
     assert sup.wait_applied(version, 10)
-    _, after = desired("tor1")
+    after = desired("tor1")
     new = desired_keys(after) - desired_keys(before)
     changed = [
         k
         for k in desired_keys(before) & set(after.entities)
-        if before.entities[k].SerializeToString() != after.entities[k].SerializeToString()
+        if before.entities[k] != after.entities[k]
     ]
     assert fake.reads == reads  # incremental: nothing read back
     sent = [u for request in fake.write_requests[writes:] for u in request.updates]
@@ -164,7 +176,7 @@ def test_the_periodic_resync_reads_back_and_repairs_drift(fake):
     sup.start()
     try:
         assert sup.wait_applied(desired.version, 10)
-        _, compiled = desired("tor1")
+        compiled = desired("tor1")
         with fake._lock:
             victim = next(k for k in fake.entities if k in compiled.entities)
             del fake.entities[victim]  # someone else deleted an entry
@@ -196,7 +208,7 @@ def test_reconnects_with_growing_capped_backoff_then_restores(fake):
         assert min(gaps[2:]) >= 0.35
         assert gaps[3] < 1.2
         assert next_event(watch, events.SwitchConnected).primary
-        _, compiled = desired("tor1")
+        compiled = desired("tor1")
         assert wait_until(lambda: held_keys(fake) == desired_keys(compiled), 10)
     finally:
         sup.stop()
@@ -215,7 +227,7 @@ def test_primary_lost_then_regained_applies_what_changed_meanwhile(fake, running
     fake.release_primary()
     assert next_event(watch, events.PrimaryChanged).primary
     assert sup.wait_applied(version, 10)
-    _, compiled = desired("tor1")
+    compiled = desired("tor1")
     assert held_keys(fake) == desired_keys(compiled)
 
 
@@ -239,10 +251,10 @@ def test_refused_writes_are_blamed_on_their_vm_and_retried(fake):
         assert "RESOURCE_EXHAUSTED" in sup.status.vm_errors["a3"]
         assert sup.status.version < version
         # The rest of the batch was written: a3's other entries are there.
-        _, compiled = desired("tor1")
+        compiled = desired("tor1")
         missing = desired_keys(compiled) - held_keys(fake)
         assert len(missing) == 1
-        assert compiled.owner[next(iter(missing))] == "a3"
+        assert desired.owner("tor1", next(iter(missing))) == "a3"
         # Room is made: the retry (with backoff) completes and clears the blame.
         fake.accept_all()
         assert sup.wait_applied(version, 15)

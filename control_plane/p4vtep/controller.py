@@ -111,10 +111,7 @@ class Controller:
     # --- what the switches must hold (called by supervisors) --------------------
     def snapshot(self, tor: str) -> tuple[int, SwitchState]:
         with self._lock:
-            compiler = self.desired.tors[tor]
-            state = compiler.state.copy()  # (finishes pending rebuilds)
-            compiler.dirty = {}
-            return self.version, state
+            return self.version, self.desired.tors[tor].snapshot()
 
     def changes(self, tor: str) -> tuple[int, list[Change], int]:
         with self._lock:

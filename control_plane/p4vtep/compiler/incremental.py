@@ -91,6 +91,13 @@ class TorCompiler:
         else:
             self.units.pop(unit, None)
 
+    def snapshot(self) -> SwitchState:
+        """A copy of everything the ToR must hold; changes recorded so far
+        are dropped (a full pass against this copy covers them)."""
+        state = self.state.copy()
+        self.dirty = {}
+        return state
+
     def take_changes(self) -> list[Change]:
         state = self.state
         changes = [(key, old, state.get(key)) for key, old in self.dirty.items()]

@@ -28,8 +28,6 @@ class Ternary:
 
 MatchValue = codec.Value | Lpm | Ternary
 MatchType = p4info_pb2.MatchField.MatchType
-# What identifies an entity on the switch (see ``entity_key``).
-EntityKey = tuple[object, ...]
 
 
 def _match(p4info: P4Info, table_id: int, name: str, value: MatchValue) -> p4runtime_pb2.FieldMatch:
@@ -211,40 +209,3 @@ def to_entity(message: EntityMessage) -> p4runtime_pb2.Entity:
     entity = p4runtime_pb2.Entity()
     getattr(entity, _ENTITY_FIELD[type(message)]).CopyFrom(message)
     return entity
-
-
-def entity_key(entity: p4runtime_pb2.Entity) -> EntityKey:
-    """What identifies an entity on the switch (not what it does)."""
-    kind = entity.WhichOneof("entity")
-    if kind == "table_entry":
-        te = entity.table_entry
-        return (
-            kind,
-            te.table_id,
-            te.is_default_action,
-            te.priority,
-            tuple(f.SerializeToString(deterministic=True) for f in te.match),
-        )
-    if kind == "action_profile_member":
-        return (
-            kind,
-            entity.action_profile_member.action_profile_id,
-            entity.action_profile_member.member_id,
-        )
-    if kind == "action_profile_group":
-        return (
-            kind,
-            entity.action_profile_group.action_profile_id,
-            entity.action_profile_group.group_id,
-        )
-    if kind == "packet_replication_engine_entry":
-        pre = entity.packet_replication_engine_entry
-        which = pre.WhichOneof("type")
-        if which == "multicast_group_entry":
-            return (kind, which, pre.multicast_group_entry.multicast_group_id)
-        return (kind, which, pre.clone_session_entry.session_id)
-    if kind == "meter_entry":
-        return (kind, entity.meter_entry.meter_id, entity.meter_entry.index.index)
-    if kind == "counter_entry":
-        return (kind, entity.counter_entry.counter_id, entity.counter_entry.index.index)
-    raise ValueError(f"no key for entity kind {kind!r}")
