@@ -184,8 +184,8 @@ def section_dataplane(out: list[str]) -> None:
     if work:
         out.append("What BMv2 executes for one 64-byte frame (counted in its trace log):\n")
         out.append(
-            "| path | parser states | tables applied (the program's own) | conditions | primitives | "
-            "counters | meters | checksums | headers deparsed |"
+            "| path | parser states | tables applied (the program's own) | conditions "
+            "| primitives | counters | meters | checksums | headers deparsed |"
         )
         out.append("|---|---|---|---|---|---|---|---|---|")
         for name, w in work.items():

@@ -82,7 +82,8 @@ def test_trace_lines_are_counted_by_kind() -> None:
         "[t] [bmv2] [T] [thread 1] [0.0] [cxt 0] Action p4vtep56",
         "[t] [bmv2] [T] [thread 1] [0.0] [cxt 0] p4vtep.p4(56) Primitive mark_to_drop(std)",
         '[t] [bmv2] [T] [thread 1] [0.0] [cxt 0] p4vtep.p4(57) Condition "x" (node_3) is false',
-        "[t] [bmv2] [T] [thread 1] [0.0] [cxt 0] Applying table 'VtepIngress.port_config.port_role'",
+        "[t] [bmv2] [T] [thread 1] [0.0] [cxt 0] "
+        "Applying table 'VtepIngress.port_config.port_role'",
         "[t] [bmv2] [T] [thread 1] [0.0] [cxt 0] Updated counter 'VtepIngress.c' at index 1",
         "[t] [bmv2] [T] [thread 1] [0.0] [cxt 0] Updated meter 'VtepIngress.m' at index 1, ...",
         "[t] [bmv2] [D] [thread 1] [0.0] [cxt 0] Verified checksum 'cksum_0': passed",

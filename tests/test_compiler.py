@@ -59,15 +59,16 @@ def test_entities_are_stored_as_the_builders_encode_them():
 def test_flood_group_has_local_vfs_and_one_copy_per_remote_vtep():
     alloc = Allocations()
     c = compiled(alloc=alloc)
-    groups = {
-        e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id: e.packet_replication_engine_entry.multicast_group_entry
+    mc_groups = [
+        e.packet_replication_engine_entry.multicast_group_entry
         for e in decoded(c)
         if e.WhichOneof("entity") == "packet_replication_engine_entry"
-    }
+    ]
+    groups = {g.multicast_group_id: g for g in mc_groups}
     group_a, local_a = flood_groups(alloc.vni.peek(5000))
     assert len(groups[group_a].replicas) == 2  # a1's VF + tor2
     assert len(groups[local_a].replicas) == 1  # a1's VF only
-    group_b, local_b = flood_groups(alloc.vni.peek(6000))
+    group_b, _local_b = flood_groups(alloc.vni.peek(6000))
     assert len(groups[group_b].replicas) == 2  # b1, b2; no remote VTEP hosts VNI B
     assert {r.egress_port for r in groups[group_b].replicas} == {2}
 
@@ -99,7 +100,8 @@ def test_diff_inserts_modifies_and_deletes_in_dependency_order():
     after = compiled(vm_list=moved, alloc=alloc)
     delta = diff(after, before)
     kinds = [u.type for u in delta.updates()]
-    assert delta.inserts and delta.deletes
+    assert delta.inserts
+    assert delta.deletes
     # Deletes first, then inserts, then modifies.
     assert kinds == sorted(kinds, key=lambda t: {3: 0, 1: 1, 2: 2}[t])
     # Within inserts: multicast groups before the table entries.

@@ -202,7 +202,8 @@ def test_concurrent_conflicting_commits_exactly_one_wins(cluster, resources):
         outcome = race_commits([a, b], changes, base)
         winners = [r for r, o in outcome.items() if isinstance(o, int)]
         losers = [r for r, o in outcome.items() if isinstance(o, Conflict)]
-        assert len(winners) == 1 and len(losers) == 1, outcome
+        assert len(winners) == 1, outcome
+        assert len(losers) == 1, outcome
         winner, loser = winners[0], losers[0]
         state = a.load()
         assert state.revision == outcome[winner]

@@ -140,7 +140,8 @@ def test_no_section_means_no_evpn() -> None:
             "the number must fit 16 bits after an IPv4 address",
         ),
         (
-            "evpn: {asn: 65000, router_id: 10.0.0.254, vnis: [{vni: 5000, route_targets: [65000]}]}",
+            "evpn: {asn: 65000, router_id: 10.0.0.254, "
+            "vnis: [{vni: 5000, route_targets: [65000]}]}",
             "evpn.vnis[0].route_targets: route target '65000': expected ASN:N or IPv4:N",
         ),
         (
@@ -183,8 +184,10 @@ def test_no_section_means_no_evpn() -> None:
         (
             (
                 "evpn: {asn: 65000, router_id: 10.0.0.254, static_vteps: ["
-                "{vtep_ip: 192.0.2.9, vnis: [5000], macs: [{vni: 5000, mac: '52:54:00:00:00:01'}]},"
-                "{vtep_ip: 192.0.2.8, vnis: [5000], macs: [{vni: 5000, mac: '52:54:00:00:00:01'}]}]}"
+                "{vtep_ip: 192.0.2.9, vnis: [5000], "
+                "macs: [{vni: 5000, mac: '52:54:00:00:00:01'}]},"
+                "{vtep_ip: 192.0.2.8, vnis: [5000], "
+                "macs: [{vni: 5000, mac: '52:54:00:00:00:01'}]}]}"
             ),
             (
                 "evpn.static_vteps[1].macs[0].mac: 52:54:00:00:00:01 in VNI 5000 is already behind "

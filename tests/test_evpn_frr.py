@@ -132,7 +132,8 @@ def test_a_vm_moving_between_our_tors_is_renumbered_in_frr(
             for p in frr.evpn_routes()
             if OUR_MAC in p["prefix"] and any(n.get("ip") == TOR2 for n in p.get("nexthops", []))
         ]
-        assert mobility and all("MM:1" in s for s in mobility), mobility
+        assert mobility
+        assert all("MM:1" in s for s in mobility), mobility
         assert wait_for(lambda: not _frr_has(frr, OUR_MAC, TOR1), 10)
     finally:
         service.set_local([], {})

@@ -121,7 +121,7 @@ def test_variables_name_the_tools(tmp_path: Path) -> None:
 
 def test_a_variable_naming_nothing_is_an_error(tmp_path: Path, capsys) -> None:
     env = bare_env(SIMPLE_SWITCH_GRPC=str(tmp_path / "nope"))
-    with pytest.raises(tc.ToolchainError, match="SIMPLE_SWITCH_GRPC=.*not an executable"):
+    with pytest.raises(tc.ToolchainError, match=r"SIMPLE_SWITCH_GRPC=.*not an executable"):
         tc.plan_bmv2(settings(tmp_path), env)
     assert tc.main(["plan", "--prefix", str(tmp_path / "p")], env=env) == 1
     assert "not an executable" in capsys.readouterr().out
@@ -211,7 +211,7 @@ def test_archive_without_manifest_is_refused(tmp_path: Path) -> None:
     archive = tmp_path / "plain.tar.xz"
     with tarfile.open(archive, "w:xz") as tf:
         tf.add(content / "bin", arcname="bin")
-    with pytest.raises(tc.ToolchainError, match="no top-level p4vtep-toolchain.json"):
+    with pytest.raises(tc.ToolchainError, match=r"no top-level p4vtep-toolchain\.json"):
         tc.ensure(settings(tmp_path, archive=str(archive)), bare_env())
 
 
@@ -387,7 +387,7 @@ def test_packed_archive_unpacks_and_is_found(tmp_path: Path) -> None:
 
 def test_packing_refuses_a_prefix_without_manifest(tmp_path: Path) -> None:
     prefix = stub_prefix(tmp_path / "p", manifest=False)
-    with pytest.raises(tc.ToolchainError, match="has no p4vtep-toolchain.json"):
+    with pytest.raises(tc.ToolchainError, match=r"has no p4vtep-toolchain\.json"):
         tc.pack_archive(prefix, tmp_path / "x.tar.xz")
     assert not (tmp_path / "x.tar.xz").exists()
 

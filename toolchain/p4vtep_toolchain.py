@@ -295,7 +295,10 @@ def plan_build(s: Settings, projects: Sequence[str]) -> Plan:
         return Plan("network", detail=s.git_base)
     return Plan(
         "none",
-        detail=f"no P4VTEP_SOURCES and {s.git_base} not reachable (gave up after {s.network_timeout:g} s at most)",
+        detail=(
+            f"no P4VTEP_SOURCES and {s.git_base} not reachable "
+            f"(gave up after {s.network_timeout:g} s at most)"
+        ),
     )
 
 
@@ -762,11 +765,12 @@ class Builder:
     def fetchcontent_dirs(self, stage: Stage) -> list[str]:
         """p4c fetches protobuf, Abseil and P4Runtime at configure time; hand it checked
         out trees instead so the build works offline and uses the pinned revisions."""
-        dirs = {
-            "PROTOBUF": self.checkout(stage, "protocolbuffers/protobuf", PINS["protocolbuffers/protobuf"]),
-            "ABSEIL": self.checkout(stage, "abseil/abseil-cpp", PINS["abseil/abseil-cpp"]),
-            "P4RUNTIME": self.checkout(stage, "p4lang/p4runtime", PINS["p4lang/p4runtime"]),
-        }  # fmt: skip
+        repos = {
+            "PROTOBUF": "protocolbuffers/protobuf",
+            "ABSEIL": "abseil/abseil-cpp",
+            "P4RUNTIME": "p4lang/p4runtime",
+        }
+        dirs = {name: self.checkout(stage, repo, PINS[repo]) for name, repo in repos.items()}
         return [f"-DFETCHCONTENT_SOURCE_DIR_{k}={v}" for k, v in dirs.items()]
 
     def p4c_tree(self, stage: Stage) -> Path:
@@ -893,8 +897,8 @@ def build_from_sources(s: Settings, origin: str, tofino: bool = False) -> Found:
     make_writable_dir(prefix)
     make_writable_dir(s.workdir)
     b = Builder(s, origin, prefix)
-    say(f"building from {'local sources in ' + str(s.sources) if origin == 'sources' else s.git_base}"
-        f" into {prefix}; build directory {b.work}")  # fmt: skip
+    source = f"local sources in {s.sources}" if origin == "sources" else s.git_base
+    say(f"building from {source} into {prefix}; build directory {b.work}")
     packages = BUILD_PACKAGES + (TOFINO_BUILD_PACKAGES if tofino else ())
     install_debian_packages(packages, s)
     if tofino:
@@ -902,7 +906,8 @@ def build_from_sources(s: Settings, origin: str, tofino: bool = False) -> Found:
     else:
         stages = [
             ("PI", f"{PINS['p4lang/PI']} {prefix}", b.build_pi),
-            ("BMv2", f"{PINS['p4lang/behavioral-model']} {PINS['p4lang/PI']} {prefix}", b.build_bmv2),
+            ("BMv2", f"{PINS['p4lang/behavioral-model']} {PINS['p4lang/PI']} {prefix}",
+             b.build_bmv2),
             ("p4c", f"{PINS['p4lang/p4c']} {prefix}", b.build_p4c),
         ]  # fmt: skip
     for i, (name, key, body) in enumerate(stages, 1):

@@ -155,7 +155,10 @@ class Bmv2Switch:
 
     def _port_open(self) -> bool:
         if self.netns:
-            probe = f"import socket; socket.create_connection(('{self.grpc_host}', {self.grpc_port}), 0.5)"
+            probe = (
+                "import socket; "
+                f"socket.create_connection(('{self.grpc_host}', {self.grpc_port}), 0.5)"
+            )
             return (
                 subprocess.run(
                     ["ip", "netns", "exec", self.netns, "python3", "-c", probe],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -91,7 +92,6 @@ class EventBus:
         with self._lock:
             subscribers = list(self._subscribers)
         for q in subscribers:
-            try:
+            # A stalled watcher must not stall the controller: it misses the event.
+            with contextlib.suppress(queue.Full):
                 q.put_nowait(event)
-            except queue.Full:
-                pass  # a stalled watcher must not stall the controller

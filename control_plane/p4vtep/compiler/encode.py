@@ -146,7 +146,10 @@ class Encoder:
         ordered = sorted(replicas)
         parts = list(map(self._replicas.get, ordered))  # (no Python loop: 1000s of copies)
         if None in parts:
-            parts = [p if p is not None else self._replica(r) for p, r in zip(parts, ordered)]
+            parts = [
+                p if p is not None else self._replica(r)
+                for p, r in zip(parts, ordered, strict=True)
+            ]
         head = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=group_id).SerializeToString()
         entity = p4runtime_pb2.Entity()
         group = entity.packet_replication_engine_entry.multicast_group_entry

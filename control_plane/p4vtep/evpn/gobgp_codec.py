@@ -251,7 +251,8 @@ def decode(path: Any) -> MacIpRoute | InclusiveMulticastRoute | None:
             raise RouteError(f"type 3 from {n.ip_address} without a PMSI tunnel attribute")
         if pmsi.type != PMSI_INGRESS_REPLICATION:
             raise RouteError(
-                f"type 3 from {n.ip_address}: PMSI tunnel type {pmsi.type} is not ingress replication"
+                f"type 3 from {n.ip_address}: PMSI tunnel type {pmsi.type} "
+                "is not ingress replication"
             )
         endpoint = str(ipaddress.IPv4Address(bytes(pmsi.id))) if len(pmsi.id) == 4 else None
         return InclusiveMulticastRoute(
