@@ -15,7 +15,7 @@ import grpc
 DEFAULT_API = os.environ.get("P4VTEP_API", "127.0.0.1:50051")
 
 
-def table(rows: list[Sequence], headers: Sequence[str]) -> str:
+def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
     """Rows as aligned columns."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]

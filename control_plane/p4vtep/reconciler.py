@@ -47,7 +47,7 @@ class Diff:
         return out
 
 
-def _update(kind: int, data: bytes) -> p4runtime_pb2.Update:
+def _update(kind: p4runtime_pb2.Update.Type, data: bytes) -> p4runtime_pb2.Update:
     update = Update(type=kind)
     update.entity.MergeFromString(data)
     return update

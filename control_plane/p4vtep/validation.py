@@ -10,6 +10,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .dataplane import limits
 from .dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
@@ -17,6 +18,7 @@ from .model import Fabric, Vm
 
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 VNI_MIN = 1
+K = TypeVar("K")
 
 
 @dataclass(frozen=True)
@@ -72,16 +74,16 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
     ports: dict[tuple[str, int], str] = {}
     for server in fabric.servers.values():
         subject = f"server {server.name}"
-        tor = fabric.tors.get(server.tor)
-        if tor is None:
+        server_tor = fabric.tors.get(server.tor)
+        if server_tor is None:
             problems.append(Problem(subject, "tor", f"unknown ToR {server.tor!r}"))
             continue
         why = limits.BMV2.port_problem(server.port)
         if why:
             problems.append(Problem(subject, "port", why))
-        if server.port in {u.port for u in tor.uplinks}:
+        if server.port in {u.port for u in server_tor.uplinks}:
             problems.append(
-                Problem(subject, "port", f"port {server.port} is an uplink of {tor.name}")
+                Problem(subject, "port", f"port {server.port} is an uplink of {server_tor.name}")
             )
         if (server.tor, server.port) in ports:
             problems.append(
@@ -231,13 +233,10 @@ class VmIndex:
         self.vlans[(vm.server, vm.vlan)] = vm.name
 
     def remove(self, vm: Vm) -> None:
-        for table, key in (
-            (self.macs, (vm.vni, vm.mac)),
-            (self.vlans, (vm.server, vm.vlan)),
-            *((self.ips, (vm.vni, ip)) for ip in vm.ips),
-        ):
-            if table.get(key) == vm.name:
-                del table[key]
+        _release(self.macs, (vm.vni, vm.mac), vm.name)
+        _release(self.vlans, (vm.server, vm.vlan), vm.name)
+        for ip in vm.ips:
+            _release(self.ips, (vm.vni, ip), vm.name)
 
     def conflicts(self, vm: Vm) -> list[Problem]:
         subject = f"vm {vm.name}"
@@ -304,3 +303,9 @@ def validate_change(
             index.add(vm)
         raise ValidationError(problems)
     return index
+
+
+def _release(holders: dict[K, str], key: K, name: str) -> None:
+    """Forget that ``name`` holds ``key`` (another VM may hold it by now)."""
+    if holders.get(key) == name:
+        del holders[key]

@@ -144,16 +144,17 @@ class Encoder:
         per VM, so each replica is encoded once and the group is assembled
         from them (repeated fields concatenate) and parsed by protobuf."""
         ordered = sorted(replicas)
-        parts = list(map(self._replicas.get, ordered))  # (no Python loop: 1000s of copies)
-        if None in parts:
+        try:
+            # (no Python loop: 1000s of copies, nearly always all encoded already)
+            parts = list(map(self._replicas.__getitem__, ordered))
+        except KeyError:
             parts = [
-                p if p is not None else self._replica(r)
-                for p, r in zip(parts, ordered, strict=True)
+                self._replicas[r] if r in self._replicas else self._replica(r) for r in ordered
             ]
         head = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=group_id).SerializeToString()
         entity = p4runtime_pb2.Entity()
         group = entity.packet_replication_engine_entry.multicast_group_entry
-        group.MergeFromString(head + b"".join(parts))  # type: ignore[arg-type]
+        group.MergeFromString(head + b"".join(parts))
         return MULTICAST + b"%d" % group_id, entity.SerializeToString(deterministic=True)
 
     def replica_to_vtep(self, replica_id: int, vtep_ip: Value, next_hop_mac: Value) -> Encoded:

@@ -7,6 +7,7 @@ PTF suite and the controller both build their entries here.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 
 from ..model import Rates
 from ..runtime import entities
@@ -47,12 +48,26 @@ class PipelineEntries:
     def _table(
         self,
         table: str,
-        match: dict,
+        match: Mapping[str, entities.MatchValue],
         action: str | None = None,
-        params: dict | None = None,
-        **kwargs,
+        params: Mapping[str, Value] | None = None,
+        *,
+        priority: int = 0,
+        member_id: int | None = None,
+        group_id: int | None = None,
+        is_default: bool = False,
     ) -> p4runtime_pb2.TableEntry:
-        return entities.table_entry(self.p4info, table, match, action, params, **kwargs)
+        return entities.table_entry(
+            self.p4info,
+            table,
+            match,
+            action,
+            params,
+            priority=priority,
+            member_id=member_id,
+            group_id=group_id,
+            is_default=is_default,
+        )
 
     # --- ports and VTEP identity ---------------------------------------------
     def port_role(self, port: int, role: PortRole) -> p4runtime_pb2.TableEntry:

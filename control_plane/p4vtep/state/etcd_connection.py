@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import grpc  # type: ignore[import-untyped]
-import pyetcd  # type: ignore[import-untyped]
+import grpc
+import pyetcd
 from pyetcd import etcdrpc
 
 from ..model import TlsFiles
@@ -112,7 +112,8 @@ class EtcdConnection:
         """The channel of a member not known to have failed."""
         with self._lock:
             try:
-                return self.client.channel
+                channel: grpc.Channel = self.client.channel  # (pyetcd is untyped)
+                return channel
             except pyetcd.exceptions.NoServerAvailableError:
                 # Cheap on purpose (callers retry in a loop); call() adds
                 # the diagnosis once it gives up.

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
 
-from pyetcd import etcdrpc  # type: ignore[import-untyped]
+from pyetcd import etcdrpc
 
 from ..model import Vm
 from .etcd_connection import EtcdConnection, EtcdSettings, WatchLoop, prefix_range_end

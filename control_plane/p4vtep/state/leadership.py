@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pyetcd import etcdrpc  # type: ignore[import-untyped]
+from pyetcd import etcdrpc
 
 from .etcd_connection import REQUIRE_LEADER, EtcdConnection, EtcdSettings, WatchLoop
 from .etcd_store import EtcdKeys
