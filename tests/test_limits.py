@@ -10,7 +10,8 @@ import pytest
 from p4vtep import bmv2
 from p4vtep.compiler import Allocations
 from p4vtep.dataplane import limits
-from p4vtep.dataplane.artifacts import P4SRC, bmv2_pipeline
+from p4vtep.dataplane.artifacts import P4SRC, bmv2_pipeline, tofino_pipeline
+from p4vtep.dataplane.targets import Target
 from p4vtep.runtime.p4info import P4Info
 
 DEFINES = (P4SRC / "include" / "defines.p4").read_text()
@@ -109,3 +110,28 @@ def test_the_compiler_allocates_within_the_limits():
     assert (alloc.tor.low, alloc.tor.high) == (0, limits.TOR_INDEX_MAX)
     space = alloc.vm_space("tor1")
     assert (space.low, space.high) == (1, limits.VM_INDEX_MAX)
+
+
+def test_the_compiler_package_exports_the_same_limits():
+    import p4vtep.compiler as compiler
+
+    exported = (
+        compiler.VM_INDEX_MAX,
+        compiler.VNI_INDEX_MAX,
+        compiler.TOR_INDEX_MAX,
+        compiler.VTEP_REPLICA_BASE,
+    )
+    assert exported == (
+        limits.VM_INDEX_MAX,
+        limits.VNI_INDEX_MAX,
+        limits.TOR_INDEX_MAX,
+        limits.VTEP_REPLICA_BASE,
+    )
+
+
+@pytest.mark.parametrize("target", [Target.TOFINO, Target.TOFINO2])
+def test_tofino_pipelines_have_the_bmv2_limits(target):
+    """Validation checks every ToR's ports and indices with the BMv2 limits
+    (only the reserved ports differ per target): the committed TNA and T2NA
+    P4Infos must give the same sizes and widths."""
+    assert limits.PipelineLimits.from_p4info(tofino_pipeline(target).p4info) == limits.BMV2

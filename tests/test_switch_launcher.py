@@ -118,7 +118,7 @@ def test_cli_builds_the_command_from_the_fabric(tmp_path, capsys):
     assert captured.err == "p4vtep: warning: tor1 port 3 (uplink) has no -i\n"
 
     for bad, message in (
-        (["-i", "255@v1"], "p4vtep: -i 255@v1: port 255 is the CPU port (packet-in/out)\n"),
+        (["-i", "255@v1"], "p4vtep: -i 255@v1: port 255 is the CPU port (packet-in/out) on bmv2\n"),
         (["-i", "1v1"], "p4vtep: -i 1v1: expected PORT@INTERFACE, e.g. 1@veth1\n"),
         (["-i", "1@a", "-i", "1@b"], "p4vtep: -i 1@b: port 1 is already a\n"),
     ):

@@ -1,10 +1,12 @@
+import re
 from dataclasses import replace
 
 import pytest
 from fabric_fixture import two_tor_fabric, vms
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.dataplane.limits import CPU_PORT, DROP_PORT, RESERVED_PORTS
+from p4vtep.dataplane.limits import CPU_PORT, DROP_PORT, RESERVED_PORTS, reserved_ports
+from p4vtep.dataplane.targets import Target, profile
 from p4vtep.validation import ValidationError, check_fabric, validate
 
 
@@ -72,8 +74,8 @@ def fabric_problems(fabric) -> list[str]:
 @pytest.mark.parametrize(
     "port,message",
     [
-        (CPU_PORT, "port 255 is the CPU port (packet-in/out)"),
-        (DROP_PORT, "port 511 is reserved by the pipeline (drop port)"),
+        (CPU_PORT, "port 255 is the CPU port (packet-in/out) on bmv2"),
+        (DROP_PORT, "port 511 is reserved by the pipeline (drop port) on bmv2"),
         (512, "port 512 outside 0-511"),
         (-1, "port -1 outside 0-511"),
     ],
@@ -98,6 +100,60 @@ def test_every_reserved_port_is_refused():
         fabric = two_tor_fabric()
         fabric.servers["s12"] = replace(fabric.servers["s12"], port=port)
         assert len(fabric_problems(fabric)) == 1
+
+
+@pytest.mark.parametrize(
+    "target,cpu_port",
+    [(Target.TOFINO, 64), (Target.TOFINO2, 2)],
+)
+def test_a_tofino_tor_refuses_its_own_cpu_port(target, cpu_port):
+    """Each ToR is checked against its own chip: the CPU port moves with the
+    target, and BMv2's reserved ports are ordinary ports on a Tofino."""
+    assert profile(target).cpu_port == cpu_port
+    assert set(reserved_ports(target)) == {cpu_port}
+    message = f"port {cpu_port} is the CPU port (packet-in/out) on {target.value}"
+
+    def tofino_fabric():
+        fabric = two_tor_fabric()
+        fabric.tors["tor1"] = replace(fabric.tors["tor1"], target=target.value)
+        fabric.servers["s12"] = replace(fabric.servers["s12"], port=CPU_PORT)  # BMv2's: fine
+        return fabric
+
+    fabric = tofino_fabric()
+    assert fabric_problems(fabric) == []
+    fabric.servers["s11"] = replace(fabric.servers["s11"], port=cpu_port)
+    assert fabric_problems(fabric) == [f"server s11: port: {message}"]
+    with pytest.raises(ValidationError, match=re.escape(f"server s11: port: {message}")):
+        Controller(fabric, bmv2_pipeline())
+
+    fabric = tofino_fabric()
+    tor = fabric.tors["tor1"]
+    fabric.tors["tor1"] = replace(
+        tor, uplinks=(replace(tor.uplinks[0], port=cpu_port), tor.uplinks[1])
+    )
+    assert fabric_problems(fabric) == [f"tor tor1: uplinks.port: {message}"]
+
+    # The same port on the BMv2 ToR next to it is an ordinary port.
+    fabric = tofino_fabric()
+    fabric.servers["s21"] = replace(fabric.servers["s21"], port=cpu_port)
+    fabric.servers["s22"] = replace(fabric.servers["s22"], port=cpu_port + 10)
+    assert fabric_problems(fabric) == []
+
+
+def test_bmv2_reserved_ports_are_its_cpu_and_drop_ports():
+    assert dict(reserved_ports(Target.BMV2)) == {
+        255: "the CPU port (packet-in/out)",
+        511: "reserved by the pipeline (drop port)",
+    }
+    assert set(reserved_ports("bmv2")) == RESERVED_PORTS
+
+
+def test_an_unknown_target_is_named():
+    fabric = two_tor_fabric()
+    fabric.tors["tor1"] = replace(fabric.tors["tor1"], target="tofino3")
+    assert fabric_problems(fabric) == [
+        "tor tor1: target: unknown target 'tofino3' (one of: bmv2, tofino, tofino2)"
+    ]
 
 
 def test_ordinary_ports_pass():

@@ -12,13 +12,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from .dataplane.limits import TOR_INDEX_MAX, VM_INDEX_MAX, VNI_INDEX_MAX
 from .model import Fabric, Vm
-
-# Pipeline limits (to be taken from dataplane/limits.py, derived from the P4Info).
-VM_INDEX_MAX = 8191  # vm_tx_meter/vm_rx_meter size - 1; index 0 means "no VM"
-VNI_INDEX_MAX = 8191  # two flood groups per VNI index must fit 16 bits
-TOR_INDEX_MAX = 4095
-VTEP_REPLICA_BASE = 16384  # replica ids of remote VTEPs start here
 
 
 class SpaceFull(RuntimeError):

@@ -14,7 +14,8 @@ from typing import TypeVar
 
 from .dataplane import limits
 from .dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
-from .model import Fabric, Vm
+from .dataplane.targets import Target
+from .model import Fabric, Tor, Vm
 
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 VNI_MIN = 1
@@ -41,11 +42,25 @@ def normalise_mac(mac: str) -> str:
     return mac.strip().lower().replace("-", ":")
 
 
+def _port_problem(port: int, tor: Tor) -> str | None:
+    """Why ``port`` of ``tor`` cannot carry a server or an uplink: outside
+    port_t, or reserved on the ToR's target (each chip has its own CPU port)."""
+    try:
+        target = Target.parse(tor.target)
+    except ValueError:
+        target = Target.BMV2  # (the unknown target is reported on its own)
+    return limits.BMV2.port_problem(port, target)
+
+
 def check_fabric(fabric: Fabric) -> list[Problem]:
     problems: list[Problem] = []
     vteps: dict[str, str] = {}
     for tor in fabric.tors.values():
         subject = f"tor {tor.name}"
+        try:
+            Target.parse(tor.target)
+        except ValueError as exc:
+            problems.append(Problem(subject, "target", str(exc)))
         try:
             ipaddress.IPv4Address(tor.vtep_ip)
         except ValueError:
@@ -62,7 +77,7 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
         if not tor.uplinks:
             problems.append(Problem(subject, "uplinks", "at least one uplink is needed"))
         for uplink in tor.uplinks:
-            why = limits.BMV2.port_problem(uplink.port)
+            why = _port_problem(uplink.port, tor)
             if why:
                 problems.append(Problem(subject, "uplinks.port", why))
             if not MAC_RE.match(uplink.next_hop_mac):
@@ -78,7 +93,7 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
         if server_tor is None:
             problems.append(Problem(subject, "tor", f"unknown ToR {server.tor!r}"))
             continue
-        why = limits.BMV2.port_problem(server.port)
+        why = _port_problem(server.port, server_tor)
         if why:
             problems.append(Problem(subject, "port", why))
         if server.port in {u.port for u in server_tor.uplinks}:

@@ -6,13 +6,8 @@ entities encoded once (``state``). ``incremental`` turns each change into
 per-ToR deltas; ``full`` compiles a whole ToR and is the reference.
 """
 
-from ..allocation import (
-    VM_INDEX_MAX,
-    VNI_INDEX_MAX,
-    VTEP_REPLICA_BASE,
-    Allocations,
-    allocate,
-)
+from ..allocation import Allocations, allocate
+from ..dataplane.limits import TOR_INDEX_MAX, VM_INDEX_MAX, VNI_INDEX_MAX, VTEP_REPLICA_BASE
 from .encode import Encoder
 from .flooding import flood_groups, flood_uplink
 from .full import compile_tor
@@ -22,6 +17,7 @@ from .underlay import ECMP_GROUP_ID
 
 __all__ = [
     "ECMP_GROUP_ID",
+    "TOR_INDEX_MAX",
     "VM_INDEX_MAX",
     "VNI_INDEX_MAX",
     "VTEP_REPLICA_BASE",

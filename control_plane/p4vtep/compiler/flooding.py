@@ -11,7 +11,8 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from ..allocation import VTEP_REPLICA_BASE, Allocations
+from ..allocation import Allocations
+from ..dataplane.limits import VTEP_REPLICA_BASE
 from ..model import Fabric, Tor, Uplink
 from .encode import Encoder
 from .state import Encoded

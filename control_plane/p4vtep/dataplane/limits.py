@@ -10,11 +10,12 @@ every one against the P4 sources and the committed P4Info.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..runtime.p4info import P4Info
 from .artifacts import bmv2_pipeline
-from .targets import PROFILES, Target
+from .targets import PROFILES, Target, profile
 
 # --- not derivable from a P4Info -----------------------------------------------
 # BMv2's CPU port (`#define CPU_PORT_VALUE` in p4src/v1model/arch.p4, kept with
@@ -25,8 +26,21 @@ CPU_PORT = PROFILES[Target.BMV2].cpu_port
 # v1model's drop port: mark_to_drop() sets egress_spec to it (BMv2's
 # --drop-port, default 511, the largest bit<9> port). Frames sent there vanish.
 DROP_PORT = 511
-# Ports the pipeline gives a meaning of its own: never a server or an uplink.
+# Ports the BMv2 pipeline gives a meaning of its own: never a server or an uplink.
 RESERVED_PORTS = frozenset({CPU_PORT, DROP_PORT})
+
+
+def reserved_ports(target: Target | str = Target.BMV2) -> Mapping[int, str]:
+    """The ports ``target`` gives a meaning of its own, each with that meaning:
+    its CPU port and, on BMv2, the drop port. TNA and T2NA drop with the
+    deparser's drop_ctl, not through a port, so there the CPU port is all."""
+    prof = profile(target)
+    reserved = {prof.cpu_port: "the CPU port (packet-in/out)"}
+    if prof.target is Target.BMV2:
+        reserved[DROP_PORT] = "reserved by the pipeline (drop port)"
+    return reserved
+
+
 # Replica ids (standard_metadata.egress_rid, the flood_replica key): a copy to
 # a local VM uses the VM's index (1..vm_index_max); a copy to a remote VTEP
 # uses VTEP_REPLICA_BASE + the ToR's index. The base must stay above every VM
@@ -60,14 +74,14 @@ class PipelineLimits:
         """BMv2 --priority-queues: one queue per traffic class."""
         return self.traffic_class_max + 1
 
-    def port_problem(self, port: int) -> str | None:
-        """Why ``port`` cannot carry a server or an uplink, or None."""
+    def port_problem(self, port: int, target: Target | str = Target.BMV2) -> str | None:
+        """Why ``port`` cannot carry a server or an uplink on a ``target``
+        switch, or None. (port_t is bit<9> on every target.)"""
         if not 0 <= port <= self.port_max:
             return f"port {port} outside 0-{self.port_max}"
-        if port == CPU_PORT:
-            return f"port {port} is the CPU port (packet-in/out)"
-        if port in RESERVED_PORTS:
-            return f"port {port} is reserved by the pipeline (drop port)"
+        meaning = reserved_ports(target).get(port)
+        if meaning is not None:
+            return f"port {port} is {meaning} on {profile(target).target.value}"
         return None
 
     @classmethod
