@@ -18,7 +18,7 @@ GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 
 .PHONY: all deps deps-system deps-python gobgp-api toolchain toolchain-archive p4 p4-if-p4c p4-tofino p4-check \
 	proto proto-api proto-p4runtime regen lint format typecheck unit check ptf test demo demo-cli clean \
-	bench bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
+	bench bench-convergence bench-memory bench-move bench-churn bench-dataplane bench-server bench-report
 
 all: test
 
@@ -181,7 +181,7 @@ p4-if-p4c:
 
 # Benchmarks: each writes bench/results/NAME.json; bench-report renders
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.
-bench: bench-convergence bench-memory bench-move bench-dataplane bench-server bench-report
+bench: bench-convergence bench-memory bench-move bench-churn bench-dataplane bench-server bench-report
 
 bench-convergence: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py
@@ -189,6 +189,8 @@ bench-memory: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/memory.py
 bench-move: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/vm_move.py
+bench-churn: deps
+	env $(TOOLCHAIN_VARS) $(VPY) bench/churn.py
 bench-dataplane: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/dataplane.py
 bench-server: deps
