@@ -269,10 +269,12 @@ TP_STATUS_VLAN_TPID_VALID = 0x40
 def receiver(iface: str) -> socket.socket:
     """A packet socket on ``iface`` giving kernel receive timestamps and the
     VLAN tag the kernel takes off every received frame (PACKET_AUXDATA)."""
-    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    # Protocol 0 until bound: an ETH_P_ALL socket would queue frames from every
+    # interface (other tests' included) until bind() narrows it to ``iface``.
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-    sock.bind((iface, 0))
+    sock.bind((iface, ETH_P_ALL))  # (host order: Python converts)
     return sock
 
 

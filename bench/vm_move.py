@@ -51,8 +51,9 @@ class ProbeWatch:
         ]
 
     def _listen(self, server: str, iface: str) -> None:
-        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as sock:
-            sock.bind((iface, 0))
+        # Protocol 0 until bound, so no frame of another interface is queued.
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as sock:
+            sock.bind((iface, ETH_P_ALL))  # (host order: Python converts)
             sock.settimeout(0.2)
             mover = bytes.fromhex(MOVER.mac.replace(":", ""))
             while not self._stop.is_set():

@@ -196,10 +196,11 @@ def frame(src: Vm, dst: Vm, tag: int = 0) -> Ether:
 def send_and_receive(send_iface: str, pkt, recv_iface: str, timeout: float = 2.0) -> list[Ether]:
     """Send one frame on ``send_iface``; return what arrives on ``recv_iface``."""
     with (
-        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as rx,
+        # Protocol 0 until bound, so no frame of another interface is queued.
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as rx,
         socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx,
     ):
-        rx.bind((recv_iface, 0))
+        rx.bind((recv_iface, ETH_P_ALL))  # (host order: Python converts)
         # The kernel strips a received VLAN tag into ancillary data; put it back.
         rx.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
         tx.bind((send_iface, 0))
