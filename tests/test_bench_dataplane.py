@@ -8,13 +8,9 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
 from dataplane_load import fixed_rate_loss, iface_counter, receive_marked, receiver
 from dataplane_paths import VNI, frame, write_pcap
 from dataplane_trace import count_work

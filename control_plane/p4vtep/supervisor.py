@@ -20,6 +20,7 @@ from .dataplane.artifacts import Pipeline
 from .model import Tor
 from .reconciler import SwitchReader, changes_diff, reconcile, write
 from .runtime.client import P4RuntimeError, SwitchConnection, WriteError
+from .runtime.describe import describe
 from .runtime.p4info import P4Info
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,11 @@ class SwitchSupervisor:
 
     def _session(self) -> None:
         conn = SwitchConnection(
-            self.tor.address, self.tor.device_id, self.election_id, credentials=self.credentials
+            self.tor.address,
+            self.tor.device_id,
+            self.election_id,
+            credentials=self.credentials,
+            p4info=self.pipeline.p4info,  # write errors name tables and actions
         )
         self.conn = conn
         primary = conn.connect(timeout=5.0)
@@ -248,7 +253,8 @@ class SwitchSupervisor:
             if error.update.entity.WhichOneof("entity") == "table_entry":
                 table = p4info.table(p4info.name_of(error.update.entity.table_entry.table_id))
                 where = f"table {table.preamble.alias} (size {table.size}): "
-            blamed[vm] = f"{where}{code_pb2.Code.Name(error.code)}: {error.message}"
+            what = describe(error.update.entity, p4info)
+            blamed[vm] = f"{where}{code_pb2.Code.Name(error.code)}: {error.message} ({what})"
         return blamed
 
     def _set_error(self, message: str) -> None:
