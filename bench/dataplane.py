@@ -23,6 +23,7 @@ path from a BMv2 trace of one frame (dataplane_trace.py)."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -31,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import machine, percentile, ratios, require_switch, summary, write_result
+from common import REPO, machine, percentile, ratios, require_switch, summary, write_result
 from dataplane_load import (
     MachineShare,
     Sampler,
@@ -237,6 +238,13 @@ def main() -> None:
     parser.add_argument("--no-loss-seconds", type=float, default=1.0, help="per trial")
     parser.add_argument("--loss-tolerance", type=float, default=0.005)
     parser.add_argument(
+        "--result",
+        default="dataplane",
+        help="name of the bench/results/NAME.json written; with P4VTEP_BMV2_JSON and "
+        "P4VTEP_P4INFO pointing at an earlier build, 'dataplane_previous' gives the "
+        "report its before/after comparison",
+    )
+    parser.add_argument(
         "--nice",
         type=int,
         default=-10,
@@ -302,9 +310,14 @@ def main() -> None:
         f"{machine_load['loadavg_after'][0]:.2f} after; everything else took "
         f"{machine_load['everything_else_cpu_s']:.0f} CPU-s in {machine_load['wall_s']:.0f} s"
     )
+    program = bmv2_pipeline()
     write_result(
-        "dataplane",
+        args.result,
         {
+            "p4vtep_build": {
+                "bmv2_json": str(program.device_config_path.resolve()).replace(str(REPO) + "/", ""),
+                "sha256": hashlib.sha256(program.device_config_path.read_bytes()).hexdigest(),
+            },
             "method": {
                 "load": "tcpreplay --topspeed --preload-pcap looping a scapy-made pcap of "
                 f"{args.flows} flows into the ingress veth",

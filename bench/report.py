@@ -278,8 +278,8 @@ def section_dataplane(out: list[str]) -> None:
     if work:
         out.append("What BMv2 executes for one 64-byte frame (counted in its trace log):\n")
         out.append(
-            "| path | parser states | tables applied (the program's own) | conditions "
-            "| primitives | counters | meters | checksums | headers deparsed |"
+            "| path | parser states | tables applied (the program's own) | conditions | "
+            "primitives | counters | meters | checksums | headers deparsed |"
         )
         out.append("|---|---|---|---|---|---|---|---|---|")
         for name, w in work.items():
@@ -292,6 +292,7 @@ def section_dataplane(out: list[str]) -> None:
             "\nThe other tables are the ones p4c makes of the straight-line code between "
             "two branches (`tbl_*`); BMv2 runs each as a table apply.\n"
         )
+    previous_section(out, data)
     load_ = data.get("machine_load")
     if load_:
         others = load_["everything_else_cpu_s"] / load_["wall_s"]
@@ -320,6 +321,63 @@ def section_dataplane(out: list[str]) -> None:
         "ratio",
     )
     out.append("![dataplane](benchmarks/dataplane.png)\n")
+
+
+def previous_section(out: list[str], data: dict) -> None:
+    """The same benchmark on an earlier p4vtep build (bench/results/
+    dataplane_previous.json, `bench/dataplane.py --result dataplane_previous`
+    with P4VTEP_BMV2_JSON/P4VTEP_P4INFO set), run just before on this machine."""
+    prev = load("dataplane_previous")
+    if not prev or "paths" not in prev:
+        return
+    out.append(
+        "The previous p4vtep build against this one: each ratio is to the baseline of its "
+        "own run; the previous build ran just before this run, on the same machine, with "
+        "the same method:\n"
+    )
+    out.append(
+        "| path | frame B | per switch core, previous | per switch core, now | "
+        "topspeed, previous | topspeed, now | p4vtep pps per switch core, now / previous |"
+    )
+    out.append("|---|---|---|---|---|---|---|")
+    for key, r in data["paths"].items():
+        old = prev["paths"].get(key)
+        if r["path"] == "baseline" or not old:
+            continue
+        out.append(
+            f"| {r['path']} | {r['frame_bytes']} | {spread(old['ratio']['per_switch_core'])} | "
+            f"**{spread(r['ratio']['per_switch_core'])}** | {spread(old['ratio']['topspeed'])} | "
+            f"**{spread(r['ratio']['topspeed'])}** | "
+            f"{r['pps_per_switch_core']['median'] / old['pps_per_switch_core']['median']:.2f} |"
+        )
+    work_old, work_new = prev.get("per_packet_work_64B"), data.get("per_packet_work_64B")
+    if work_old and work_new:
+        out.append("")
+        out.append(
+            "| path | tables applied, previous / now | primitives | conditions | "
+            "headers extracted | checksums |"
+        )
+        out.append("|---|---|---|---|---|---|")
+        for name, w in work_new.items():
+            o = work_old.get(name)
+            if name == "baseline" or not o:
+                continue
+            out.append(
+                f"| {name} | {o['tables_applied']} / **{w['tables_applied']}** | "
+                f"{o['primitives']} / {w['primitives']} | {o['conditions']} / {w['conditions']} | "
+                f"{o['headers_extracted']} / {w['headers_extracted']} | "
+                f"{o['checksums']} / {w['checksums']} |"
+            )
+    load_ = prev.get("machine_load")
+    if load_:
+        out.append(
+            f"\nPrevious run: load average {load_['loadavg_before'][0]:.1f} before, "
+            f"{load_['loadavg_after'][0]:.1f} after; other processes took "
+            f"{load_['everything_else_cpu_s'] / load_['wall_s']:.1f} of {load_['cores']} cores. "
+            f"Build: `{prev.get('p4vtep_build', {}).get('bmv2_json', '?')}` "
+            f"(sha256 {prev.get('p4vtep_build', {}).get('sha256', '?')[:12]}).\n"
+        )
+    out.append("")
 
 
 def section_server(out: list[str]) -> None:
@@ -426,7 +484,8 @@ def main() -> None:
         "measured apart with a few kernel-timestamped probes. Target: >= 0.5 for every",
         "path at 64 and 1024 bytes. Previous figures: 0.20 / 0.20 / 0.26 (local / encap /",
         "decap, 64 B) with a Python sender and counter; 0.33 / 0.29 / 0.31 when the issue",
-        "re-measured the same build with tcpreplay.",
+        "re-measured the same build with tcpreplay; the build before the last P4 change,",
+        "measured just before this run, is compared below the per-packet work table.",
         "",
         "Left out: a third program, stratum/fabric-tna's v1model pipeline doing plain",
         "bridging, as a well-known peer. The project commits no upstream code, no binary",

@@ -99,9 +99,10 @@ header vxlan_t {
 }
 
 // The un-prefixed slots hold the frame being switched. A packet from the
-// fabric arrives with the underlay in them and the tenant frame in inner_*;
-// decap moves inner_* up. Encap leaves the frame where it is and puts a new
-// underlay in the encap_* slots, which the deparser emits first.
+// fabric arrives with the underlay in them and the tenant's Ethernet header in
+// inner_ethernet (the rest of the tenant frame is payload); decap moves it
+// up. Encap leaves the frame where it is and puts a new underlay in the
+// encap_* slots, which the deparser emits first.
 struct headers_t {
     packet_out_t packet_out;
     packet_in_t  packet_in;
@@ -119,11 +120,6 @@ struct headers_t {
     tcp_t        tcp;
     vxlan_t      vxlan;
     ethernet_t   inner_ethernet;
-    arp_t        inner_arp;
-    ipv4_t       inner_ipv4;
-    ipv6_t       inner_ipv6;
-    udp_t        inner_udp;
-    tcp_t        inner_tcp;
 }
 
 // Every control reads the ingress port, and writes its forwarding decision

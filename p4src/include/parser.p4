@@ -111,46 +111,11 @@ parser VtepHeaderParser(packet_in packet,
         transition parse_inner_ethernet;
     }
 
+    // The tenant frame inside VXLAN is parsed as far as fabric ingress reads
+    // it (its Ethernet header: destination MAC, and the EtherType that refuses
+    // tagged inner frames). The rest is payload, delivered as it came.
     state parse_inner_ethernet {
         packet.extract(hdr.inner_ethernet);
-        transition select(hdr.inner_ethernet.ether_type) {
-            ETHERTYPE_ARP: parse_inner_arp;
-            ETHERTYPE_IPV4: parse_inner_ipv4;
-            ETHERTYPE_IPV6: parse_inner_ipv6;
-            default: accept;
-        }
-    }
-
-    state parse_inner_arp {
-        packet.extract(hdr.inner_arp);
-        transition accept;
-    }
-
-    state parse_inner_ipv4 {
-        packet.extract(hdr.inner_ipv4);
-        transition select(hdr.inner_ipv4.ihl, hdr.inner_ipv4.frag_offset, hdr.inner_ipv4.protocol) {
-            (5, 0, IP_PROTO_UDP): parse_inner_udp;
-            (5, 0, IP_PROTO_TCP): parse_inner_tcp;
-            default: accept;
-        }
-    }
-
-    state parse_inner_ipv6 {
-        packet.extract(hdr.inner_ipv6);
-        transition select(hdr.inner_ipv6.next_hdr) {
-            IP_PROTO_UDP: parse_inner_udp;
-            IP_PROTO_TCP: parse_inner_tcp;
-            default: accept;
-        }
-    }
-
-    state parse_inner_udp {
-        packet.extract(hdr.inner_udp);
-        transition accept;
-    }
-
-    state parse_inner_tcp {
-        packet.extract(hdr.inner_tcp);
         transition accept;
     }
 }
@@ -167,11 +132,6 @@ control VtepHeaderDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.tcp);
         packet.emit(hdr.vxlan);
         packet.emit(hdr.inner_ethernet);
-        packet.emit(hdr.inner_arp);
-        packet.emit(hdr.inner_ipv4);
-        packet.emit(hdr.inner_ipv6);
-        packet.emit(hdr.inner_udp);
-        packet.emit(hdr.inner_tcp);
     }
 }
 

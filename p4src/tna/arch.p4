@@ -18,6 +18,11 @@
 #define PACKET_BYTE_COUNTER(name, size) \
     Counter<bit<64>, bit<32>>(size, CounterType_t.PACKETS_AND_BYTES) name
 #define COUNT(name, index) name.count((bit<32>) (index))
+// A count that every action of a table makes, default action included: after
+// the table on Tofino, whose default action cannot address a counter by a
+// field (that takes the hash distribution unit); v1model counts in the actions.
+#define COUNT_IN_ACTION(name, index)
+#define COUNT_AFTER_TABLE(name, index) COUNT(name, index)
 
 // A direct counter on Tofino counts only in the actions that call count().
 #define DIRECT_PACKET_BYTE_COUNTER(name) \

@@ -136,7 +136,7 @@ control VtepIngress(inout headers_t hdr,
             } else if (meta.port_role == PORT_ROLE_ACCESS) {
                 access_filtering.apply(hdr, meta, excess != 0);
             } else if (meta.port_role == PORT_ROLE_FABRIC) {
-                vtep_termination.apply(hdr, meta);
+                vtep_termination.apply(hdr, meta, meta.checksum_ok);
             } else {
                 meta.drop_reason = DROP_UNKNOWN_PORT;
             }
@@ -234,7 +234,9 @@ parser VtepEgressParser(packet_in packet,
     state parse_ethernet {
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
+            // Both tag types, as ingress: encap strips the VF tag.
             ETHERTYPE_VLAN: parse_vlan;
+            ETHERTYPE_QINQ: parse_vlan;
             ETHERTYPE_IPV4: parse_ipv4;
             ETHERTYPE_IPV6: parse_ipv6;
             default: accept;

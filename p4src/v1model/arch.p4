@@ -17,6 +17,11 @@
 #define PACKET_BYTE_COUNTER(name, size) \
     counter(size, CounterType.packets_and_bytes) name
 #define COUNT(name, index) name.count((bit<32>) (index))
+// A count that every action of a table makes, default action included: in
+// the actions on BMv2, where a count of its own would be a table apply of its
+// own per packet (tna/arch.p4 counts after the table instead).
+#define COUNT_IN_ACTION(name, index) COUNT(name, index)
+#define COUNT_AFTER_TABLE(name, index)
 
 // Direct counter: BMv2 counts every hit of the table by itself.
 #define DIRECT_PACKET_BYTE_COUNTER(name) \

@@ -40,9 +40,12 @@ parser VtepParser(packet_in packet,
 
 control VtepVerifyChecksum(inout headers_t hdr, inout local_metadata_t meta) {
     apply {
-        // Only the underlay header matters (fabric ingress checks it); a
-        // header with options is left alone.
-        verify_checksum(hdr.ipv4.isValid() && hdr.ipv4.ihl == 5,
+        // Only the underlay header of VXLAN matters (fabric ingress checks
+        // it; anything else sent to the VTEP is dropped whatever its
+        // checksum); a header with options is left alone. A tenant's IPv4
+        // header is not checked: that would be a checksum per frame for
+        // nothing.
+        verify_checksum(hdr.vxlan.isValid() && hdr.ipv4.ihl == 5,
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn,
               hdr.ipv4.total_len, hdr.ipv4.identification, hdr.ipv4.flags,
               hdr.ipv4.frag_offset, hdr.ipv4.ttl, hdr.ipv4.protocol,
@@ -67,8 +70,9 @@ control VtepIngress(inout headers_t hdr,
     PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT);
 
     apply {
-        // BMv2 forwards to port 0 unless told otherwise: drop by default.
-        mark_to_drop(std);
+        // Every packet leaves ingress with its egress_spec and mcast_grp set
+        // below, or marked to drop: no mark_to_drop up front (on BMv2 it
+        // would cost a table apply per packet).
         if (hdr.packet_out.isValid()) {
             // Sent by the controller: out of the port it names, untouched.
             std.egress_spec = hdr.packet_out.egress_port;
@@ -89,8 +93,7 @@ control VtepIngress(inout headers_t hdr,
         } else if (meta.port_role == PORT_ROLE_ACCESS) {
             access_filtering.apply(hdr, meta, std.packet_length > MAX_TENANT_FRAME);
         } else if (meta.port_role == PORT_ROLE_FABRIC) {
-            meta.checksum_ok = std.checksum_error == 0;
-            vtep_termination.apply(hdr, meta);
+            vtep_termination.apply(hdr, meta, std.checksum_error == 0);
         } else {
             meta.drop_reason = DROP_UNKNOWN_PORT;
         }
@@ -110,14 +113,22 @@ control VtepIngress(inout headers_t hdr,
             if (!meta.arp_replied) {
                 l2_forwarding.apply(hdr, meta);
             }
-            // Last: it reads the headers ARP suppression may rewrite, and only
-            // the underlay (next) needs it.
+        }
+        // Only what may be tunnelled needs the flow hash (ECMP member, outer
+        // UDP port): a unicast to a remote VTEP, or a flood from a local VM
+        // (fabric BUM goes to local VFs only). After ARP suppression, whose
+        // rewrite it must see. On BMv2 the hash costs two table applies and
+        // a CRC32, so local switching and decap skip it (Tofino computes it
+        // for every packet: it is free there and gating it would cost a stage).
+        if (meta.drop_reason == DROP_NONE &&
+            (meta.do_encap || (meta.mcast_grp != 0 && !meta.from_fabric))) {
             flow_hash.apply(hdr, meta);
         }
         if (meta.drop_reason == DROP_NONE && meta.do_encap) {
             underlay.apply(meta);
         }
         if (meta.drop_reason != DROP_NONE) {
+            mark_to_drop(std);
             COUNT(ingress_drop_counter, meta.drop_reason);
         } else {
             std.egress_spec = meta.egress_port;

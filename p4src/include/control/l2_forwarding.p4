@@ -3,6 +3,24 @@
 #ifndef P4VTEP_L2_FORWARDING_P4
 #define P4VTEP_L2_FORWARDING_P4
 
+// The flooding decision, written once for the two branches that flood.
+// Split horizon: BUM from the fabric only goes to local VFs. (Each branch
+// tests its own group: no temporary to wait for.)
+#define FLOOD_IN_VNI(meta) \
+    if (meta.drop_reason != DROP_NONE) { \
+        /* Dropped already (the TX meter): the first reason stands. */ \
+    } else if (meta.from_fabric) { \
+        if (meta.local_flood_group == 0) { \
+            meta.drop_reason = DROP_NO_FLOOD_GROUP; \
+        } else { \
+            meta.mcast_grp = meta.local_flood_group; \
+        } \
+    } else if (meta.flood_group == 0) { \
+        meta.drop_reason = DROP_NO_FLOOD_GROUP; \
+    } else { \
+        meta.mcast_grp = meta.flood_group; \
+    }
+
 control L2Forwarding(in headers_t hdr,
                      inout local_metadata_t meta)
                     (bit<32> mac_table_size) {
@@ -39,37 +57,30 @@ control L2Forwarding(in headers_t hdr,
     }
 
     apply {
-        // Group bit set, or a unicast MAC the table does not know.
-        bool is_bum = true;
+        // BUM (group bit set, or a unicast MAC the table does not know) goes
+        // to a flood group. Each outcome has its own branch on the table
+        // result: a flag carried between them would cost BMv2 two table
+        // applies of straight-line code per packet.
         if (hdr.ethernet.dst_addr[40:40] == 0) {
             if (mac_table.apply().hit) {
-                is_bum = false;
-            }
-        }
-        if (meta.drop_reason != DROP_NONE) {
-            // Dropped already (the TX meter): the first reason stands.
-        } else if (is_bum) {
-            // Split horizon: BUM from the fabric only goes to local VFs.
-            // (Each branch tests its own group: no temporary to wait for.)
-            if (meta.from_fabric) {
-                if (meta.local_flood_group == 0) {
-                    meta.drop_reason = DROP_NO_FLOOD_GROUP;
-                } else {
-                    meta.mcast_grp = meta.local_flood_group;
+                if (meta.drop_reason != DROP_NONE) {
+                    // Dropped already (the TX meter): the first reason stands.
+                } else if (meta.do_encap && meta.from_fabric) {
+                    meta.drop_reason = DROP_SPLIT_HORIZON;   // fabric back to fabric
+                } else if (!meta.do_encap && !meta.from_fabric &&
+                           meta.egress_port == meta.ingress_port &&
+                           meta.egress_vlan == meta.src_vlan) {
+                    meta.drop_reason = DROP_SPLIT_HORIZON;   // back to the sending VF
                 }
-            } else if (meta.flood_group == 0) {
-                meta.drop_reason = DROP_NO_FLOOD_GROUP;
             } else {
-                meta.mcast_grp = meta.flood_group;
+                FLOOD_IN_VNI(meta)
             }
-        } else if (meta.do_encap && meta.from_fabric) {
-            meta.drop_reason = DROP_SPLIT_HORIZON;   // fabric back to fabric
-        } else if (!meta.do_encap && !meta.from_fabric &&
-                   meta.egress_port == meta.ingress_port &&
-                   meta.egress_vlan == meta.src_vlan) {
-            meta.drop_reason = DROP_SPLIT_HORIZON;   // back to the sending VF
+        } else {
+            FLOOD_IN_VNI(meta)
         }
     }
 }
+
+#undef FLOOD_IN_VNI
 
 #endif  // P4VTEP_L2_FORWARDING_P4

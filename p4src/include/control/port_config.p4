@@ -6,17 +6,22 @@ control PortConfig(inout local_metadata_t meta)
                   (bit<32> port_count) {
     PACKET_BYTE_COUNTER(port_rx_counter, port_count);
 
+    // Every frame in is counted, in the actions or after the table as the
+    // target prefers (arch.p4 says why).
     action set_access_port() {
+        COUNT_IN_ACTION(port_rx_counter, meta.ingress_port);
         meta.port_role = PORT_ROLE_ACCESS;
     }
 
     action set_fabric_port() {
+        COUNT_IN_ACTION(port_rx_counter, meta.ingress_port);
         meta.port_role = PORT_ROLE_FABRIC;
     }
 
     // The ingress control drops a packet whose port has no role (after the
     // parser-error check, which takes precedence).
     action unknown_port() {
+        COUNT_IN_ACTION(port_rx_counter, meta.ingress_port);
         meta.port_role = PORT_ROLE_NONE;
     }
 
@@ -34,8 +39,8 @@ control PortConfig(inout local_metadata_t meta)
     }
 
     apply {
-        COUNT(port_rx_counter, meta.ingress_port);
         port_role.apply();
+        COUNT_AFTER_TABLE(port_rx_counter, meta.ingress_port);
     }
 }
 

@@ -2,25 +2,21 @@
 #ifndef P4VTEP_TUNNEL_P4
 #define P4VTEP_TUNNEL_P4
 
-// Move the tenant frame from inner_* into the slots the rest of the pipeline
-// switches on; the underlay headers are discarded.
+// Move the tenant's Ethernet header from inner_ethernet into the slot the
+// rest of the pipeline switches on and discard the underlay. The parser stops
+// at the inner Ethernet header (nothing after decap reads further), so the
+// rest of the tenant frame is payload and stays where it is.
 control VxlanDecap(inout headers_t hdr) {
     apply {
         hdr.ethernet = hdr.inner_ethernet;
-        hdr.arp = hdr.inner_arp;
-        hdr.ipv4 = hdr.inner_ipv4;
-        hdr.ipv6 = hdr.inner_ipv6;
-        hdr.udp = hdr.inner_udp;
-        hdr.tcp = hdr.inner_tcp;
+        hdr.inner_ethernet.setInvalid();
+        // What a VXLAN packet that passed VTEP termination can hold (IPv6,
+        // ARP and TCP cannot be valid in it).
         hdr.vlan.setInvalid();
         hdr.vlan2.setInvalid();
+        hdr.ipv4.setInvalid();
+        hdr.udp.setInvalid();
         hdr.vxlan.setInvalid();
-        hdr.inner_ethernet.setInvalid();
-        hdr.inner_arp.setInvalid();
-        hdr.inner_ipv4.setInvalid();
-        hdr.inner_ipv6.setInvalid();
-        hdr.inner_udp.setInvalid();
-        hdr.inner_tcp.setInvalid();
     }
 }
 
@@ -30,10 +26,15 @@ control VxlanDecap(inout headers_t hdr) {
 control VxlanEncap(inout headers_t hdr,
                    inout local_metadata_t meta,
                    in bit<16> frame_len) {
-    bit<16> inner_frame_len;
-
     // Keyless: the controller sets the default action to this switch's VTEP.
+    // The whole encap is this one action (one table apply on BMv2). The
+    // frame is always tagged here: access filtering drops untagged frames,
+    // and frames from the fabric are never tunnelled again. It travels
+    // untagged inside the tunnel.
     action set_local_vtep(ipv4_addr_t vtep_ip, mac_addr_t router_mac) {
+        hdr.ethernet.ether_type = hdr.vlan.ether_type;
+        hdr.vlan.setInvalid();
+
         hdr.encap_ethernet.setValid();
         hdr.encap_ethernet.dst_addr = meta.next_hop_mac;
         hdr.encap_ethernet.src_addr = router_mac;
@@ -42,9 +43,12 @@ control VxlanEncap(inout headers_t hdr,
         hdr.encap_ipv4.setValid();
         hdr.encap_ipv4.version = 4;
         hdr.encap_ipv4.ihl = 5;
+        // Outer DSCP copies the inner one (apply fixes YELLOW and non-IPv4).
+        hdr.encap_ipv4.dscp = hdr.ipv4.dscp;
         hdr.encap_ipv4.ecn = 0;
-        // outer IPv4 + UDP + VXLAN = 20 + 8 + 8 bytes
-        hdr.encap_ipv4.total_len = inner_frame_len + 36;
+        // The frame less its VF tag (4), plus outer IPv4 + UDP + VXLAN
+        // (20 + 8 + 8 bytes).
+        hdr.encap_ipv4.total_len = frame_len + 32;
         hdr.encap_ipv4.identification = 0;
         hdr.encap_ipv4.flags = 0;
         hdr.encap_ipv4.frag_offset = 0;
@@ -58,7 +62,7 @@ control VxlanEncap(inout headers_t hdr,
         // The top two bits set, 14 bits of hash: one deposit on Tofino.
         hdr.encap_udp.src_port = VXLAN_SRC_PORT_TOP_BITS ++ meta.flow_hash[13:0];
         hdr.encap_udp.dst_port = VXLAN_UDP_PORT;
-        hdr.encap_udp.length = inner_frame_len + 16;
+        hdr.encap_udp.length = frame_len + 12;   // - 4 + UDP + VXLAN
         hdr.encap_udp.checksum = 0;   // allowed for IPv4 (RFC 7348 5)
 
         hdr.encap_vxlan.setValid();
@@ -87,19 +91,10 @@ control VxlanEncap(inout headers_t hdr,
             // A VM's own VXLAN is not tunnelled again (one VXLAN level only).
             meta.drop_reason = DROP_NESTED_VXLAN;
         } else {
-            inner_frame_len = frame_len;
-            if (hdr.vlan.isValid()) {
-                // The tenant frame travels untagged inside the tunnel.
-                inner_frame_len = inner_frame_len - 4;
-                hdr.ethernet.ether_type = hdr.vlan.ether_type;
-                hdr.vlan.setInvalid();
-            }
             local_vtep.apply();
             if (meta.tx_color == METER_YELLOW) {
                 hdr.encap_ipv4.dscp = DSCP_YELLOW;
-            } else if (hdr.ipv4.isValid()) {
-                hdr.encap_ipv4.dscp = hdr.ipv4.dscp;
-            } else {
+            } else if (!hdr.ipv4.isValid()) {
                 hdr.encap_ipv4.dscp = 0;
             }
         }
@@ -109,14 +104,18 @@ control VxlanEncap(inout headers_t hdr,
 // Local delivery: the frame leaves tagged with the receiving VF's VLAN.
 control VfTagging(inout headers_t hdr, in local_metadata_t meta) {
     apply {
+        // The VLAN in both branches: after the branch it would be a table
+        // apply of its own on BMv2.
         if (!hdr.vlan.isValid()) {
             hdr.vlan.setValid();
             hdr.vlan.pcp = 0;
             hdr.vlan.dei = 0;
+            hdr.vlan.vid = meta.egress_vlan;
             hdr.vlan.ether_type = hdr.ethernet.ether_type;
             hdr.ethernet.ether_type = ETHERTYPE_VLAN;
+        } else {
+            hdr.vlan.vid = meta.egress_vlan;
         }
-        hdr.vlan.vid = meta.egress_vlan;
     }
 }
 
