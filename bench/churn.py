@@ -11,26 +11,21 @@ read back and compared entry by entry with the desired state.
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import tempfile
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from common import REPO, percentile, require_switch, summary, write_result
 
 sys.path.insert(0, str(REPO / "tests"))
 
+from churn_driver import offer_churn
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Vm
 from p4vtep.store import Store
 from switch_fabric import background_vms, read_back_matches, two_tor_fabric
 
 SERVERS = ("s11", "s12", "s21", "s22")
-OUTSTANDING = 64
 
 
 def main() -> None:
@@ -41,7 +36,6 @@ def main() -> None:
     parser.add_argument("--name", default="churn")
     args = parser.parse_args()
     require_switch()
-    rng = random.Random(7)
     with tempfile.TemporaryDirectory() as tmp, two_tor_fabric(Path(tmp) / "logs") as sf:
         controller = Controller(
             sf.fabric, bmv2_pipeline(), Store(Path(tmp) / "s.db"), resync_seconds=3600
@@ -49,82 +43,14 @@ def main() -> None:
         controller.replace_source("inventory", background_vms(args.vms))
         controller.start()
         assert controller.wait_converged(600)
-        lock = threading.Lock()
-        busy: set[str] = set()
-        names = sorted(controller.vms)
-        free_vlans = {s: list(range(3000, 4094)) for s in SERVERS}
-        latencies: dict[str, list[float]] = {"attach": [], "detach": [], "migrate": []}
-        errors: list[str] = []
-        serial = [0]
-        slots = threading.BoundedSemaphore(OUTSTANDING)
-
-        def pick() -> tuple[str, Vm | None]:
-            with lock:
-                kind = rng.choice(("attach", "detach", "migrate"))
-                if kind == "attach":
-                    serial[0] += 1
-                    n = serial[0]
-                    server = rng.choice(SERVERS)
-                    vm = Vm(
-                        f"churn{n}",
-                        f"02:cc:00:{n >> 16 & 255:02x}:{n >> 8 & 255:02x}:{n & 255:02x}",
-                        (f"172.{20 + (n >> 16 & 7)}.{n >> 8 & 255}.{n & 255}",),
-                        5000,
-                        server,
-                        free_vlans[server].pop(0),
-                    )
-                    busy.add(vm.name)
-                    names.append(vm.name)
-                    return kind, vm
-                for _ in range(20):
-                    name = names[rng.randrange(len(names))]
-                    if name not in busy and name in controller.vms:
-                        busy.add(name)
-                        return kind, controller.vms[name]
-                return "none", None
-
-        def run(kind: str, vm: Vm | None) -> None:
-            try:
-                t0 = time.perf_counter()
-                if kind == "attach":
-                    version = controller.attach(vm)
-                elif kind == "detach":
-                    version = controller.detach(vm.name)
-                elif kind == "migrate":
-                    tor = sf.fabric.servers[vm.server].tor
-                    target = rng.choice([s for s in SERVERS if sf.fabric.servers[s].tor != tor])
-                    with lock:
-                        vlan = free_vlans[target].pop(0)
-                    version = controller.migrate(vm.name, target, vlan, timeout=60)
-                else:
-                    return
-                assert controller.wait_version(version, 120), f"{kind} not acknowledged"
-                with lock:
-                    latencies[kind].append(time.perf_counter() - t0)
-                    if kind != "attach":  # its old (server, VLAN) is free again
-                        free_vlans[vm.server].append(vm.vlan)
-            except Exception as exc:  # noqa: BLE001 -- every failure is reported
-                errors.append(f"{kind} {vm.name if vm else ''}: {exc}")
-            finally:
-                if vm is not None:
-                    with lock:
-                        busy.discard(vm.name)
-                slots.release()
-
-        started = time.perf_counter()
-        sent = 0
-        with ThreadPoolExecutor(max_workers=16) as pool:
-            while time.perf_counter() - started < args.seconds:
-                slots.acquire()
-                pool.submit(run, *pick())
-                sent += 1
-                time.sleep(max(0.0, started + sent / args.rate - time.perf_counter()))
-        elapsed = time.perf_counter() - started
-        assert not errors, errors[:5]
+        churn = offer_churn(controller, sf.fabric, SERVERS, seconds=args.seconds, rate=args.rate)
+        assert not churn.errors, churn.errors[:5]
         assert controller.wait_converged(600)
         read_back_matches(sf, controller)
         controller.stop()
-    every = [x for values in latencies.values() for x in values]
+    latencies = churn.latencies
+    elapsed = churn.seconds
+    every = churn.all_latencies()
     done = len(every)
 
     def pcts(values: list[float]) -> dict:
