@@ -153,7 +153,7 @@ typecheck: deps-python
 	$(VENV)/bin/mypy
 
 # Test tiers (pytest.ini): unit = the unmarked tests, no root, no BMv2.
-unit: deps-python
+unit: deps-python gobgp-api
 	$(VPY) -m pytest -q -m "$(UNIT_TESTS)"
 
 # The quick gate before a commit: under a minute, no root needed.
