@@ -8,16 +8,15 @@ or freed.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import fields
 from pathlib import Path
 
 from .allocation import Allocations
 from .model import Vm
+from .state.rows import allocations_from_rows, vm_from_json, vm_to_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS vms (name TEXT PRIMARY KEY, body TEXT NOT NULL);
@@ -27,14 +26,6 @@ CREATE TABLE IF NOT EXISTS allocations (
 """
 
 AllocationChange = tuple[str, str, int | None]  # (space, key, index or None: released)
-
-
-_VM_FIELDS = tuple(f.name for f in fields(Vm))
-
-
-def _body(vm: Vm) -> str:
-    # (dataclasses.asdict deep-copies every field: slow for 100,000 VMs.)
-    return json.dumps({name: getattr(vm, name) for name in _VM_FIELDS})
 
 
 class Store:
@@ -64,29 +55,17 @@ class Store:
     def load_vms(self) -> dict[str, Vm]:
         with self._lock:
             rows = self._db.execute("SELECT body FROM vms").fetchall()
-        vms = {}
-        for (body,) in rows:
-            data = json.loads(body)
-            data["ips"] = tuple(data["ips"])
-            vms[data["name"]] = Vm(**data)
-        return vms
+        vms = (vm_from_json(body) for (body,) in rows)
+        return {vm.name: vm for vm in vms}
 
     def load_allocations(self) -> Allocations:
-        alloc = Allocations()
         with self._lock:
             rows = self._db.execute("SELECT space, key, idx FROM allocations").fetchall()
-        for space, key, idx in rows:
-            if space == "vni":
-                alloc.vni.restore(int(key), idx)
-            elif space == "tor":
-                alloc.tor.restore(key, idx)
-            elif space.startswith("vm@"):
-                alloc.vm_space(space[3:]).restore(key, idx)
-        return alloc
+        return allocations_from_rows({(space, key): idx for space, key, idx in rows})
 
     def save(self, vms: Iterable[Vm], alloc: Allocations) -> None:
         """Make the stored state exactly ``vms`` and ``alloc``."""
-        rows = [(vm.name, _body(vm)) for vm in vms]
+        rows = [(vm.name, vm_to_json(vm)) for vm in vms]
         with self._transaction() as db:
             db.execute("DELETE FROM vms")
             db.executemany("INSERT INTO vms VALUES (?, ?)", rows)
@@ -102,7 +81,7 @@ class Store:
     ) -> None:
         """Write a few changed VMs and the allocations they changed, without
         looking at the others."""
-        puts = [(vm.name, _body(vm)) for vm in upserts]
+        puts = [(vm.name, vm_to_json(vm)) for vm in upserts]
         gone = [(name,) for name in removals]
         alloc_puts, alloc_gone = [], []
         for space, key, index in allocations:
