@@ -443,6 +443,25 @@ def test_resigning_leader_hands_over_at_once(cluster, resources):
     assert lb.may_write()
 
 
+def test_closing_twice_is_harmless_and_a_closed_candidate_cannot_lead(cluster, resources):
+    """close() runs once whoever calls it (owner, then fixture); a leader
+    that closes frees the key at once; a closed candidate refuses to campaign
+    instead of taking a term it would never give up."""
+    s = settings(cluster, unique_prefix())
+    la = open_leadership(resources, s, "a")
+    observer = open_leadership(resources, s, "observer")
+    la.campaign(timeout=10)
+    la.close()
+    la.close()
+    deadline = time.monotonic() + 5
+    while observer.leader() is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert observer.leader() is None, "closing the leader deletes the leader key"
+    with pytest.raises(StateError):
+        la.campaign(timeout=1)
+    assert la.term is None and not la.may_write()
+
+
 def test_partitioned_leader_stops_writing_before_its_lease_expires(cluster, resources):
     """The old leader reaches only member 0; member 0 dies. Its keepalives
     fail, and may_write() turns false before the lease can have expired, so

@@ -105,6 +105,7 @@ class EtcdConnection:
             endpoints=endpoints, timeout=settings.timeout, failover=True
         )
         self._lock = threading.Lock()
+        self._closed = False
 
     # -- calls ------------------------------------------------------------
 
@@ -148,6 +149,8 @@ class EtcdConnection:
         deadline = time.monotonic() + budget
         error: grpc.RpcError | None = None
         while (left := deadline - time.monotonic()) > 0:
+            if self._closed:
+                raise StateError(f"etcd: cannot {what}: the connection is closed")
             try:
                 channel = self.channel()
             except StoreUnavailable:
@@ -155,6 +158,10 @@ class EtcdConnection:
                 continue
             try:
                 return rpc(channel, min(left, attempt))
+            except ValueError as exc:  # grpc: "Cannot invoke RPC on closed channel!"
+                if self._closed:
+                    raise StateError(f"etcd: cannot {what}: the connection is closed") from exc
+                raise
             except grpc.RpcError as exc:
                 if not _member_failed(exc):
                     raise StateError(f"etcd refused to {what}: {exc.details()}") from exc
@@ -211,6 +218,7 @@ class EtcdConnection:
         )
 
     def close(self) -> None:
+        self._closed = True  # threads still calling get StateError, not grpc's ValueError
         self.client.close()
 
 

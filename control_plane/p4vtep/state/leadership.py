@@ -156,6 +156,11 @@ class EtcdLeadership(Leadership):
                 return None
             term = int(kvs[0].create_revision)  # ours already (a retried request)
         with self._lock:
+            if self._stop.is_set():
+                # close() ran while the request was in flight: it has already
+                # revoked the lease (taking the key with it) or will let it
+                # expire, so this win must not be kept.
+                raise StateError(f"{self.replica_id}: leadership closed")
             self._term = term
             self._leader = LeaderInfo(self.replica_id, self.address, term)
         log.info("%s leads with term %d", self.replica_id, term)
@@ -324,7 +329,10 @@ class EtcdLeadership(Leadership):
             )
 
     def close(self) -> None:
-        self._stop.set()  # first: a campaign in progress stops
+        with self._lock:  # idempotent: owners and test fixtures may both close
+            if self._stop.is_set():
+                return
+            self._stop.set()  # first: a campaign in progress stops
         try:
             self.resign()
         except StateError as exc:
