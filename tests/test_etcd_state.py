@@ -459,7 +459,8 @@ def test_closing_twice_is_harmless_and_a_closed_candidate_cannot_lead(cluster, r
     assert observer.leader() is None, "closing the leader deletes the leader key"
     with pytest.raises(StateError):
         la.campaign(timeout=1)
-    assert la.term is None and not la.may_write()
+    assert la.term is None
+    assert not la.may_write()
 
 
 def test_partitioned_leader_stops_writing_before_its_lease_expires(cluster, resources):
