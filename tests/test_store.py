@@ -35,3 +35,26 @@ def test_a_failed_transaction_changes_nothing(tmp_path):
     with pytest.raises(sqlite3.IntegrityError, match="NOT NULL"):
         store.save_changes([bad], ["a1"], [("vm@tor1", None, 3)])  # type: ignore[list-item]
     assert store.load_vms() == {vm.name: vm for vm in vms()}
+
+
+def test_state_store_protocol_commit_and_conflict(tmp_path):
+    """The SQLite store is a StateStore: a commit lands against the revision
+    it was based on, a stale base is refused and changes nothing, and a
+    reopened file loads what was committed."""
+    from p4vtep.state.protocol import Change, Conflict
+
+    path = tmp_path / "state.db"
+    store = Store(path)
+    empty = store.load()
+    assert (empty.revision, dict(empty.vms), dict(empty.allocations)) == (0, {}, {})
+    first = Change(upserts=tuple(vms()[:2]), alloc_set={("vm@tor1", "a1"): 1, ("vni", "100"): 1})
+    assert store.commit(first, 0) == 1
+    second = Change(removals=("a1",), alloc_removed=(("vm@tor1", "a1"),))
+    with pytest.raises(Conflict, match="changed since revision 0"):
+        store.commit(second, 0)
+    assert set(store.load().vms) == {"a1", "a2"}
+    assert store.commit(second, 1) == 2
+    store.close()
+    again = Store(path).load()
+    assert set(again.vms) == {"a2"}
+    assert dict(again.allocations) == {("vni", "100"): 1}

@@ -3,6 +3,11 @@
 Changes (from the inventory file, libvirt or the API) are validated against
 the whole resulting state and refused whole if anything is wrong; accepted
 ones are stored, then every supervisor is told to reconcile.
+
+The store is any StateStore: SQLite for a single controller (the default), or
+etcd shared by replicas. With a Leadership (replicas), only the leader commits
+(fenced by its term) and its supervisors write; every replica follows the
+commits of the others through apply_committed().
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from .compiler import Change, DesiredState, Encoder, Key, SwitchState, compile_t
 from .dataplane.artifacts import Pipeline, pipeline_for
 from .dataplane.entries import PipelineEntries
 from .model import Fabric, Vm
+from .state.protocol import Change as StateChange
+from .state.protocol import Leadership, NotLeader, StateEvent, StateStore
+from .state.rows import allocation_rows, allocations_from_rows, set_row
 from .store import Store
 from .supervisor import SwitchSupervisor
 from .validation import Problem, ValidationError, VmIndex, check_fabric, validate, validate_change
@@ -38,9 +46,10 @@ class Controller:
         self,
         fabric: Fabric,
         pipeline: Pipeline,
-        store: Store | None = None,
+        store: StateStore | None = None,
         election_id: int = 1,
         resync_seconds: float = 30.0,
+        leadership: Leadership | None = None,
     ) -> None:
         problems = check_fabric(fabric)
         if problems:
@@ -62,15 +71,21 @@ class Controller:
             if id(entries) not in by_p4info:
                 by_p4info[id(entries)] = Encoder(entries)
             self.encoders[name] = by_p4info[id(entries)]
-        self.store = store or Store()
+        self.store: StateStore = store or Store()
+        self.leadership = leadership
         self.bus = events.EventBus()
         self._lock = threading.RLock()
-        self.alloc: Allocations = self.store.load_allocations()
+        loaded = self.store.load()
+        self.revision = loaded.revision  # the store revision this state is at
+        self.alloc: Allocations = allocations_from_rows(loaded.allocations)
         # The VMs, every index and every ToR's entities, kept up to date per
         # change; indices are allocated here, when a change is committed.
         self.desired = DesiredState(fabric, self.encoder, self.alloc, self.encoders)
-        self.desired.load(self.store.load_vms().values())
-        self.store.save_allocations(self.alloc.take_changes())
+        self.desired.load(loaded.vms.values())
+        if leadership is None:
+            self.revision = self.store.commit(self._pending_change([], []), self.revision)
+        # (A replica commits new index rows when it leads: sync_allocations.)
+        self._index_stale = False
         self.version = 1
         self._checked: dict[Vm, list[Problem]] = {}  # per-VM validation results
         self._index = VmIndex.of(self.vms.values())
@@ -86,6 +101,7 @@ class Controller:
                 self.bus,
                 resync_seconds=resync_seconds,
                 credentials=credentials,
+                gate=leadership,
             )
             for name, tor in fabric.tors.items()
         }
@@ -148,6 +164,77 @@ class Controller:
         self._index = VmIndex.of(self.vms.values())
         self._reserve_pinned(self._index)
 
+    def _pending_change(self, upserts: list[Vm], removals: list[str]) -> StateChange:
+        """The VMs given and the index rows allocated or freed since the last call."""
+        alloc_set, alloc_removed = {}, []
+        for space, key, index in self.alloc.take_changes():
+            if index is None:
+                alloc_removed.append((space, key))
+            else:
+                alloc_set[(space, key)] = index
+        return StateChange(tuple(upserts), tuple(removals), alloc_set, tuple(alloc_removed))
+
+    def _fence(self) -> int | None:
+        """The leadership term to fence commits with; NotLeader, naming the
+        leader, on a replica that does not lead."""
+        if self.leadership is None:
+            return None
+        term = self.leadership.term
+        if term is not None:
+            return term
+        me = self.leadership.replica_id
+        leader = self.leadership.leader()
+        if leader is None:
+            raise NotLeader(
+                f"{me} is not the leader and no leader is elected right now "
+                "(election in progress or etcd unreachable); retry shortly"
+            )
+        raise NotLeader(
+            f"{me} is not the leader: send writes to the leader {leader.replica_id} "
+            f"at {leader.address}"
+        )
+
+    def sync_allocations(self) -> None:
+        """Commit the index rows this replica holds and the store lacks (e.g.
+        the ToR indices a replica gives itself on an empty store)."""
+        with self._lock:
+            term = self._fence()
+            self.alloc.take_changes()
+            stored = self.store.snapshot().allocations
+            mine = allocation_rows(self.alloc)
+            change = StateChange(
+                alloc_set={k: i for k, i in mine.items() if stored.get(k) != i},
+                alloc_removed=tuple(k for k in stored if k not in mine),
+            )
+            if not change.empty:
+                self.revision = self.store.commit(change, self.revision, fence_term=term)
+
+    def apply_committed(self, event: StateEvent) -> None:
+        """Follow a change another replica committed (or one of ours that
+        landed after its commit was reported unavailable): take its index
+        rows as they are, then update the VMs and every ToR's entities."""
+        with self._lock:
+            if event.revision <= self.revision:
+                return  # ours, or already loaded
+            for row, index in event.alloc_set.items():
+                set_row(self.alloc, row, index)  # before the VMs: they get these indices
+            upserts, removals = list(event.upserts.values()), list(event.removals)
+            if len(upserts) + len(removals) > BULK_CHANGE:
+                whole = {n: vm for n, vm in self.vms.items() if n not in event.removals}
+                whole.update(event.upserts)
+                self.desired.load(whole.values())
+            else:
+                self.desired.change(upserts, removals)
+            for row in event.alloc_removed:
+                set_row(self.alloc, row, None)
+            self.alloc.take_changes()  # committed already, by the other replica
+            self.revision = event.revision
+            self._index_stale = True  # rebuilt at the next local change
+            self.version += 1
+        self.bus.publish(events.DesiredStateChanged(vm="*", change=f"replicated {event.origin}"))
+        for sup in self.supervisors.values():
+            sup.notify()
+
     def _commit(
         self,
         change: events.DesiredStateChanged,
@@ -158,6 +245,10 @@ class Controller:
         """Validate the change (only the changed VMs, or the ``whole`` new
         state), allocate its indices, store it and wake the supervisors."""
         with self._lock:
+            term = self._fence()
+            if self._index_stale:
+                self._rebuild_index()
+                self._index_stale = False
             if len(self._checked) > 2 * len(self.vms) + 1000:
                 self._checked.clear()
             pinned = self.desired.pinned_vms()
@@ -183,10 +274,16 @@ class Controller:
                 self.desired.load(whole.values())
             else:
                 self.desired.change(upserts, removals)
+            commit = self._pending_change(upserts, removals)
             try:
-                self.store.save_changes(upserts, removals, self.alloc.take_changes())
+                self.revision = self.store.commit(commit, self.revision, fence_term=term)
             except BaseException:
-                # Not stored: undo in memory too (indices may differ; fine).
+                # Not stored: undo in memory too. Freed indices go back to
+                # their stored values first, so the VMs put back get them.
+                stored = self.store.snapshot().allocations
+                for row in commit.alloc_removed:
+                    if row in stored:
+                        set_row(self.alloc, row, stored[row])
                 self.desired.change(
                     [vm for vm in before.values() if vm is not None],
                     [name for name, vm in before.items() if vm is None],

@@ -2,6 +2,11 @@
 backoff), takes part in primary election, pushes the pipeline only when the
 switch's cookie differs, and reconciles the switch to the desired state
 whenever that changes, after a (re)connect, and periodically to repair drift.
+
+With a WriteGate (controller replicas: the etcd leadership), a supervisor
+opens a session only while its replica may write, arbitrates with the gate's
+election id (re-arbitrating when the term changes), checks the gate before
+every batch it writes, and drops the session as soon as the gate closes.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from . import events
 from .compiler import Change, Key, SwitchState
 from .dataplane.artifacts import Pipeline
 from .model import Tor
-from .reconciler import SwitchReader, changes_diff, reconcile, write
-from .runtime.client import P4RuntimeError, SwitchConnection, WriteError
+from .reconciler import Diff, SwitchReader, changes_diff, diff
+from .runtime.client import DEFAULT_BATCH_SIZE, P4RuntimeError, SwitchConnection, WriteError
 from .runtime.describe import describe
 from .runtime.p4info import P4Info
 
@@ -58,6 +63,19 @@ class DesiredSource(Protocol):
         ...
 
 
+class WriteGate(Protocol):
+    """Whether this controller may write to switches now, and as whom
+    (p4vtep.state.protocol.Leadership is one)."""
+
+    def may_write(self) -> bool: ...
+
+    def election_id(self) -> int: ...
+
+
+class GateClosed(P4RuntimeError):
+    """This replica may not write (it lost or never had leadership)."""
+
+
 class SwitchSupervisor:
     def __init__(
         self,
@@ -69,8 +87,11 @@ class SwitchSupervisor:
         resync_seconds: float = 30.0,
         max_backoff: float = 5.0,
         credentials: grpc.ChannelCredentials | None = None,
+        gate: WriteGate | None = None,
     ) -> None:
         self.tor = tor
+        self.gate = gate
+        self.writes_refused = 0  # batches not sent because the gate was closed
         self.pipeline = pipeline
         self.election_id = election_id
         self.desired = desired
@@ -115,6 +136,12 @@ class SwitchSupervisor:
     def _run(self) -> None:
         backoff = 0.2
         while not self._stop.is_set():
+            if self.gate is not None and not self.gate.may_write():
+                # A follower keeps no session: it has nothing to write.
+                self._wake.wait(0.1)
+                self._wake.clear()
+                backoff = 0.2
+                continue
             try:
                 self._session()
                 backoff = 0.2
@@ -134,10 +161,11 @@ class SwitchSupervisor:
             backoff = min(backoff * 2, self.max_backoff)
 
     def _session(self) -> None:
+        election_id = self._election_id()
         conn = SwitchConnection(
             self.tor.address,
             self.tor.device_id,
-            self.election_id,
+            election_id,
             credentials=self.credentials,
             p4info=self.pipeline.p4info,  # write errors name tables and actions
         )
@@ -153,6 +181,13 @@ class SwitchSupervisor:
             woke = self._wake.wait(timeout=0.5)
             if not conn.stream_alive:
                 raise P4RuntimeError(f"stream to {self.tor.address} closed")
+            if self.gate is not None and (
+                not self.gate.may_write() or self.gate.election_id() != election_id
+            ):
+                # Leadership lost, or a new term: drop the session (a new
+                # term reconnects with its own, higher, election id).
+                self._needs_full = True
+                return
             if conn.is_primary != primary:
                 primary = conn.is_primary
                 self.status.primary = primary
@@ -191,14 +226,15 @@ class SwitchSupervisor:
             if full or self._needs_full:
                 version, desired = self.desired.snapshot(self.tor.name)
                 self._needs_full = True  # until this pass succeeds
-                delta = reconcile(conn, desired, self.reader)
+                delta = diff(desired, self.reader.read(conn))
+                self._write(conn, delta)
                 entries = len(desired.entities)
             else:
                 # Only what changed since the last pass; the switch held the
                 # rest already (the periodic full pass repairs drift).
                 version, changes, entries = self.desired.changes(self.tor.name)
                 delta = changes_diff(changes)
-                write(conn, delta)
+                self._write(conn, delta)
         except WriteError as exc:
             self._needs_full = True
             self._set_error(str(exc))
@@ -236,6 +272,38 @@ class SwitchSupervisor:
                 seconds=time.monotonic() - started,
             )
         )
+
+    def _election_id(self) -> int:
+        if self.gate is None:
+            return self.election_id
+        try:
+            return self.gate.election_id()
+        except Exception as exc:  # e.g. NotLeader: the term just ended
+            raise GateClosed(f"{self.tor.name}: not leading: {exc}") from exc
+
+    def _write(self, conn: SwitchConnection, delta: Diff) -> None:
+        """Write in batches, checking before each that this replica may
+        still write (its lease may run out during a large pass)."""
+        updates = delta.updates()
+        if updates:
+            log.info(
+                "%s: %d inserts, %d modifies, %d deletes",
+                self.tor.name,
+                len(delta.inserts),
+                len(delta.modifies),
+                len(delta.deletes),
+            )
+        errors = []
+        for start in range(0, len(updates), DEFAULT_BATCH_SIZE):
+            if self.gate is not None and not self.gate.may_write():
+                self.writes_refused += 1
+                raise GateClosed(f"{self.tor.name}: leadership lost; writing stopped")
+            try:
+                conn.write(updates[start : start + DEFAULT_BATCH_SIZE])
+            except WriteError as exc:
+                errors.extend(exc.errors)
+        if errors:
+            raise WriteError(errors)
 
     def _blame(self, exc: WriteError, p4info: P4Info) -> dict[str, str]:
         """Which VMs the refused updates belonged to, and why (first reason).

@@ -15,6 +15,7 @@ from ..controller import Controller, NotFound
 from ..counters import CounterReader, Traffic
 from ..model import Vm
 from ..runtime.client import P4RuntimeError
+from ..state.protocol import Conflict, NotLeader, StoreUnavailable
 from ..tls import server_credentials
 from ..validation import ValidationError
 from . import messages
@@ -56,6 +57,14 @@ def _errors(method: Callable) -> Callable:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except (ConnectionError, P4RuntimeError) as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        # Controller replicas: writes go to the leader (the message names
+        # it); a change that raced another replica's is not committed.
+        except NotLeader as exc:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        except Conflict as exc:
+            context.abort(grpc.StatusCode.ABORTED, f"{exc}; retry")
+        except StoreUnavailable as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"desired-state store: {exc}")
 
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__

@@ -8,11 +8,11 @@ are rows ``(space, key) -> index`` with the space names SQLite uses too:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from ..allocation import Allocations
+from ..allocation import Allocations, IndexSpace
 from ..model import Vm
 from .protocol import AllocKey, Change, Snapshot
 
@@ -58,3 +58,24 @@ def change_between(
         alloc_set={k: i for k, i in allocations.items() if before.allocations.get(k) != i},
         alloc_removed=tuple(k for k in before.allocations if k not in allocations),
     )
+
+
+def set_row(alloc: Allocations, row: AllocKey, index: int | None) -> None:
+    """Make one allocation row ``index`` (None: released), e.g. as another
+    replica committed it. The change it records is the caller's to discard."""
+    space_name, key = row
+    space: IndexSpace
+    k: Hashable
+    if space_name == "vni":
+        space, k = alloc.vni, int(key)
+    elif space_name == "tor":
+        space, k = alloc.tor, key
+    elif space_name.startswith("vm@"):
+        space, k = alloc.vm_space(space_name[3:]), key
+    else:
+        raise ValueError(f"unknown allocation space {space_name!r} (key {key!r})")
+    if space.peek(k) == index:
+        return
+    space.release(k)
+    if index is not None:
+        space.restore(k, index)
