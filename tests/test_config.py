@@ -70,3 +70,53 @@ def test_tls_section(tmp_path):
     fabric = load_fabric(path)
     assert fabric.p4runtime_tls.ca == f"{tmp_path}/ca.pem"
     assert fabric.api_tls.key == f"{tmp_path}/c.key"
+
+
+def fabric_with(tmp_path, store: str):
+    text = (EXAMPLES / "fabric.yaml").read_text() + store
+    path = tmp_path / "fabric.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_store_section_selects_etcd(tmp_path):
+    from p4vtep.config import load_store
+
+    assert load_store(EXAMPLES / "fabric.yaml") is None  # no section: SQLite
+    path = fabric_with(
+        tmp_path, "store:\n  etcd:\n    endpoints: [10.0.0.11:2379, 10.0.0.12:2379]\n"
+    )
+    settings = load_store(path)
+    assert settings is not None
+    assert settings.endpoints == ("10.0.0.11:2379", "10.0.0.12:2379")
+    assert settings.prefix == "/p4vtep"
+    assert settings.tls is None
+    assert load_fabric(path).tors  # the rest of the file still loads
+
+
+@pytest.mark.parametrize(
+    ("store", "message"),
+    [
+        ("store:\n  zookeeper: {}\n", r"fabric.yaml:\d+: store: expected exactly one store kind"),
+        ("store:\n  etcd:\n    prefix: /x\n", r"store.etcd.endpoints: missing"),
+        (
+            "store:\n  etcd:\n    endpoints: [nohost]\n",
+            r"store.etcd: etcd endpoint must be host:port",
+        ),
+        (
+            "store:\n  etcd:\n    endpoints: [a:1]\n    prefix: x/\n",
+            r"store.etcd: etcd prefix must start and not end with '/'",
+        ),
+        ("store:\n  etcd:\n    endpoints: [a:1]\n    ttl: 3\n", r"store.etcd.ttl: unknown field"),
+        (
+            "store:\n  etcd:\n    endpoints: [a:1]\n"
+            "    tls: {ca: /nope, cert: /nope, key: /nope}\n",
+            r"store.etcd.tls.ca: no such file: /nope",
+        ),
+    ],
+)
+def test_store_section_errors_name_file_and_field(tmp_path, store, message):
+    from p4vtep.config import load_store
+
+    with pytest.raises(ConfigError, match=message):
+        load_store(fabric_with(tmp_path, store))

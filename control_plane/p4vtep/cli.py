@@ -9,8 +9,12 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import grpc
+
+if TYPE_CHECKING:
+    from .state.etcd_connection import EtcdSettings
 
 DEFAULT_API = os.environ.get("P4VTEP_API", "127.0.0.1:50051")
 
@@ -27,7 +31,7 @@ def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
 # --- controller run ------------------------------------------------------------------
 def run_controller(args: argparse.Namespace) -> int:
     from .api.server import serve
-    from .config import load_fabric
+    from .config import ConfigError, load_fabric
     from .controller import Controller
     from .dataplane.artifacts import bmv2_pipeline
     from .sources.inventory_file import InventoryWatcher
@@ -38,18 +42,43 @@ def run_controller(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     fabric = load_fabric(args.fabric)
-    controller = Controller(
-        fabric,
-        bmv2_pipeline(),
-        Store(args.state),
-        election_id=args.election_id,
-        resync_seconds=args.resync,
-    )
+    etcd = etcd_settings(args)
+    replica = None
+    if etcd is None:
+        controller = Controller(
+            fabric,
+            bmv2_pipeline(),
+            Store(args.state),
+            election_id=args.election_id,
+            resync_seconds=args.resync,
+        )
+    else:
+        from .replica import Replica
+
+        if args.inventory:
+            raise ConfigError(
+                "--inventory is for a single controller: with etcd replicas, only the "
+                "leader may write; attach VMs through the API"
+            )
+        replica = Replica(
+            fabric,
+            bmv2_pipeline(),
+            etcd,
+            args.replica_id,
+            args.api_address or args.listen,
+            ttl=args.lease_ttl,
+            margin=args.lease_margin,
+            resync_seconds=args.resync,
+        )
+        controller = replica.controller
     watcher = None
     if args.inventory:
         watcher = InventoryWatcher(controller, args.inventory)
         watcher.load_now()
-    controller.start()
+    if replica is not None:
+        replica.start()
+    else:
+        controller.start()
     if watcher:
         watcher.start()
     libvirt_uris = {s.name: s.libvirt for s in fabric.servers.values() if s.libvirt}
@@ -72,9 +101,10 @@ def run_controller(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    role = f", replica {args.replica_id} (etcd)" if replica is not None else ""
     print(
         f"p4vtep controller: {len(fabric.tors)} ToRs, {len(controller.vms)} VMs, "
-        f"API on {args.listen}",
+        f"API on {args.listen}{role}",
         flush=True,
     )
     stop.wait()
@@ -83,8 +113,33 @@ def run_controller(args: argparse.Namespace) -> int:
         watcher.stop()
     if libvirt_source:
         libvirt_source.stop()
-    controller.stop()
+    if replica is not None:
+        replica.stop()
+    else:
+        controller.stop()
     return 0
+
+
+def etcd_settings(args: argparse.Namespace) -> EtcdSettings | None:
+    """etcd from the command line (--etcd) or else the fabric file's
+    ``store:`` section; None: the SQLite store (--state)."""
+    from .config import ConfigError, load_store
+    from .state.etcd_connection import EtcdSettings
+
+    settings = load_store(args.fabric)
+    if args.etcd:
+        endpoints = tuple(e.strip() for e in args.etcd.split(",") if e.strip())
+        try:
+            settings = EtcdSettings(
+                endpoints,
+                args.etcd_prefix or (settings.prefix if settings else "/p4vtep"),
+                settings.tls if settings else None,
+            )
+        except ValueError as exc:
+            raise ConfigError(f"--etcd {args.etcd}: {exc}") from None
+    if settings is not None and not args.replica_id:
+        raise ConfigError("etcd replicas need --replica-id (unique per controller)")
+    return settings
 
 
 # --- switch run ------------------------------------------------------------------------
@@ -355,6 +410,25 @@ def parser() -> argparse.ArgumentParser:
         help="P4Runtime election id; the highest live one is primary",
     )
     run.add_argument("--resync", type=float, default=30.0, help="seconds between drift repairs")
+    ha = run.add_argument_group("replicas (desired state and leadership in etcd; docs/ha.md)")
+    ha.add_argument(
+        "--etcd",
+        metavar="HOST:PORT,...",
+        help="etcd endpoints (overrides the fabric file's store: section); SQLite if neither",
+    )
+    ha.add_argument("--etcd-prefix", help="key prefix in etcd (default /p4vtep)")
+    ha.add_argument("--replica-id", help="this replica's name, unique among the replicas")
+    ha.add_argument(
+        "--api-address",
+        help="where other replicas send clients to reach this API (default: --listen)",
+    )
+    ha.add_argument("--lease-ttl", type=int, default=5, help="leader lease TTL, seconds")
+    ha.add_argument(
+        "--lease-margin",
+        type=float,
+        default=1.0,
+        help="stop writing this long before the lease can expire, seconds",
+    )
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=run_controller)
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .dataplane.targets import Target
 from .model import Fabric, QosPolicy, Rates, Server, TlsFiles, Tor, Uplink, Vm, Vni
 from .validation import normalise_mac
+
+if TYPE_CHECKING:
+    from .state.etcd_connection import EtcdSettings
 
 
 class ConfigError(ValueError):
@@ -195,6 +198,43 @@ def load_fabric(path: str | Path) -> Fabric:
     fabric.p4runtime_tls = _tls_files(doc, ("tls", "p4runtime"))
     fabric.api_tls = _tls_files(doc, ("tls", "api"))
     return fabric
+
+
+def load_store(path: str | Path) -> EtcdSettings | None:
+    """The fabric file's ``store:`` section: etcd settings, or None for the
+    default SQLite store (section absent)::
+
+        store:
+          etcd:
+            endpoints: [10.0.0.11:2379, 10.0.0.12:2379, 10.0.0.13:2379]
+            prefix: /p4vtep
+            tls: {ca: ..., cert: ..., key: ...}
+    """
+    from .state.etcd_connection import EtcdSettings
+
+    doc = _read(path)
+    section = doc.get(("store",), {})
+    if section == {}:
+        return None
+    if not isinstance(section, dict) or set(section) != {"etcd"}:
+        raise doc.error(("store",), "expected exactly one store kind: etcd (or no store: SQLite)")
+    p = ("store", "etcd")
+    if not isinstance(doc.get(p, {}), dict):
+        raise doc.error(p, "expected a mapping with endpoints, prefix, tls")
+    unknown = set(doc.get(p, {})) - {"endpoints", "prefix", "tls"}
+    if unknown:
+        raise doc.error(
+            p + (sorted(unknown)[0],), "unknown field (expected endpoints, prefix, tls)"
+        )
+    endpoints = doc.list(p + ("endpoints",))
+    for i, endpoint in enumerate(endpoints):
+        if not isinstance(endpoint, str):
+            raise doc.error(p + ("endpoints", i), f"expected host:port, got {endpoint!r}")
+    prefix = doc.typed(p + ("prefix",), str, "/p4vtep")
+    try:
+        return EtcdSettings(tuple(endpoints), prefix, _tls_files(doc, p + ("tls",)))
+    except ValueError as exc:
+        raise doc.error(p, str(exc)) from None
 
 
 def load_inventory(path: str | Path) -> list[Vm]:
