@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,7 +247,7 @@ class ChangeDriver(threading.Thread):
         self._target = 0
         self._next = 0
         self._turn = threading.Lock()
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def vm(self, i: int) -> Vm:
         return Vm(
@@ -259,10 +260,10 @@ class ChangeDriver(threading.Thread):
         )
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             with self._turn:
                 self._one()
-            self._stop.wait(self.interval)
+            self._halt.wait(self.interval)
 
     def _one(self) -> None:
         attached = [n for n, vm in self.acked.items() if vm is not None and n not in self.uncertain]
@@ -301,5 +302,28 @@ class ChangeDriver(threading.Thread):
         self._turn.release()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join(30)
+
+    def burst(self, replica: ReplicaProcess, count: int) -> int:
+        """Attach ``count`` new VMs through ``replica`` at once (while paused),
+        so that some are acknowledged but not yet on the switches; returns
+        how many were acknowledged."""
+        vms = [self.vm(self._next + i) for i in range(count)]
+        self._next += count
+
+        def attach(vm: Vm) -> bool:
+            try:
+                replica.stub.AttachVM(pb.AttachVMRequest(vm=messages.vm_to_pb(vm)), timeout=8)
+                return True
+            except grpc.RpcError:
+                return False
+
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(attach, vms))
+        for vm, ok in zip(vms, results, strict=True):
+            if ok:
+                self.acked[vm.name] = vm
+            else:
+                self.uncertain.add(vm.name)
+        return sum(results)
