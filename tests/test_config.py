@@ -120,3 +120,23 @@ def test_store_section_errors_name_file_and_field(tmp_path, store, message):
 
     with pytest.raises(ConfigError, match=message):
         load_store(fabric_with(tmp_path, store))
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--etcd", "127.0.0.1:1"], "etcd replicas need --replica-id"),
+        (["--etcd", "nohost", "--replica-id", "r1"], "--etcd nohost: etcd endpoint must be"),
+        (
+            ["--etcd", "127.0.0.1:1", "--replica-id", "r1", "--inventory", "x.yaml"],
+            "--inventory is for a single controller",
+        ),
+    ],
+)
+def test_controller_run_refuses_bad_replica_flags(capsys, flags, message):
+    """Refused before anything starts (nothing listens, no etcd is asked)."""
+    from p4vtep import cli
+
+    args = ["controller", "run", "--fabric", str(EXAMPLES / "fabric.yaml"), *flags]
+    assert cli.main(args) == 2
+    assert message in capsys.readouterr().err

@@ -64,7 +64,13 @@ def _errors(method: Callable) -> Callable:
         except Conflict as exc:
             context.abort(grpc.StatusCode.ABORTED, f"{exc}; retry")
         except StoreUnavailable as exc:
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"desired-state store: {exc}")
+            # The store's own diagnosis (its retry advice is for the controller).
+            cause = exc.__cause__ if isinstance(exc.__cause__, StoreUnavailable) else exc
+            context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                f"desired-state store unavailable: {cause}; the change is not acknowledged "
+                "and may still be applied when the store recovers: read it back before retrying",
+            )
 
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__
