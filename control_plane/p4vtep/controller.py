@@ -184,7 +184,7 @@ class Controller:
             return term
         me = self.leadership.replica_id
         leader = self.leadership.leader()
-        if leader is None:
+        if leader is None or leader.replica_id == me:  # none, or our own lapsed term
             raise NotLeader(
                 f"{me} is not the leader and no leader is elected right now "
                 "(election in progress or etcd unreachable); retry shortly"
