@@ -140,3 +140,21 @@ def test_controller_run_refuses_bad_replica_flags(capsys, flags, message):
     args = ["controller", "run", "--fabric", str(EXAMPLES / "fabric.yaml"), *flags]
     assert cli.main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_controller_run_refuses_libvirt_sources_with_replicas(tmp_path, capsys):
+    from p4vtep import cli
+
+    text = (EXAMPLES / "fabric.yaml").read_text()
+    path = tmp_path / "fabric.yaml"
+    path.write_text(
+        text.replace(
+            "servers:\n",
+            "servers:\n  - {name: kvm9, tor: tor1, port: 9, libvirt: 'qemu+ssh://kvm9/system'}\n",
+            1,
+        )
+    )
+    assert load_fabric(path).servers["kvm9"].libvirt
+    args = ["controller", "run", "--fabric", str(path), "--etcd", "127.0.0.1:1"]
+    assert cli.main([*args, "--replica-id", "r1"]) == 2
+    assert "servers kvm9 have libvirt: sources: not supported with etcd" in capsys.readouterr().err

@@ -60,6 +60,14 @@ def run_controller(args: argparse.Namespace) -> int:
                 "--inventory is for a single controller: with etcd replicas, only the "
                 "leader may write; attach VMs through the API"
             )
+        libvirt = sorted(s.name for s in fabric.servers.values() if s.libvirt)
+        if libvirt:
+            # A follower's source would be refused, and a new leader would
+            # have to re-read every server: not built yet.
+            raise ConfigError(
+                f"{args.fabric}: servers {', '.join(libvirt)} have libvirt: sources: "
+                "not supported with etcd replicas yet; attach VMs through the API"
+            )
         replica = Replica(
             fabric,
             bmv2_pipeline(),
