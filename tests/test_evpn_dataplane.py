@@ -9,7 +9,7 @@ BGP EVPN alone, and carry traffic.
 
 No static knowledge: the fabric file names FRR only as a BGP peer. One lab
 for the module, in order: learning both ways, ping, ARP suppression, BUM both
-ways, migration there and back, a refused route, a controller restart (no
+ways, migration there and back, refused routes, a controller restart (no
 write), and last the peer failure (FRR's bgpd frozen: hold timer).
 """
 
@@ -333,16 +333,28 @@ def test_migration_to_the_frr_host_and_back(lab: Lab) -> None:
     print(f"\nEVPN migration convergence: to FRR {there:.2f} s, back {back:.2f} s")
 
 
-def test_a_route_with_our_own_vtep_as_next_hop_changes_nothing(lab: Lab) -> None:
-    controller = lab.controller
+def test_bad_routes_are_refused_counted_and_change_nothing(lab: Lab) -> None:
+    """As if FRR had sent them: a VNI we do not route, our own VTEP as next
+    hop, FRR's VM's MAC claimed by another VTEP with the same number."""
+    controller, frr = lab.controller, lab.frr
     assert converged(lab)
     before = switch_entities(lab)
-    refused = controller.evpn.intake.refused["own-vtep"]
-    bad = MacIpRoute(f"{lab.frr.frr_ip}:9", "52:54:00:00:00:99", VNI, TOR_VTEP, None, RT)
-    controller.evpn._route(lab.frr.frr_ip, bad)  # as if FRR had sent it
-    assert controller.evpn.intake.refused["own-vtep"] == refused + 1
+    refused = dict(controller.evpn.intake.refused)
+    conflicts = controller.evpn.table.refused["conflict"]
+    other = "192.0.2.77"
+    bad = {
+        "unknown-vni": MacIpRoute(f"{frr.frr_ip}:9", "52:54:00:00:00:99", 7000, frr.frr_ip),
+        "own-vtep": MacIpRoute(f"{frr.frr_ip}:9", "52:54:00:00:00:99", VNI, TOR_VTEP, None, RT),
+        "conflict": MacIpRoute(f"{other}:9", VM_MAC, VNI, other, None, RT),
+    }
+    for route in bad.values():
+        controller.evpn._route(frr.frr_ip, route)
+    assert controller.evpn.intake.refused["unknown-vni"] == refused.get("unknown-vni", 0) + 1
+    assert controller.evpn.intake.refused["own-vtep"] == refused.get("own-vtep", 0) + 1
+    assert controller.evpn.table.refused["conflict"] == conflicts + 1
     assert converged(lab)
     assert switch_entities(lab) == before
+    controller.evpn._withdraw(frr.frr_ip, bad["conflict"].nlri_key())  # (as FRR would)
 
 
 def test_a_restarted_controller_relearns_and_writes_nothing(lab: Lab) -> None:
