@@ -68,6 +68,13 @@ def run_controller(args: argparse.Namespace) -> int:
                 f"{args.fabric}: servers {', '.join(libvirt)} have libvirt: sources: "
                 "not supported with etcd replicas yet; attach VMs through the API"
             )
+        if fabric.evpn is not None:
+            # Each replica's speaker would learn on its own while only the
+            # leader may store the external VTEPs' indices: not built yet.
+            raise ConfigError(
+                f"{args.fabric}: evpn: is not supported with etcd replicas yet; "
+                "run a single controller for EVPN"
+            )
         replica = Replica(
             fabric,
             bmv2_pipeline(),
