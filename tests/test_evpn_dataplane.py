@@ -214,7 +214,7 @@ def test_each_side_learns_the_other_and_the_tables_hold_it(lab: Lab) -> None:
     # FRR's VM (MAC, MAC+IP) and FRR's VTEP in the flood list: on the switch.
     assert wait_for(lambda: switch_holds(lab, ENC.mac_to_remote_vtep(VNI, VM_MAC, frr.frr_ip)), 20)
     assert wait_for(lambda: switch_holds(lab, ENC.arp_suppression(VNI, FRR_VM_IP, VM_MAC)), 10)
-    assert lab.controller.desired.learned.flood[VNI] == {frr.frr_ip}
+    assert wait_for(lambda: lab.controller.desired.learned.flood.get(VNI) == {frr.frr_ip}, 10)
     assert converged(lab)
     read_back_matches(lab)
     # Ours in FRR's BGP table and in the Linux FDB, next hop = the ToR's VTEP.
@@ -309,24 +309,29 @@ def test_migration_to_the_frr_host_and_back(lab: Lab) -> None:
         ),
         10,
     ), frr.vtysh(f"show evpn mac vni {VNI} mac {MOVER.mac}")
-    seq = _mover_seq(frr, frr.frr_ip)
-    assert seq is not None
+    assert _mover_seq(frr, frr.frr_ip) is not None
     controller.detach("mover")
     assert wait_for(lambda: ping(lab, lab.vma, MOVER.ips[0]), 15)
     there = time.monotonic() - start
-    assert switch_holds(lab, ENC.mac_to_remote_vtep(VNI, MOVER.mac, frr.frr_ip))
+    # (the first pings may have been flooded, before the entry was written)
+    there_entry = ENC.mac_to_remote_vtep(VNI, MOVER.mac, frr.frr_ip)
+    assert wait_for(lambda: switch_holds(lab, there_entry), 10)
     assert wait_for(lambda: _mover_seq(frr, TOR_VTEP) is None, 10)
 
-    # And back: the VM stops there and starts on the ToR (attached here):
-    # we advertise FRR's number + 1, FRR gives the MAC up, traffic follows.
+    # And back: the VM starts on the ToR (attached here) and then stops
+    # there: we advertise FRR's number + 1, FRR gives the MAC up, traffic
+    # follows.
+    there_seq = {m.mac: m.seq for m in controller.evpn.view.remote_macs()}[MOVER.mac]
     start = time.monotonic()
-    frr.vm_up("mv", False)
     frr.in_ns(lab.mvt, "ip", "link", "set", "vm", "up")
     controller.attach(MOVER)
+    frr.vm_up("mv", False)
     assert wait_for(lambda: fdb_has(frr, MOVER.mac, TOR_VTEP), 15), frr.fdb()
     assert wait_for(lambda: ping(lab, frr.vm_ns, MOVER.ips[0]), 15)
     back = time.monotonic() - start
-    assert wait_for(lambda: _mover_seq(frr, TOR_VTEP) == seq + 1, 10)
+    ours = {a.mac: a.seq for a in controller.evpn.view.advertisements()}[MOVER.mac]
+    assert ours == there_seq + 1
+    assert wait_for(lambda: _mover_seq(frr, TOR_VTEP) == ours, 10), frr.vtysh("show bgp l2vpn evpn")
     assert wait_for(lambda: _mover_seq(frr, frr.frr_ip) is None, 10)
     assert converged(lab)
     read_back_matches(lab)

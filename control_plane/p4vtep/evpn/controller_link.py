@@ -59,7 +59,7 @@ class EvpnLink:
         self.service = EvpnService(config, own_vteps, **speaker_options)
         self._wake = threading.Event()
         self._stopping = threading.Event()
-        self._sync_lock = threading.Lock()  # one sync at a time (worker, start, settle)
+        self._sync_lock = threading.Lock()  # one sync at a time (worker, start, tests)
         self._local_stale = True
         self._learned_stale = True
         self._last_change = time.monotonic()
@@ -95,6 +95,8 @@ class EvpnLink:
         seconds since (a peer sends its routes right after the OPEN)."""
         deadline = time.monotonic() + timeout
         expected = {p.address for p in self.service.config.peers}
+        if not expected:
+            return  # (static VTEPs only: nothing to wait for)
         all_up_at: float | None = None
         while time.monotonic() < deadline:
             if all_up_at is None and expected <= self._established():
