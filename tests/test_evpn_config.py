@@ -230,3 +230,83 @@ def test_a_fabric_vni_out_of_range_is_left_to_the_fabric_validation() -> None:
     config = parse_evpn(doc, [0, 5000], OUR_VTEPS)
     assert config is not None
     assert [r.vni for r in config.vnis] == [5000]
+
+
+# ---- the section inside a whole fabric file (config.load_fabric) ----------------
+
+EXAMPLE_FABRIC = Path(__file__).resolve().parents[1] / "docs" / "examples" / "fabric.yaml"
+
+
+def fabric_with(tmp_path: Path, section: str) -> Path:
+    path = tmp_path / "fabric.yaml"
+    path.write_text(EXAMPLE_FABRIC.read_text() + dedent(section))
+    return path
+
+
+def test_a_fabric_file_without_the_section_has_no_evpn() -> None:
+    from p4vtep.config import load_fabric
+
+    assert load_fabric(EXAMPLE_FABRIC).evpn is None
+
+
+def test_the_fabric_loader_parses_the_section_against_its_vnis_and_tors(tmp_path: Path) -> None:
+    from p4vtep.config import load_fabric
+
+    fabric = load_fabric(
+        fabric_with(
+            tmp_path,
+            """
+            evpn:
+              asn: 65000
+              router_id: 10.0.0.254
+              peers: [{address: 192.0.2.10, asn: 65000}]
+              static_vteps:
+                - {vtep_ip: 192.0.2.50, vnis: [5000], macs: [{vni: 5000, mac: "52:54:00:00:00:50"}]}
+            """,
+        )
+    )
+    assert fabric.evpn is not None
+    assert fabric.evpn.peers == (EvpnPeer("192.0.2.10", 65000),)
+    assert [r.vni for r in fabric.evpn.vnis] == sorted(fabric.vnis)
+    assert fabric.evpn.static_vteps == (
+        StaticVtep("192.0.2.50", (5000,), (StaticMac(5000, "52:54:00:00:00:50"),)),
+    )
+
+
+def test_the_fabric_loader_refuses_a_static_vtep_that_is_one_of_its_tors(tmp_path: Path) -> None:
+    from p4vtep.config import load_fabric
+
+    text = EXAMPLE_FABRIC.read_text()
+    tor_vtep = load_fabric(EXAMPLE_FABRIC).tors["tor1"].vtep_ip
+    path = fabric_with(
+        tmp_path,
+        f"""
+        evpn:
+          asn: 65000
+          router_id: 10.0.0.254
+          static_vteps: [{{vtep_ip: {tor_vtep}, vnis: [5000]}}]
+        """,
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_fabric(path)
+    line = len(text.splitlines()) + 5
+    assert str(caught.value) == (
+        f"{path}:{line}: evpn.static_vteps[0].vtep_ip: "
+        f"{tor_vtep} is one of this fabric's own ToR VTEPs"
+    )
+
+
+def test_the_fabric_loader_refuses_an_evpn_vni_the_fabric_does_not_have(tmp_path: Path) -> None:
+    from p4vtep.config import load_fabric
+
+    path = fabric_with(
+        tmp_path,
+        """
+        evpn:
+          asn: 65000
+          router_id: 10.0.0.254
+          vnis: [{vni: 7777}]
+        """,
+    )
+    with pytest.raises(ConfigError, match=r"evpn\.vnis\[0\]\.vni: VNI 7777 is not one of"):
+        load_fabric(path)

@@ -1,7 +1,9 @@
 """The incremental compiler against the whole-state reference.
 
 Random sequences of attaches, detaches, moves, QoS changes and
-make-before-break pins are applied change by change; afterwards every ToR's
+make-before-break pins, and of what EVPN taught us about external VTEPs
+(learned MACs, some with our VMs' MACs or IPs, and flood lists), are applied
+change by change; afterwards every ToR's
 incrementally kept state must equal a fresh full compile of that ToR's view,
 and a simulated switch fed only the recorded deltas must hold exactly that
 state (each delta's "before" must be what the switch holds). No switch.
@@ -15,8 +17,8 @@ from dataclasses import replace
 from fabric_fixture import two_tor_fabric
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from p4vtep.allocation import Allocations
-from p4vtep.compiler import DesiredState, Encoder, compile_tor
+from p4vtep.allocation import Allocations, external_vtep_key
+from p4vtep.compiler import DesiredState, Encoder, Learned, LearnedMac, compile_tor
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
@@ -42,6 +44,7 @@ def three_tor_fabric() -> Fabric:
 
 
 FABRIC = three_tor_fabric()
+EXTERNAL = ["192.0.2.10", "192.0.2.20", "192.0.2.30"]
 SERVERS = sorted(FABRIC.servers)
 
 op = st.one_of(
@@ -60,6 +63,23 @@ op = st.one_of(
         st.just("migrate"), st.sampled_from(NAMES), st.sampled_from(SERVERS), st.integers(1, 4)
     ),
     st.tuples(st.just("release"), st.integers(0, 7)),
+    # What EVPN knows now: (VNI, MAC number, VTEP, IP number) learned MACs
+    # (MAC/IP numbers 0-7 are our VMs', 8-9 nobody's) and (VNI, VTEP) flood members.
+    st.tuples(
+        st.just("learn"),
+        st.lists(
+            st.tuples(
+                st.sampled_from([5000, 6000, 7000]),
+                st.integers(0, 9),
+                st.sampled_from(EXTERNAL),
+                st.integers(0, 9),
+            ),
+            max_size=4,
+        ),
+        st.lists(
+            st.tuples(st.sampled_from([5000, 6000, 7000]), st.sampled_from(EXTERNAL)), max_size=4
+        ),
+    ),
     # Supervisors take deltas often (each ToR's pending rebuilds then run)
     # or rarely (changes coalesce): both happen.
     *[st.tuples(st.just("take"), st.sampled_from(sorted(FABRIC.tors)))] * 4,
@@ -69,6 +89,19 @@ op = st.one_of(
 def vm_named(name: str, vni: int, server: str, vlan: int, qos: str | None) -> Vm:
     n = int(name[1:])
     return Vm(name, f"02:00:00:00:00:{n:02x}", (f"192.168.0.{n}",), vni, server, vlan, qos)
+
+
+def learned_of(macs: list, flood: list) -> Learned:
+    flood_map: dict[int, set[str]] = {}
+    for vni, vtep in flood:
+        flood_map.setdefault(vni, set()).add(vtep)
+    return Learned.of(
+        (
+            LearnedMac(vni, f"02:00:00:00:00:{n:02x}", vtep, (f"192.168.0.{ip}",))
+            for vni, n, vtep, ip in macs
+        ),
+        flood_map,
+    )
 
 
 class Model:
@@ -112,6 +145,8 @@ class Model:
                 self.desired.change([moved], [])
         elif kind == "release" and self.pins:
             self.desired.unpin(self.pins.pop(args[0] % len(self.pins)))
+        elif kind == "learn":
+            self.desired.set_learned(learned_of(*args))
         elif kind == "take":
             self.take(args[0])
 
@@ -129,7 +164,8 @@ class Model:
             view = self.desired.view(tor)
             local = {n for n, vm in view.items() if FABRIC.servers[vm.server].tor == tor}
             assert set(self.alloc.vm_space(tor).keys()) == local
-            reference = compile_tor(FABRIC, view.values(), tor, self.alloc, ENCODER)
+            learned = self.desired.learned
+            reference = compile_tor(FABRIC, view.values(), tor, self.alloc, ENCODER, learned)
             assert compiler.state == reference, f"{tor}: incremental != full compile"
             self.take(tor)
             held = compiler.state
@@ -150,6 +186,9 @@ def test_incremental_equals_full_compile(steps):
         if i % 8 == 7:
             model.check()
     model.check()
+    # An external VTEP holds a replica id exactly while it is in a flood list.
+    externals = {k for k, _ in model.alloc.tor.items() if k not in FABRIC.tors}
+    assert externals == {external_vtep_key(ip) for ip in model.desired.learned.flood_vteps()}
     # Releasing every pin leaves each ToR exactly at the current desired state.
     while model.pins:
         model.desired.unpin(model.pins.pop())

@@ -15,6 +15,15 @@ from dataclasses import dataclass, field
 from .dataplane.limits import TOR_INDEX_MAX, VM_INDEX_MAX, VNI_INDEX_MAX
 from .model import Fabric, Vm
 
+# External VTEPs (learned through EVPN, or static) share the ToRs' index space:
+# both are replica ids of flood copies (VTEP_REPLICA_BASE + index). Their keys
+# carry this prefix, which no ToR name has (validation refuses it).
+EXTERNAL_VTEP = "vtep:"
+
+
+def external_vtep_key(vtep_ip: str) -> str:
+    return EXTERNAL_VTEP + vtep_ip
+
 
 class SpaceFull(RuntimeError):
     pass

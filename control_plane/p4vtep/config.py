@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from .dataplane.targets import Target
+from .evpn.config import parse_evpn
 from .model import Fabric, QosPolicy, Rates, Server, TlsFiles, Tor, Uplink, Vm, Vni
 from .validation import normalise_mac
 
@@ -194,6 +195,7 @@ def load_fabric(path: str | Path) -> Fabric:
         fabric.policies[policy.name] = policy
     fabric.p4runtime_tls = _tls_files(doc, ("tls", "p4runtime"))
     fabric.api_tls = _tls_files(doc, ("tls", "api"))
+    fabric.evpn = parse_evpn(doc, fabric.vnis, (t.vtep_ip for t in fabric.tors.values()))
     return fabric
 
 

@@ -10,16 +10,20 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from . import events, tls
 from .allocation import Allocations, SpaceFull
-from .compiler import Change, DesiredState, Encoder, Key, SwitchState, compile_tor
+from .compiler import Change, DesiredState, Encoder, Key, Learned, SwitchState, compile_tor
 from .dataplane.artifacts import Pipeline, pipeline_for
 from .dataplane.entries import PipelineEntries
 from .model import Fabric, Vm
 from .store import Store
 from .supervisor import SwitchSupervisor
 from .validation import Problem, ValidationError, VmIndex, check_fabric, validate, validate_change
+
+if TYPE_CHECKING:
+    from .evpn.service import EvpnService
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +45,10 @@ class Controller:
         store: Store | None = None,
         election_id: int = 1,
         resync_seconds: float = 30.0,
+        evpn_options: dict[str, Any] | None = None,
     ) -> None:
+        """``evpn_options``: passed to the EVPN speaker when the fabric has an
+        ``evpn:`` section (e.g. ``listen_addresses``, ``command_prefix``)."""
         problems = check_fabric(fabric)
         if problems:
             raise ValidationError(problems)
@@ -89,6 +96,15 @@ class Controller:
             )
             for name, tor in fabric.tors.items()
         }
+        # BGP EVPN (fabric file's evpn:): gobgpd and the wiring to it, started
+        # with the controller (evpn/controller_link.py).
+        self._evpn_link = None
+        self.evpn: EvpnService | None = None
+        if fabric.evpn is not None:
+            from .evpn.controller_link import EvpnLink
+
+            self._evpn_link = EvpnLink(self, **(evpn_options or {}))
+            self.evpn = self._evpn_link.service
 
     @property
     def vms(self) -> dict[str, Vm]:
@@ -97,12 +113,16 @@ class Controller:
 
     # --- lifecycle -------------------------------------------------------------
     def start(self) -> None:
+        if self._evpn_link is not None:
+            self._evpn_link.start()  # (learned routes first: the switches get them at once)
         for sup in self.supervisors.values():
             sup.start()
 
     def stop(self) -> None:
         for sup in self.supervisors.values():
             sup.stop()
+        if self._evpn_link is not None:
+            self._evpn_link.stop()
 
     def wait_converged(self, timeout: float = 60.0) -> bool:
         version = self.version
@@ -128,7 +148,12 @@ class Controller:
         with self._lock:
             view = self.desired.view(tor)
             return self.version, compile_tor(
-                self.fabric, view.values(), tor, self.alloc, self.encoders[tor]
+                self.fabric,
+                view.values(),
+                tor,
+                self.alloc,
+                self.encoders[tor],
+                self.desired.learned,
             )
 
     # --- changes ------------------------------------------------------------------
@@ -203,6 +228,23 @@ class Controller:
             self.version += 1
             version = self.version
         self.bus.publish(change)
+        for sup in self.supervisors.values():
+            sup.notify()
+        if self._evpn_link is not None:
+            self._evpn_link.local_changed()
+        return version
+
+    def commit_learned(self, learned: Learned) -> int:
+        """Replace what is known of external VTEPs (EVPN routes, static VTEPs):
+        their replica ids allocated and stored, every ToR recompiled and told.
+        SpaceFull (no index left) changes nothing."""
+        with self._lock:
+            if learned == self.desired.learned:
+                return self.version
+            self.desired.set_learned(learned)
+            self.store.save_allocations(self.alloc.take_changes())
+            self.version += 1
+            version = self.version
         for sup in self.supervisors.values():
             sup.notify()
         return version

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .evpn.config import EvpnConfig
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class Fabric:
     policies: dict[str, QosPolicy] = field(default_factory=dict)
     p4runtime_tls: TlsFiles | None = None  # controller -> switches, client certificate
     api_tls: TlsFiles | None = None  # service API, requires client certificates
+    evpn: EvpnConfig | None = None  # the fabric file's evpn: section (BGP EVPN), if any
 
     def tor_of(self, vm: Vm) -> Tor:
         return self.tors[self.servers[vm.server].tor]

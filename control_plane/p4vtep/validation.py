@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from .allocation import EXTERNAL_VTEP
 from .dataplane import limits
 from .dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
 from .dataplane.targets import Target
@@ -57,6 +58,9 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
     vteps: dict[str, str] = {}
     for tor in fabric.tors.values():
         subject = f"tor {tor.name}"
+        if tor.name.startswith(EXTERNAL_VTEP):
+            # (the prefix of external VTEPs' keys in the ToR index space)
+            problems.append(Problem(subject, "name", f"may not start with {EXTERNAL_VTEP!r}"))
         try:
             Target.parse(tor.target)
         except ValueError as exc:

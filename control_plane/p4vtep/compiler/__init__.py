@@ -12,6 +12,7 @@ from .encode import Encoder
 from .flooding import flood_groups, flood_uplink
 from .full import compile_tor
 from .incremental import Change, DesiredState, TorCompiler
+from .learned import Learned, LearnedMac
 from .state import Key, SwitchState, identity
 from .underlay import ECMP_GROUP_ID
 
@@ -26,6 +27,8 @@ __all__ = [
     "DesiredState",
     "Encoder",
     "Key",
+    "Learned",
+    "LearnedMac",
     "SwitchState",
     "TorCompiler",
     "allocate",

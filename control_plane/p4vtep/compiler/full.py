@@ -16,6 +16,7 @@ from ..dataplane.entries import PipelineEntries
 from ..model import Fabric, Vm
 from . import flooding, local_vm, ports, remote_vm, underlay
 from .encode import Encoder
+from .learned import NOTHING, Learned
 from .state import Encoded, SwitchState
 
 
@@ -25,8 +26,11 @@ def compile_tor(
     tor_name: str,
     alloc: Allocations,
     encoder: Encoder | PipelineEntries,
+    learned: Learned = NOTHING,
 ) -> SwitchState:
-    """Every index must already be allocated (``allocation.allocate``)."""
+    """Every index must already be allocated (``allocation.allocate``; an
+    external VTEP's, by ``DesiredState.set_learned``). ``learned``: MACs and
+    flood lists of external VTEPs (EVPN, static)."""
     enc = encoder if isinstance(encoder, Encoder) else Encoder(encoder)
     out = SwitchState()
 
@@ -45,7 +49,7 @@ def compile_tor(
         raise KeyError(f"vm@{tor_name}: no index allocated for {local[0].name!r}")
 
     add(ports.build(enc, fabric, tor_name))
-    add(underlay.build(enc, fabric, tor_name))
+    add(underlay.build(enc, fabric, tor_name, learned.vteps()))
 
     remote_tors_of_vni: dict[int, set[str]] = defaultdict(set)
     for vm in remote:
@@ -55,15 +59,19 @@ def compile_tor(
         copies = [
             (fabric.servers[vm.server].port, vm_space[vm.name]) for vm in local if vm.vni == vni
         ]
-        add(
-            flooding.vni(enc, fabric, tor_name, alloc, vni, copies, sorted(remote_tors_of_vni[vni]))
-        )
+        external = sorted(learned.flood.get(vni, ()))
+        tors = sorted(remote_tors_of_vni[vni])
+        add(flooding.vni(enc, fabric, tor_name, alloc, vni, copies, tors, external))
     every_remote_tor = {t for tors in remote_tors_of_vni.values() for t in tors}
-    add(flooding.replicas(enc, fabric, tor_name, alloc, every_remote_tor))
+    every_external = {ip for vni in local_vnis for ip in learned.flood.get(vni, ())}
+    add(flooding.replicas(enc, fabric, tor_name, alloc, every_remote_tor, every_external))
 
     for vm in local:
         assert vm_space is not None
         add(local_vm.build(enc, fabric, vm, vm_space[vm.name]))
     for vm in remote:
         add(remote_vm.build(enc, fabric, vm))
+    for vni in sorted(local_vnis):
+        in_vni = [vm for vm in vms if vm.vni == vni]
+        add(remote_vm.learned(enc, learned.macs.get(vni, {}).values(), in_vni))
     return out

@@ -5,8 +5,11 @@ ToR. A change to a VM (attach, detach, move, QoS) reaches every ToR, and each
 rebuilds only what the VM touches there: its own entries (local or remote),
 its VNI's parameters and flood groups, the replica entries toward the other
 ToRs, and, when the VNI appears on or leaves the ToR, the remote entries of
-the VNI's other VMs. Every entity that changed is recorded with what the
-switch held before, so a supervisor writes just those.
+the VNI's other VMs. Learned facts about external VTEPs (EVPN routes, static
+VTEPs: ``set_learned``) rebuild the units they touch: per VNI the learned
+MACs, the flood groups and replicas, and the underlay. Every entity that
+changed is recorded with what the switch held before, so a supervisor writes
+just those.
 
 A ToR can be *pinned* to an older version of one VM (make-before-break
 during a migration): until the pin is released, that ToR keeps seeing the VM
@@ -23,13 +26,15 @@ from collections import Counter
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
-from ..allocation import Allocations, SpaceFull
+from ..allocation import Allocations, SpaceFull, external_vtep_key
 from ..model import Fabric, Vm
 from . import flooding, local_vm, ports, remote_vm, underlay
 from .encode import Encoder
+from .learned import NOTHING, Learned
 from .state import Encoded, Key, SwitchState
 
-Unit = Hashable  # a group of entities rebuilt together: ("vm", name), ("vni", vni), ...
+# A group of entities rebuilt together: ("vm", name), ("vni", vni), ("evpn", vni), ...
+Unit = Hashable
 Change = tuple[Key, bytes | None, bytes | None]  # key, what the switch held, what it must hold
 
 
@@ -80,16 +85,24 @@ class TorCompiler:
             bucket[key] = data
 
     def _set_unit(self, unit: Unit, items: list[Encoded]) -> None:
-        new_keys = tuple(key for key, _ in items)
-        for key in self.units.get(unit, ()):
-            if key not in new_keys:
-                self._put(key, None)
-        for key, data in items:
-            self._put(key, data)
-        if new_keys:
-            self.units[unit] = new_keys
-        else:
-            self.units.pop(unit, None)
+        self._set_units({unit: items})
+
+    def _set_units(self, units: dict[Unit, list[Encoded]]) -> None:
+        """Replace several units at once: every key a unit drops is removed
+        before any is written, so a key passing from one unit to another (a
+        VM's MAC entry and the learned entry it shadows) ends up written."""
+        for unit, items in units.items():
+            new_keys = {key for key, _ in items}
+            for key in self.units.get(unit, ()):
+                if key not in new_keys:
+                    self._put(key, None)
+        for unit, items in units.items():
+            for key, data in items:
+                self._put(key, data)
+            if items:
+                self.units[unit] = tuple(key for key, _ in items)
+            else:
+                self.units.pop(unit, None)
 
     def snapshot(self) -> SwitchState:
         """A copy of everything the ToR must hold; changes recorded so far
@@ -126,11 +139,49 @@ class TorCompiler:
             vni,
             copies,
             sorted(self.remote[vni]),
+            sorted(self.d.learned.flood.get(vni, ())),
         )
 
     def _replica_items(self) -> list[Encoded]:
         tors = {t for counts in self.remote.values() for t in counts}
-        return flooding.replicas(self.enc, self.d.fabric, self.name, self.d.alloc, tors)
+        flood = self.d.learned.flood
+        external = {ip for vni in self.local for ip in flood.get(vni, ())}
+        return flooding.replicas(self.enc, self.d.fabric, self.name, self.d.alloc, tors, external)
+
+    def _underlay_items(self) -> list[Encoded]:
+        return underlay.build(self.enc, self.d.fabric, self.name, self.d.learned.vteps())
+
+    def _learned_items(self, vni: int) -> list[Encoded]:
+        """The learned MACs of a VNI hosted here, less those our VMs have."""
+        macs = self.d.learned.macs.get(vni)
+        if vni not in self.local or not macs:
+            return []
+        return remote_vm.learned(self.enc, macs.values(), self.d.members(self.name, vni))
+
+    def _learned_units(self, vnis: Iterable[int]) -> dict[Unit, list[Encoded]]:
+        """("evpn", VNI) units to rebuild for these VNIs (those with learned
+        MACs, or holding some)."""
+        learned = self.d.learned.macs
+        return {
+            ("evpn", x): self._learned_items(x)
+            for x in vnis
+            if x in learned or ("evpn", x) in self.units
+        }
+
+    def learned_changed(self, old: Learned, new: Learned) -> None:
+        """The learned facts changed from ``old`` to ``new``."""
+        if not self.built:
+            return
+        mac_vnis = {x for x in set(old.macs) | set(new.macs) if old.macs.get(x) != new.macs.get(x)}
+        self._set_units(self._learned_units(sorted(mac_vnis)))
+        flood_vnis = {
+            x for x in set(old.flood) | set(new.flood) if old.flood.get(x) != new.flood.get(x)
+        }
+        self._stale_vnis.update(x for x in flood_vnis if x in self.local)
+        if flood_vnis & set(self.local):
+            self._set_unit(("replicas",), self._replica_items())
+        if old.vteps() != new.vteps():
+            self._set_unit(("underlay",), self._underlay_items())
 
     def _vm_items(self, vm: Vm | None) -> list[Encoded]:
         if vm is None:
@@ -167,7 +218,7 @@ class TorCompiler:
             self.remote.setdefault(vni, Counter())
         units: dict[Unit, list[Encoded]] = {
             ("ports",): ports.build(enc, fabric, self.name),
-            ("underlay",): underlay.build(enc, fabric, self.name),
+            ("underlay",): self._underlay_items(),
             ("replicas",): self._replica_items(),
         }
         self._stale_vnis = set()
@@ -175,10 +226,11 @@ class TorCompiler:
             units[("vni", vni)] = self._vni_items(vni)
         for name, vm in view.items():
             units[("vm", name)] = self._vm_items(vm)
+        for vni in self.local:
+            units[("evpn", vni)] = self._learned_items(vni)
         for unit in set(self.units) - set(units):
-            self._set_unit(unit, [])
-        for unit, items in units.items():
-            self._set_unit(unit, items)
+            units[unit] = []
+        self._set_units(units)
 
     # --- one VM changed in this ToR's view ------------------------------------------
     def apply(self, name: str, old: Vm | None, new: Vm | None) -> None:
@@ -211,6 +263,7 @@ class TorCompiler:
             if before and not now:  # the VNI left this ToR: so do its remote VMs
                 del self.remote[x]
                 self._set_unit(("vni", x), [])
+                self._set_unit(("evpn", x), [])
                 for vm in self.d.members(self.name, x):
                     if vm.name != name:
                         self._set_unit(("vm", vm.name), [])
@@ -246,9 +299,11 @@ class TorCompiler:
         if copy(old, old_local) != copy(new, new_local):
             flood_changed.update(vm.vni for vm in (old, new) if vm is not None)
 
-        self._set_unit(("vm", name), self._vm_items(new))
+        # The VM's entries and the learned MACs of its VNI(s) that it shadows
+        # (or stops shadowing) change together.
+        self._set_units({("vm", name): self._vm_items(new), **self._learned_units(vnis)})
         self._stale_vnis.update(x for x in flood_changed if x in self.local)
-        if remote_changed:
+        if remote_changed:  # (also when a VNI with external flood VTEPs came or went)
             self._set_unit(("replicas",), self._replica_items())
 
 
@@ -273,6 +328,7 @@ class DesiredState:
         self.enc = encoder
         self.encoders = encoders or {}  # per ToR, where its target's P4Info differs
         self.alloc = alloc
+        self.learned: Learned = NOTHING  # external VTEPs: set_learned
         self.vms: dict[str, Vm] = {}
         self.by_vni: dict[int, dict[str, Vm]] = {}
         self.tors = {name: TorCompiler(self, name) for name in sorted(fabric.tors)}
@@ -361,6 +417,28 @@ class DesiredState:
                         del self._pins[token]
                     del self._pinned[tor][name]
                     self._view_changed(tor, name, seen, None)
+
+    def check_learned_room(self, learned: Learned) -> None:
+        """Raise SpaceFull, changing nothing, if the external VTEPs' replica
+        ids would not fit (they share the ToRs' index space)."""
+        space = self.alloc.tor
+        arriving = [ip for ip in learned.flood_vteps() if space.peek(external_vtep_key(ip)) is None]
+        if len(space) + len(arriving) > space.high - space.low + 1:
+            raise SpaceFull(f"{space.name}: all {space.high - space.low + 1} indices in use")
+
+    def set_learned(self, learned: Learned) -> None:
+        """Replace what is known of external VTEPs: allocate the replica ids
+        of new flood VTEPs and free those of VTEPs gone (now, at commit), then
+        update every ToR."""
+        self.check_learned_room(learned)
+        old, self.learned = self.learned, learned
+        space = self.alloc.tor
+        for ip in sorted(learned.flood_vteps()):
+            space.get(external_vtep_key(ip))
+        for ip in sorted(old.flood_vteps() - learned.flood_vteps()):
+            space.release(external_vtep_key(ip))
+        for compiler in self.tors.values():
+            compiler.learned_changed(old, learned)
 
     def load(self, vms: Iterable[Vm]) -> None:
         """Replace the whole population (start, bulk reload): every ToR is

@@ -1,7 +1,10 @@
 """Builder: the underlay. One ECMP group over every uplink, a /32 route to
-every other ToR's VTEP through it."""
+every other ToR's VTEP and to every external VTEP (learned through EVPN, or
+static) through it."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from ..model import Fabric
 from .encode import Encoder
@@ -10,7 +13,9 @@ from .state import Encoded
 ECMP_GROUP_ID = 1
 
 
-def build(enc: Encoder, fabric: Fabric, tor_name: str) -> list[Encoded]:
+def build(
+    enc: Encoder, fabric: Fabric, tor_name: str, external: Iterable[str] = ()
+) -> list[Encoded]:
     tor = fabric.tors[tor_name]
     out = [enc.next_hop_member(u.port + 1, u.port, u.next_hop_mac) for u in tor.uplinks]
     members = [u.port + 1 for u in tor.uplinks]
@@ -20,4 +25,5 @@ def build(enc: Encoder, fabric: Fabric, tor_name: str) -> list[Encoded]:
         for other in sorted(fabric.tors.values(), key=lambda t: t.name)
         if other.name != tor_name
     ]
+    out += [enc.underlay_route(ip, 32, group_id=ECMP_GROUP_ID) for ip in sorted(external)]
     return out

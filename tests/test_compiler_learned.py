@@ -1,0 +1,136 @@
+"""External VTEPs (EVPN-learned or static) compiled into a ToR: learned MACs
+towards their VTEP with ARP entries, the VTEP in the VNI's flood group with a
+replica entry, an underlay route; a MAC or IP our VMs have stays theirs."""
+
+from __future__ import annotations
+
+import pytest
+from fabric_fixture import two_tor_fabric, vms
+from p4vtep.allocation import SpaceFull, external_vtep_key
+from p4vtep.compiler import (
+    VTEP_REPLICA_BASE,
+    Allocations,
+    DesiredState,
+    Encoder,
+    Learned,
+    LearnedMac,
+    compile_tor,
+    flood_groups,
+)
+from p4vtep.compiler.underlay import ECMP_GROUP_ID
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.runtime.protos import p4runtime_pb2
+
+ENC = Encoder(PipelineEntries(bmv2_pipeline().p4info))
+FRR = "192.0.2.10"
+FOREIGN = LearnedMac(5000, "52:54:00:00:00:10", FRR, ("192.168.1.10",))
+
+
+def desired(learned: Learned) -> DesiredState:
+    state = DesiredState(two_tor_fabric(), ENC, Allocations())
+    state.change(vms(), [])
+    state.set_learned(learned)
+    return state
+
+
+def has(state, item) -> bool:
+    key, data = item
+    return state.get(key) == data
+
+
+def test_a_learned_mac_goes_to_every_tor_hosting_its_vni_towards_its_vtep() -> None:
+    d = desired(Learned.of([FOREIGN], {5000: [FRR]}))
+    for tor in ("tor1", "tor2"):  # both host VNI 5000 (a1, a2)
+        state = d.tors[tor].state
+        assert has(state, ENC.mac_to_remote_vtep(5000, FOREIGN.mac, FRR))
+        assert has(state, ENC.arp_suppression(5000, "192.168.1.10", FOREIGN.mac))
+        assert has(state, ENC.underlay_route(FRR, 32, ECMP_GROUP_ID))
+        assert state == compile_tor(d.fabric, d.view(tor).values(), tor, d.alloc, ENC, d.learned)
+
+
+def test_the_external_vtep_is_a_flood_copy_with_its_own_replica_id() -> None:
+    d = desired(Learned.of([], {5000: [FRR]}))
+    replica = VTEP_REPLICA_BASE + d.alloc.tor[external_vtep_key(FRR)]
+    assert d.alloc.tor[external_vtep_key(FRR)] not in {d.alloc.tor[t] for t in d.fabric.tors}
+    state = d.tors["tor1"].state
+    group, local_group = flood_groups(d.alloc.vni[5000])
+    entity = state.entity(b"2%d" % group)
+    copies = {
+        (r.egress_port, r.instance)
+        for r in entity.packet_replication_engine_entry.multicast_group_entry.replicas
+    }
+    uplink = list(d.fabric.tors["tor1"].uplinks)
+    assert any(c[1] == replica and c[0] in {u.port for u in uplink} for c in copies)
+    local = state.entity(b"2%d" % local_group)
+    assert replica not in {
+        r.instance for r in local.packet_replication_engine_entry.multicast_group_entry.replicas
+    }
+    next_hop = {u.port: u.next_hop_mac for u in uplink}[
+        next(c[0] for c in copies if c[1] == replica)
+    ]
+    assert has(state, ENC.replica_to_vtep(replica, FRR, next_hop))
+
+
+def test_a_vni_not_hosted_on_a_tor_brings_it_nothing_but_the_underlay_route() -> None:
+    learned = Learned.of([LearnedMac(6000, "52:54:00:00:00:60", FRR)], {6000: [FRR]})
+    d = desired(learned)
+    state = d.tors["tor2"].state  # tor2 hosts only VNI 5000
+    assert not has(state, ENC.mac_to_remote_vtep(6000, "52:54:00:00:00:60", FRR))
+    replica = VTEP_REPLICA_BASE + d.alloc.tor[external_vtep_key(FRR)]
+    assert not has(state, ENC.replica_to_vtep(replica, FRR, "00:5e:00:02:01:01"))
+    assert not has(state, ENC.replica_to_vtep(replica, FRR, "00:5e:00:02:01:02"))
+    assert has(state, ENC.underlay_route(FRR, 32, ECMP_GROUP_ID))
+
+
+def test_a_learned_mac_or_ip_of_one_of_our_vms_leaves_the_vms_entries_alone() -> None:
+    a1 = vms()[0]  # on tor1, VNI 5000
+    clash = LearnedMac(5000, a1.mac, FRR, ("192.168.1.99",))
+    steals_ip = LearnedMac(5000, "52:54:00:00:00:11", FRR, (a1.ips[0],))
+    d = desired(Learned.of([clash, steals_ip]))
+    for tor in ("tor1", "tor2"):
+        state = d.tors[tor].state
+        assert not has(state, ENC.mac_to_remote_vtep(5000, a1.mac, FRR))
+        assert has(state, ENC.arp_suppression(5000, a1.ips[0], a1.mac))
+        assert has(state, ENC.mac_to_remote_vtep(5000, steals_ip.mac, FRR))
+    index = d.alloc.vm["tor1"]["a1"]
+    assert has(d.tors["tor1"].state, ENC.mac_to_local_vm(5000, a1.mac, 1, a1.vlan, index))
+    # The VM leaves: the learned MAC takes its place, as one change per entry.
+    for compiler in d.tors.values():
+        compiler.take_changes()
+    d.change([], ["a1"])
+    changes = {key: (old, new) for key, old, new in d.tors["tor2"].take_changes()}
+    mac_key, mac_data = ENC.mac_to_remote_vtep(5000, a1.mac, FRR)
+    assert changes[mac_key] == (ENC.mac_to_remote_vtep(5000, a1.mac, "10.0.0.1")[1], mac_data)
+
+
+def test_withdrawn_facts_leave_no_trace_and_free_the_replica_id() -> None:
+    d = desired(Learned())
+    before = {tor: d.tors[tor].state.copy() for tor in d.tors}
+    d.set_learned(Learned.of([FOREIGN], {5000: [FRR]}))
+    assert d.alloc.tor.peek(external_vtep_key(FRR)) is not None
+    d.set_learned(Learned())
+    assert d.alloc.tor.peek(external_vtep_key(FRR)) is None
+    for tor in d.tors:
+        assert d.tors[tor].state == before[tor]
+
+
+def test_no_room_for_another_replica_id_is_refused_changing_nothing() -> None:
+    d = desired(Learned())
+    d.alloc.tor.high = len(d.alloc.tor)  # room for exactly one more
+    one, two = "192.0.2.1", "192.0.2.2"
+    with pytest.raises(SpaceFull, match="indices in use"):
+        d.set_learned(Learned.of([], {5000: [one, two]}))
+    assert d.learned == Learned()
+    assert not any(k.startswith("vtep:") for k, _ in d.alloc.tor.items())
+    d.set_learned(Learned.of([], {5000: [one]}))
+    assert d.alloc.tor.peek(external_vtep_key(one)) is not None
+
+
+def test_entities_decode() -> None:
+    # (the learned entries are ordinary P4Runtime table entries)
+    d = desired(Learned.of([FOREIGN]))
+    key, _ = ENC.mac_to_remote_vtep(5000, FOREIGN.mac, FRR)
+    entity = d.tors["tor1"].state.entity(key)
+    assert isinstance(entity, p4runtime_pb2.Entity)
+    assert entity.table_entry.action.action.params[0].value == bytes([192, 0, 2, 10])
