@@ -4,8 +4,9 @@ and the Prometheus collector show the real session states and route counts,
 and a session going down is an event on the controller's bus and on the
 API's event stream.
 
-The controller's supervisors are never started (no switch is needed: what
-is checked is the speaker's state as the operator sees it)."""
+The controller runs EVPN as configured by a fabric file's evpn: section;
+its supervisors are never started (no switch is needed: what is checked is
+the speaker's state as the operator sees it)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,8 @@ from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
-from p4vtep.evpn.status import publish_sessions
-from p4vtep.evpn.table import LocalMac
 from p4vtep.metrics import EvpnCollector
+from p4vtep.model import Vm
 from p4vtep.store import Store
 from prometheus_client import CollectorRegistry
 
@@ -58,24 +58,25 @@ class Rig:
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     with FrrLab(vni=VNI, asn=65000, hold_time=3, foreign_vni=FOREIGN_VNI) as frr:
+        fabric = two_tor_fabric()
+        fabric.evpn = EvpnConfig(
+            asn=65000,
+            router_id=frr.ctl_ip,
+            peers=(EvpnPeer(frr.frr_ip, 65000), EvpnPeer(frr.observer_ip, OBSERVER_ASN)),
+            vnis=(VniRouting(VNI, None, ("65000:5000",), ("65000:5000",)),),
+            hold_time=3,
+        )
         controller = Controller(
-            two_tor_fabric(), bmv2_pipeline(), Store(tmp_path_factory.mktemp("s") / "s.db")
+            fabric,
+            bmv2_pipeline(),
+            Store(tmp_path_factory.mktemp("s") / "s.db"),
+            evpn_options={
+                "command_prefix": ["ip", "netns", "exec", frr.ctl_ns],
+                "listen_addresses": [frr.ctl_ip],
+            },
         )
-        service = EvpnService(
-            EvpnConfig(
-                asn=65000,
-                router_id=frr.ctl_ip,
-                peers=(EvpnPeer(frr.frr_ip, 65000), EvpnPeer(frr.observer_ip, OBSERVER_ASN)),
-                vnis=(VniRouting(VNI, None, ("65000:5000",), ("65000:5000",)),),
-                hold_time=3,
-            ),
-            [t.vtep_ip for t in controller.fabric.tors.values()],
-            command_prefix=["ip", "netns", "exec", frr.ctl_ns],
-            listen_addresses=[frr.ctl_ip],
-        )
-        # What the controller wiring does for a fabric with an evpn: section.
-        controller.evpn = service  # type: ignore[attr-defined]
-        publish_sessions(service, controller.bus)
+        assert controller.evpn is not None
+        assert controller._evpn_link is not None
         observer = EvpnService(
             EvpnConfig(
                 asn=OBSERVER_ASN,
@@ -93,15 +94,19 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         registry.register(EvpnCollector(controller))
         bus = controller.bus.subscribe()
         frr.add_vm_mac()
-        service.start()
+        # Our VM on tor1: the controller advertises it (MAC, MAC+IP) and VNI 5000 on tor1.
+        controller.attach(Vm("web", OUR_MAC, (OUR_IP,), VNI, "s11", 10))
         observer.start()
-        service.set_local([LocalMac(VNI, OUR_MAC, TOR1, frozenset({OUR_IP}))], {TOR1: [VNI]})
+        # The EVPN side only: no switch here, so the supervisors stay off.
+        controller._evpn_link.start(initial_wait=10)
         try:
             with api_client(controller) as (client, address):
-                yield Rig(frr, controller, service, observer, client, address, bus, registry)
+                yield Rig(
+                    frr, controller, controller.evpn, observer, client, address, bus, registry
+                )
         finally:
+            controller._evpn_link.stop()
             observer.stop()
-            service.stop()
 
 
 def drain(bus: queue.Queue[events.Event]) -> list[events.Event]:

@@ -9,6 +9,7 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -16,6 +17,9 @@ from .. import events
 from .routes import EvpnRoute, MacIpRoute
 from .service import EvpnService, SessionChange
 from .table import LOCAL
+
+if TYPE_CHECKING:
+    from ..controller import Controller
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +55,9 @@ class RouteReport:
     refused: str  # why not: an intake reason, "conflict" or "superseded"
 
 
-def evpn_of(controller: object) -> EvpnService | None:
+def evpn_of(controller: Controller) -> EvpnService | None:
     """The controller's EVPN service; None when the fabric file has no evpn: section."""
-    service: EvpnService | None = getattr(controller, "evpn", None)
-    return service
+    return controller.evpn
 
 
 def peer_reports(service: EvpnService, now: float | None = None) -> list[PeerReport]:
