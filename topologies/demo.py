@@ -381,15 +381,26 @@ class Demo:
             f"tenant A -> c1 {len(ok_in)}/{len(tenant)}, tenant B reached {len(leaked)}",
         )
 
-    def check_evpn_routes(self) -> Check:
+    def check_evpn_routes(self, timeout: float = 10.0) -> Check:
         """Each side holds the other's routes: c1's MAC is installed on the
         p4vtep side; FRR has every tenant A MAC behind the right ToR VTEP,
         and so does frr1's kernel FDB."""
         plan = self.frr_plan
-        try:
-            ours = self.api.EvpnRoutes(pb.EvpnRoutesRequest(vni=plan.vni), timeout=5).routes
-        except grpc.RpcError as exc:
-            return Check("EVPN routes", False, f"{exc.code().name}: {exc.details()}")
+        # c1 speaks once, so frr1's bridge knows its MAC and FRR advertises it.
+        self.layout.net.get(plan.vm_name).cmd(f"ping -c 1 -W 1 {self.layout.vms['a1'].ips[0]}")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                check = self._evpn_routes()
+            except grpc.RpcError as exc:
+                return Check("EVPN routes", False, f"{exc.code().name}: {exc.details()}")
+            if check.ok or time.monotonic() > deadline:
+                return check
+            time.sleep(0.5)
+
+    def _evpn_routes(self) -> Check:
+        plan = self.frr_plan
+        ours = self.api.EvpnRoutes(pb.EvpnRoutesRequest(vni=plan.vni), timeout=5).routes
         c1_installed = any(
             r.type == 2 and r.mac == plan.vm_mac and r.vtep == plan.vtep_ip and r.installed
             for r in ours
