@@ -80,6 +80,7 @@ class FrrLab:
         self.dir = Path(tempfile.mkdtemp(prefix="p4vtep-frr-"))
         self.dir.chmod(0o777)  # the frr user writes its sockets, pid and log files here
         self.daemons: dict[str, subprocess.Popen[bytes]] = {}
+        self.extra_ns: list[str] = []  # more VMs behind the bridge (add_vm)
 
     # ---- setup ----------------------------------------------------------------
 
@@ -139,6 +140,67 @@ class FrrLab:
         _run("ip", "-n", f, "link", "set", "vmbr0", "master", f"br{vni}")
         _run("ip", "-n", f, "link", "set", "vmbr0", "up")
         _run("ip", "-n", self.vm_ns, "link", "set", "vm0", "up")
+
+    # ---- for the data-plane tests (a p4vtep ToR on BMv2 as the other VTEP) ------
+
+    def attach_underlay(self, iface: str, mac: str, tor_vtep: str, tor_mac: str) -> None:
+        """Move ``iface`` (the far end of a ToR's uplink) into FRR's namespace
+        as ``up0``, with the MAC the ToR sends to; the ToR's VTEP is reached
+        through it (a /32, more specific than the route via the controller)."""
+        f = self.frr_ns
+        _run("ip", "link", "set", iface, "netns", f)
+        _run("ip", "-n", f, "link", "set", iface, "name", "up0")
+        _run("ip", "-n", f, "link", "set", "up0", "address", mac, "up")
+        for conf in ("all", "default", "up0"):
+            _run("ip", "netns", "exec", f, "sysctl", "-qw", f"net.ipv4.conf.{conf}.rp_filter=0")
+        _run("ip", "-n", f, "route", "replace", f"{tor_vtep}/32", "dev", "up0")
+        _run("ip", "-n", f, "neigh", "replace", tor_vtep, "lladdr", tor_mac, "dev", "up0",
+             "nud", "permanent")  # fmt: skip
+
+    def set_vm_ip(self, ip: str, prefix: int = 24) -> None:
+        """The VM's IP, and its ARP entry on the bridge (the VNI's SVI), so
+        zebra learns the neighbour and bgpd advertises MAC+IP too."""
+        _run("ip", "-n", self.vm_ns, "addr", "replace", f"{ip}/{prefix}", "dev", "vm0")
+        _run("ip", "-n", self.frr_ns, "neigh", "replace", ip, "lladdr", VM_MAC, "dev",
+             f"br{self.vni}", "nud", "permanent")  # fmt: skip
+
+    def add_vm(self, name: str, mac: str, ip: str, prefix: int = 24) -> str:
+        """Another VM behind the bridge, in a namespace of its own (down until
+        ``vm_up``); returns the namespace."""
+        ns = f"{self.vm_ns}{name}"
+        _run("ip", "netns", "add", ns)
+        self.extra_ns.append(ns)
+        _run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+        port = f"{name}br"
+        _run("ip", "-n", self.frr_ns, "link", "add", f"{name}0", "address", mac, "type", "veth",
+             "peer", port)  # fmt: skip
+        _run("ip", "-n", self.frr_ns, "link", "set", f"{name}0", "netns", ns)
+        _run("ip", "-n", self.frr_ns, "link", "set", port, "master", f"br{self.vni}")
+        _run("ip", "-n", self.frr_ns, "link", "set", port, "up")
+        _run("ip", "-n", ns, "addr", "add", f"{ip}/{prefix}", "dev", f"{name}0")
+        _run("ip", "-n", ns, "link", "set", "lo", "up")
+        return ns
+
+    def vm_up(self, name: str, up: bool = True) -> None:
+        ns = f"{self.vm_ns}{name}"
+        _run("ip", "-n", ns, "link", "set", f"{name}0", "up" if up else "down")
+        if not up:  # the VM left: so does its bridge entry
+            _run("bridge", "-n", self.frr_ns, "fdb", "flush", "dev", f"{name}br", check=False)
+
+    def in_ns(self, ns: str, *command: str, check: bool = True) -> str:
+        return _run("ip", "netns", "exec", ns, *command, check=check)
+
+    def counter(self, ns: str, dev: str, what: str = "rx") -> int:
+        """Packets ``dev`` in ``ns`` received (rx) or sent (tx)."""
+        info = json.loads(_run("ip", "-n", ns, "-s", "-j", "link", "show", dev))
+        return int(info[0]["stats64"][what]["packets"])
+
+    def stop_bgpd(self) -> None:
+        """bgpd exits (a peer failure); its routes stay in zebra's hands
+        until it would come back, but the session to us is gone."""
+        process = self.daemons["bgpd"]
+        process.kill()
+        process.wait()
 
     def add_vm_mac(self, mac: str = VM_MAC) -> None:
         """The VM's MAC as a local FDB entry on its bridge port: zebra sees it
@@ -269,6 +331,6 @@ router bgp {self.asn}
                 process.kill()
                 process.wait()
         self.daemons.clear()
-        for ns in (self.ctl_ns, self.frr_ns, self.vm_ns):
+        for ns in (self.ctl_ns, self.frr_ns, self.vm_ns, *self.extra_ns):
             _run("ip", "netns", "del", ns, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -42,7 +42,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-QUIET = 1.0  # seconds without a route change that end the initial wait
+# Seconds without a route change, once every session is up, that end the
+# initial wait. A peer sends its table shortly after the OPEN, not at once
+# (FRR coalesces its first updates for about a second).
+QUIET = 3.0
 
 
 class EvpnLink:
@@ -67,10 +70,11 @@ class EvpnLink:
 
     def start(self, initial_wait: float | None = None) -> None:
         """Start gobgpd, advertise our VMs, and wait (at most ``initial_wait``
-        seconds, default twice the hold time) for the peers' routes."""
+        seconds, default twice the hold time and QUIET) for the peers' routes."""
         self.service.start()
         self.sync()
-        wait = 2.0 * max(self.service.config.hold_time, 3) if initial_wait is None else initial_wait
+        hold_time = max(self.service.config.hold_time, 3)
+        wait = 2.0 * hold_time + QUIET if initial_wait is None else initial_wait
         self._await_peers(wait)
         self.sync()
         self._stopping.clear()
@@ -86,18 +90,24 @@ class EvpnLink:
         self.service.stop()
 
     def _await_peers(self, timeout: float) -> None:
+        """Until every peer's session is up and no route changed for QUIET
+        seconds since (a peer sends its routes right after the OPEN)."""
         deadline = time.monotonic() + timeout
         expected = {p.address for p in self.service.config.peers}
+        all_up_at: float | None = None
         while time.monotonic() < deadline:
-            up = {p.address for p in self.service.speaker.peers() if p.state == ESTABLISHED}
-            if up >= expected and time.monotonic() - self._last_change >= QUIET:
+            if all_up_at is None and expected <= self._established():
+                all_up_at = time.monotonic()
+            quiet_since = max(all_up_at or 0.0, self._last_change)
+            if all_up_at is not None and time.monotonic() - quiet_since >= QUIET:
                 return
             time.sleep(0.1)
-        down = sorted(
-            expected - {p.address for p in self.service.speaker.peers() if p.state == ESTABLISHED}
-        )
+        down = sorted(expected - self._established())
         if down:
             log.warning("EVPN: starting without routes from %s (no session yet)", ", ".join(down))
+
+    def _established(self) -> set[str]:
+        return {p.address for p in self.service.speaker.peers() if p.state == ESTABLISHED}
 
     # ---- triggers ---------------------------------------------------------------
 
