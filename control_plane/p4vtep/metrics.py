@@ -87,7 +87,7 @@ class EvpnCollector(Collector):
         self.controller = controller
 
     def collect(self) -> Iterator[Metric]:
-        service = evpn_status.evpn_of(self.controller)
+        service = self.controller.evpn
         if service is None:
             return
         sessions = GaugeMetricFamily(

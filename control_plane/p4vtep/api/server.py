@@ -154,7 +154,7 @@ class OverlayService(pb_grpc.OverlayServicer):
 
     def _evpn(self, context):
         """The controller's EVPN service, or FAILED_PRECONDITION without one."""
-        service = evpn_status.evpn_of(self.c)
+        service = self.c.evpn
         if service is None:
             context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION,

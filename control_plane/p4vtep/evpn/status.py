@@ -9,7 +9,6 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import grpc
 
@@ -17,9 +16,6 @@ from .. import events
 from .routes import EvpnRoute, MacIpRoute
 from .service import EvpnService, SessionChange
 from .table import LOCAL
-
-if TYPE_CHECKING:
-    from ..controller import Controller
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +49,6 @@ class RouteReport:
     rd: str
     installed: bool  # remote: the ToRs get it; local: advertised
     refused: str  # why not: an intake reason, "conflict" or "superseded"
-
-
-def evpn_of(controller: Controller) -> EvpnService | None:
-    """The controller's EVPN service; None when the fabric file has no evpn: section."""
-    return controller.evpn
 
 
 def peer_reports(service: EvpnService, now: float | None = None) -> list[PeerReport]:
