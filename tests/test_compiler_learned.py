@@ -83,25 +83,43 @@ def test_a_vni_not_hosted_on_a_tor_brings_it_nothing_but_the_underlay_route() ->
     assert has(state, ENC.underlay_route(FRR, 32, ECMP_GROUP_ID))
 
 
-def test_a_learned_mac_or_ip_of_one_of_our_vms_leaves_the_vms_entries_alone() -> None:
+def test_a_vm_whose_mac_a_remote_vtep_won_sends_its_traffic_there() -> None:
+    """The learned table puts one of our VMs' MACs in the learned facts only
+    when a remote VTEP won it (a higher number: the VM moved away). Its MAC
+    entry then points at that VTEP on every ToR; its binding, flood copy and
+    ARP entries stay until the inventory follows. Each entry has one writer."""
     a1 = vms()[0]  # on tor1, VNI 5000
-    clash = LearnedMac(5000, a1.mac, FRR, ("192.168.1.99",))
-    steals_ip = LearnedMac(5000, "52:54:00:00:00:11", FRR, (a1.ips[0],))
-    d = desired(Learned.of([clash, steals_ip]))
-    for tor in ("tor1", "tor2"):
-        state = d.tors[tor].state
-        assert not has(state, ENC.mac_to_remote_vtep(5000, a1.mac, FRR))
-        assert has(state, ENC.arp_suppression(5000, a1.ips[0], a1.mac))
-        assert has(state, ENC.mac_to_remote_vtep(5000, steals_ip.mac, FRR))
+    d = desired(Learned())
     index = d.alloc.vm["tor1"]["a1"]
-    assert has(d.tors["tor1"].state, ENC.mac_to_local_vm(5000, a1.mac, 1, a1.vlan, index))
-    # The VM leaves: the learned MAC takes its place, as one change per entry.
     for compiler in d.tors.values():
         compiler.take_changes()
-    d.change([], ["a1"])
+    at_tor1 = ENC.mac_to_local_vm(5000, a1.mac, 1, a1.vlan, index)
+    via_tor1 = ENC.mac_to_remote_vtep(5000, a1.mac, "10.0.0.1")
+    via_peer = ENC.mac_to_remote_vtep(5000, a1.mac, FRR)
+    assert has(d.tors["tor1"].state, at_tor1)
+    assert has(d.tors["tor2"].state, via_tor1)
+
+    moved = LearnedMac(5000, a1.mac, FRR, ("192.168.1.99",))
+    steals_ip = LearnedMac(5000, "52:54:00:00:00:11", FRR, (a1.ips[0],))
+    d.set_learned(Learned.of([moved, steals_ip]))
+    for tor in ("tor1", "tor2"):
+        state = d.tors[tor].state
+        assert has(state, via_peer)
+        assert has(state, ENC.arp_suppression(5000, a1.ips[0], a1.mac))  # the VM's IP stays
+        assert has(state, ENC.arp_suppression(5000, "192.168.1.99", a1.mac))
+        assert has(state, ENC.mac_to_remote_vtep(5000, steals_ip.mac, FRR))
+        assert state == compile_tor(d.fabric, d.view(tor).values(), tor, d.alloc, ENC, d.learned)
+    assert has(d.tors["tor1"].state, ENC.access_binding(1, a1.vlan, 5000, index, a1.mac))
+    # One change per ToR for the MAC entry: modified in place, never deleted.
     changes = {key: (old, new) for key, old, new in d.tors["tor2"].take_changes()}
-    mac_key, mac_data = ENC.mac_to_remote_vtep(5000, a1.mac, FRR)
-    assert changes[mac_key] == (ENC.mac_to_remote_vtep(5000, a1.mac, "10.0.0.1")[1], mac_data)
+    assert changes[via_peer[0]] == (via_tor1[1], via_peer[1])
+    changes = {key: (old, new) for key, old, new in d.tors["tor1"].take_changes()}
+    assert changes[via_peer[0]] == (at_tor1[1], via_peer[1])
+
+    # The remote claim goes (withdrawn): the VM's own entry is back.
+    d.set_learned(Learned())
+    assert has(d.tors["tor1"].state, at_tor1)
+    assert has(d.tors["tor2"].state, via_tor1)
 
 
 def test_withdrawn_facts_leave_no_trace_and_free_the_replica_id() -> None:

@@ -150,16 +150,24 @@ def test_a_peer_claiming_our_vms_mac_follows_the_sequence_numbers(controller) ->
     settle(controller)
     assert controller.evpn.table.refused["conflict"] == 1
     assert {t: controller.desired.tors[t].state for t in before} == before
-    # Higher: the VM moved away. We stop advertising it; its entries stay
-    # until the inventory follows; then the peer's MAC is installed.
+    # Higher: the VM moved away. We stop advertising it and its traffic goes
+    # to the peer's VTEP from every ToR; its binding stays until the
+    # inventory follows.
     controller.evpn._route(PEER, peer_mac(A1.mac, seq=1))
     settle(controller)
     assert {a.mac for a in controller.evpn.view.advertisements()} == {A2.mac}
-    assert holds(controller, "tor1", at_tor1)
-    assert holds(controller, "tor2", via_tor1)
+    assert holds(controller, "tor1", via_peer)
+    assert holds(controller, "tor2", via_peer)
+    binding = ENC.access_binding(1, A1.vlan, 5000, index, A1.mac)
+    assert holds(controller, "tor1", binding)
     controller.detach("a1")
     settle(controller)
     assert holds(controller, "tor2", via_peer)
+    assert not holds(controller, "tor1", binding)
+    # The peer withdraws; nobody holds the MAC now.
+    controller.evpn._withdraw(PEER, peer_mac(A1.mac, seq=1).nlri_key())
+    settle(controller)
+    assert not holds(controller, "tor2", via_peer)
     assert not holds(controller, "tor2", via_tor1)
 
 

@@ -167,3 +167,13 @@ def test_traffic_class_limit_comes_from_the_pipeline():
     fabric = two_tor_fabric()
     fabric.vnis[5000] = replace(fabric.vnis[5000], traffic_class=8)
     assert fabric_problems(fabric) == ["vni tenant-a: traffic_class: 8 outside 0-7"]
+
+
+def test_a_tor_name_may_not_look_like_an_external_vteps_index_key():
+    """External VTEPs (EVPN) take replica ids from the ToRs' index space
+    under keys "vtep:<IP>": no ToR may be named so."""
+    fabric = two_tor_fabric()
+    fabric.tors["vtep:10.0.0.9"] = replace(fabric.tors.pop("tor2"), name="vtep:10.0.0.9")
+    for server in ("s21", "s22"):
+        fabric.servers[server] = replace(fabric.servers[server], tor="vtep:10.0.0.9")
+    assert fabric_problems(fabric) == ["tor vtep:10.0.0.9: name: may not start with 'vtep:'"]

@@ -23,6 +23,7 @@ from .supervisor import SwitchSupervisor
 from .validation import Problem, ValidationError, VmIndex, check_fabric, validate, validate_change
 
 if TYPE_CHECKING:
+    from .evpn.controller_link import EvpnLink
     from .evpn.service import EvpnService
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ class Controller:
         }
         # BGP EVPN (fabric file's evpn:): gobgpd and the wiring to it, started
         # with the controller (evpn/controller_link.py).
-        self._evpn_link = None
+        self._evpn_link: EvpnLink | None = None
         self.evpn: EvpnService | None = None
         if fabric.evpn is not None:
             from .evpn.controller_link import EvpnLink
@@ -243,8 +244,14 @@ class Controller:
         with self._lock:
             if learned == self.desired.learned:
                 return self.version
+            old = self.desired.learned
             self.desired.set_learned(learned)
-            self.store.save_allocations(self.alloc.take_changes())
+            try:
+                self.store.save_allocations(self.alloc.take_changes())
+            except BaseException:
+                self.desired.set_learned(old)  # not stored: undone in memory too (as _commit)
+                self.alloc.take_changes()
+                raise
             self.version += 1
             version = self.version
         for sup in self.supervisors.values():

@@ -68,9 +68,9 @@ def compile_tor(
 
     for vm in local:
         assert vm_space is not None
-        add(local_vm.build(enc, fabric, vm, vm_space[vm.name]))
+        add(local_vm.build(enc, fabric, vm, vm_space[vm.name], learned.holds(vm.vni, vm.mac)))
     for vm in remote:
-        add(remote_vm.build(enc, fabric, vm))
+        add(remote_vm.build(enc, fabric, vm, learned.holds(vm.vni, vm.mac)))
     for vni in sorted(local_vnis):
         in_vni = [vm for vm in vms if vm.vni == vni]
         add(remote_vm.learned(enc, learned.macs.get(vni, {}).values(), in_vni))

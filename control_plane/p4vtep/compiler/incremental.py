@@ -173,7 +173,17 @@ class TorCompiler:
         if not self.built:
             return
         mac_vnis = {x for x in set(old.macs) | set(new.macs) if old.macs.get(x) != new.macs.get(x)}
-        self._set_units(self._learned_units(sorted(mac_vnis)))
+        units = self._learned_units(sorted(mac_vnis))
+        # Our VMs whose MAC a remote VTEP won or gave up: their MAC entry
+        # passes to (or back from) the learned one, in the same step.
+        for x in mac_vnis:
+            if x not in self.local:
+                continue
+            was, now = old.macs.get(x, {}), new.macs.get(x, {})
+            for vm in self.d.members(self.name, x):
+                if (vm.mac in was) != (vm.mac in now):
+                    units[("vm", vm.name)] = self._vm_items(vm)
+        self._set_units(units)
         flood_vnis = {
             x for x in set(old.flood) | set(new.flood) if old.flood.get(x) != new.flood.get(x)
         }
@@ -188,9 +198,11 @@ class TorCompiler:
             return []
         if self._tor_of(vm) == self.name:
             index = self.d.alloc.vm[self.name][vm.name]
-            return local_vm.build(self.enc, self.d.fabric, vm, index)
+            moved = self.d.learned.holds(vm.vni, vm.mac)
+            return local_vm.build(self.enc, self.d.fabric, vm, index, moved)
         if vm.vni in self.local:
-            return remote_vm.build(self.enc, self.d.fabric, vm)
+            moved = self.d.learned.holds(vm.vni, vm.mac)
+            return remote_vm.build(self.enc, self.d.fabric, vm, moved)
         return []
 
     # --- whole rebuild (start, bulk reload) ----------------------------------------
@@ -275,7 +287,9 @@ class TorCompiler:
                     if tor != self.name:
                         counts[tor] += 1
                         if vm.name != name:
-                            self._set_unit(("vm", vm.name), remote_vm.build(enc, fabric, vm))
+                            moved = self.d.learned.holds(vm.vni, vm.mac)
+                            items = remote_vm.build(enc, fabric, vm, moved)
+                            self._set_unit(("vm", vm.name), items)
                 self.remote[x] = counts
                 remote_changed = True
                 flood_changed.add(x)

@@ -35,6 +35,11 @@ class Learned:
         flood_sets = {vni: frozenset(vteps) for vni, vteps in (flood or {}).items() if vteps}
         return cls(by_vni, flood_sets)
 
+    def holds(self, vni: int, mac: str) -> bool:
+        """Whether a remote VTEP holds the MAC (for one of our VMs: it moved away)."""
+        macs = self.macs.get(vni)
+        return macs is not None and mac in macs
+
     def vteps(self) -> frozenset[str]:
         """Every external VTEP named: each gets an underlay route on every ToR."""
         out = {m.vtep for macs in self.macs.values() for m in macs.values()}

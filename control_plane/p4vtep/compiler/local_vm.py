@@ -13,13 +13,16 @@ def rates(r: Rates) -> MeterRates:
     return MeterRates(r.cir, r.cburst, r.pir, r.pburst)
 
 
-def build(enc: Encoder, fabric: Fabric, vm: Vm, index: int) -> list[Encoded]:
+def build(
+    enc: Encoder, fabric: Fabric, vm: Vm, index: int, moved_away: bool = False
+) -> list[Encoded]:
+    """``moved_away``: a remote VTEP won the VM's MAC (EVPN mobility); its
+    MAC entry is the learned one (``remote_vm.learned``), the rest stays."""
     port = fabric.servers[vm.server].port
-    out = [
-        enc.access_binding(port, vm.vlan, vm.vni, index, vm.mac),
-        enc.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index),
-        enc.replica_to_vm(index, vm.vlan, index),
-    ]
+    out = [enc.access_binding(port, vm.vlan, vm.vni, index, vm.mac)]
+    if not moved_away:
+        out.append(enc.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index))
+    out.append(enc.replica_to_vm(index, vm.vlan, index))
     out += [enc.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips]
     policy = fabric.policies.get(vm.qos) if vm.qos else None
     if policy is not None:

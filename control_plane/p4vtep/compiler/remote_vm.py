@@ -12,28 +12,27 @@ from .learned import LearnedMac
 from .state import Encoded
 
 
-def build(enc: Encoder, fabric: Fabric, vm: Vm) -> list[Encoded]:
+def build(enc: Encoder, fabric: Fabric, vm: Vm, moved_away: bool = False) -> list[Encoded]:
+    """``moved_away``: a remote VTEP won the VM's MAC; the learned entry
+    replaces the VM's MAC entry (its ARP entries stay)."""
     vtep_ip = fabric.tors[fabric.servers[vm.server].tor].vtep_ip
-    out = [enc.mac_to_remote_vtep(vm.vni, vm.mac, vtep_ip)]
+    out = [] if moved_away else [enc.mac_to_remote_vtep(vm.vni, vm.mac, vtep_ip)]
     out += [enc.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips]
     return out
 
 
 def learned(enc: Encoder, macs: Iterable[LearnedMac], vms: Iterable[Vm]) -> list[Encoded]:
-    """The learned MACs of one VNI. A MAC or IP that a VM of ours in the VNI
-    (``vms``) has is left to the VM's entries: the learned table only lets a
-    remote claim on our VM's MAC win when the VM moved away, and until the
-    inventory follows, the VM's own entries stand (never two writers of one
-    entry). An IP claimed by two learned MACs goes to the lower MAC."""
-    vm_macs: set[str] = set()
+    """The learned MACs of one VNI, each towards its VTEP. The learned table
+    lets a remote claim on one of our VMs' MACs win only when the VM moved
+    away (a higher sequence number): then the MAC entry is this one, and the
+    VM's builders leave theirs out. An IP that a VM of ours in the VNI
+    (``vms``) has stays the VM's ARP entry (never two writers of one entry);
+    an IP claimed by two learned MACs goes to the lower MAC."""
     vm_ips: set[str] = set()
     for vm in vms:
-        vm_macs.add(vm.mac)
         vm_ips.update(vm.ips)
     out = []
     for m in sorted(macs, key=lambda m: m.mac):
-        if m.mac in vm_macs:
-            continue
         out.append(enc.mac_to_remote_vtep(m.vni, m.mac, m.vtep))
         for ip in sorted(m.ips):
             if ip not in vm_ips:

@@ -14,9 +14,10 @@ event thread nor a committing API call waits on the other:
 
 A learned MAC that one of our VMs has in the same VNI only reaches the view
 when the VM lost the mobility contest (a remote VTEP advertised it with a
-higher sequence number: the VM moved away); the VM's own entries stay
-installed until the inventory follows (the compiler never lets two facts
-write one entry), and the link logs it once.
+higher sequence number: the VM moved away; an equal number is a conflict,
+refused by the table). Its traffic then goes to that VTEP from every ToR (the
+compiler gives the MAC entry to the learned fact); the VM's binding stays
+until the inventory follows, and the link logs it once.
 
 At start the link waits, before the switches are reconciled, until the peers'
 sessions are up and their routes have stopped arriving (at most
@@ -182,9 +183,9 @@ class EvpnLink:
                 if name is not None and (vni, m.mac, m.vtep) not in self._shadowed:
                     self._shadowed.add((vni, m.mac, m.vtep))
                     log.warning(
-                        "EVPN: VTEP %s advertises %s in VNI %d, VM %s's MAC, with a higher "
-                        "sequence number (it moved away?); %s's entries stay until the inventory "
-                        "follows",
+                        "EVPN: VTEP %s holds %s in VNI %d, VM %s's MAC, with a higher sequence "
+                        "number (it moved away?): its traffic goes there; %s stays bound "
+                        "until the inventory follows",
                         m.vtep,
                         m.mac,
                         vni,
