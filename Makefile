@@ -168,12 +168,15 @@ test: deps lint typecheck
 	env $(TOOLCHAIN_VARS) $(VPY) ptf_tests/run_suite.py
 
 # The main job: the Mininet leaf-spine fabric, the controller, and the checks.
+# `make demo EVPN=1`: the fabric gets an FRR host that peers by BGP EVPN (docs/demo.md).
+DEMO_FLAGS := $(if $(EVPN),--evpn)
+
 demo: deps
 	@env $(TOOLCHAIN_VARS) $(MAKE) --no-print-directory p4-if-p4c
-	env $(TOOLCHAIN_VARS) $(VPY) topologies/demo.py
+	env $(TOOLCHAIN_VARS) $(VPY) topologies/demo.py $(DEMO_FLAGS)
 
 demo-cli: deps
-	env $(TOOLCHAIN_VARS) $(VPY) topologies/demo.py --cli
+	env $(TOOLCHAIN_VARS) $(VPY) topologies/demo.py --cli $(DEMO_FLAGS)
 
 # Recompiles when p4c is there; the demo runs the committed outputs otherwise.
 p4-if-p4c:

@@ -193,3 +193,30 @@ def test_metrics_endpoint(api):
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     assert "p4vtep_vms 1.0" in body
     assert "# TYPE p4vtep_entries_written_total counter" in body
+
+
+def test_evpn_calls_without_an_evpn_section_fail_precondition(api, capsys):
+    _, client, address = api
+    for call, request in (
+        (client.EvpnPeers, pb.EvpnPeersRequest()),
+        (client.EvpnRoutes, pb.EvpnRoutesRequest(vni=5000)),
+    ):
+        with pytest.raises(grpc.RpcError) as info:
+            call(request)
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "EVPN is not configured" in info.value.details()
+    assert cli_main(["--api", address, "evpn", "peers"]) == 1
+    assert capsys.readouterr().err == (
+        "p4vtep: FAILED_PRECONDITION: EVPN is not configured: the fabric file has no evpn: "
+        "section (docs/evpn.md)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(0, "-"), (0.4, "0m00s"), (61, "1m01s"), (3 * 3600 + 4, "3h00m04s"), (90061, "1d01h01m")],
+)
+def test_evpn_peers_shows_uptime_as_a_duration(seconds, shown):
+    from p4vtep.cli import duration
+
+    assert duration(seconds) == shown

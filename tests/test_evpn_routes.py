@@ -283,3 +283,25 @@ def test_the_advertiser_retries_what_the_speaker_could_not_take() -> None:
     recorder.fail = False
     assert advertiser.sync([], {}) == (0, 1)
     assert [k for k, _ in recorder.sent] == ["announce", "withdraw"]
+
+
+def test_the_intake_holds_refused_routes_until_withdrawn_or_the_session_drops() -> None:
+    intake = RouteIntake.build(CONFIG, OURS)
+    bad = mac_route(vni=7000, route_targets=("65000:7000",))
+    own = mac_route(next_hop="10.0.0.2", mac="52:54:00:00:00:02")
+    assert not intake.admit(PEER, bad)
+    assert not intake.admit(PEER, own)
+    assert not intake.admit("192.0.2.2", bad)
+    assert {k: reason for k, (_, reason) in intake.held_refused.items()} == {
+        (PEER, bad.nlri_key()): "unknown-vni",
+        (PEER, own.nlri_key()): "own-vtep",
+        ("192.0.2.2", bad.nlri_key()): "unknown-vni",
+    }
+    intake.forget(PEER, bad.nlri_key())  # withdrawn by the peer
+    assert set(intake.held_refused) == {(PEER, own.nlri_key()), ("192.0.2.2", bad.nlri_key())}
+    # A corrected re-advertisement of the same NLRI is admitted, and no longer held.
+    assert intake.admit(PEER, mac_route(mac="52:54:00:00:00:02"))
+    assert set(intake.held_refused) == {("192.0.2.2", bad.nlri_key())}
+    intake.forget_source("192.0.2.2")  # session down
+    assert intake.held_refused == {}
+    assert dict(intake.refused) == {"unknown-vni": 2, "own-vtep": 1}  # counters stay

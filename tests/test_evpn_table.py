@@ -266,3 +266,47 @@ def test_a_readvertisement_with_a_new_next_hop_replaces_the_old_one() -> None:
     )  # fmt: skip
     table.learn(PEER_A, moved)  # same NLRI (same RD): an implicit withdrawal
     assert remote(table) == {(VNI, MAC): (VTEP_B, 2)}
+
+
+# ---- what `p4vtep evpn routes` shows: every held route and its fate -----------
+
+
+def fates(table: LearnedTable) -> set[tuple[str, int, str, str, int, str]]:
+    return {(h.source, h.type, h.mac, h.vtep, h.seq, h.lost) for h in table.view().held_routes()}
+
+
+def test_held_routes_say_which_is_installed_and_why_the_others_are_not() -> None:
+    table = LearnedTable()
+    table.learn(PEER_A, mac_route(VTEP_A, seq=1))
+    table.learn(PEER_A, imet(VTEP_A))
+    table.learn(PEER_B, mac_route(VTEP_B, seq=1))  # a tie: refused, A stays
+    assert fates(table) == {
+        (PEER_A, 2, MAC, VTEP_A, 1, ""),
+        (PEER_A, 3, "", VTEP_A, 0, ""),
+        (PEER_B, 2, MAC, VTEP_B, 1, "conflict"),
+    }
+    table.learn(PEER_B, mac_route(VTEP_B, seq=2))  # B moves on: it wins, A is superseded
+    assert fates(table) == {
+        (PEER_A, 2, MAC, VTEP_A, 1, "superseded"),
+        (PEER_A, 3, "", VTEP_A, 0, ""),
+        (PEER_B, 2, MAC, VTEP_B, 2, ""),
+    }
+    # Our VM takes the MAC (one higher than B): every remote claim is superseded.
+    table.set_local([LocalMac(VNI, MAC, TOR1)])
+    assert {h.lost for h in table.view().held_routes() if h.type == 2} == {"superseded"}
+    assert table.view().learned_counts() == {PEER_A: 2, PEER_B: 1}
+    table.drop_source(PEER_A)
+    assert table.view().learned_counts() == {PEER_B: 1}
+
+
+def test_held_routes_include_the_static_vteps_of_the_fabric_file() -> None:
+    table = LearnedTable()
+    table.set_static([(VNI, VTEP_A)], [(VNI, MAC, VTEP_A, ["192.168.1.5"])])
+    table.learn(PEER_B, mac_route(VTEP_B, seq=7))  # static MACs are sticky: B loses
+    held = {(h.source, h.type, h.mac, h.vtep, h.ips, h.lost) for h in table.view().held_routes()}
+    assert held == {
+        ("static", 3, "", VTEP_A, frozenset(), ""),
+        ("static", 2, MAC, VTEP_A, frozenset({"192.168.1.5"}), ""),
+        (PEER_B, 2, MAC, VTEP_B, frozenset(), "superseded"),
+    }
+    assert table.view().learned_counts() == {PEER_B: 1}  # static entries are no peer's

@@ -4,6 +4,7 @@ checks a network engineer would run. Exits 0 only if every check holds.
 
     sudo .venv/bin/python topologies/demo.py          # run the checks
     sudo .venv/bin/python topologies/demo.py --cli    # then leave the Mininet CLI open
+    sudo .venv/bin/python topologies/demo.py --evpn   # with an FRR host peering by BGP EVPN
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import yaml
+from frr_host import FrrDaemons, FrrHostPlan, frr_missing
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.bmv2 import find_simple_switch_grpc
@@ -58,8 +61,12 @@ The P4 toolchain (p4c, simple_switch_grpc) is missing. Three ways to get it:
 See docs/toolchain.md."""
 
 
-def missing_requirements() -> list[str]:
+def missing_requirements(evpn: bool = False) -> list[str]:
     missing = []
+    if evpn:
+        missing += frr_missing()
+        if shutil.which("gobgpd") is None:
+            missing.append("gobgpd (Debian package gobgpd)")
     if os.geteuid() != 0:
         missing.append("root")
     if find_simple_switch_grpc() is None:
@@ -77,11 +84,14 @@ def missing_requirements() -> list[str]:
 class Demo:
     """Starts the fabric and the controller; each method is one check."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, evpn: bool = False) -> None:
         self.log_dir = log_dir
         self.layout = None
         self.controller = None
         self.state_dir = Path(tempfile.mkdtemp(prefix="p4vtep-demo-"))
+        # `make demo EVPN=1`: an FRR host (frr_host.py) peering with the controller.
+        self.frr_plan = FrrHostPlan() if evpn else None
+        self.frr: FrrDaemons | None = None
         self.pipeline = bmv2_pipeline()
         self.entries = PipelineEntries(self.pipeline.p4info)
 
@@ -92,9 +102,25 @@ class Demo:
         self.leaf_spine = leaf_spine
         self.log_dir.mkdir(parents=True, exist_ok=True)
         try:
-            self.layout = leaf_spine.build(log_dir=str(self.log_dir), run_dir=self.state_dir)
+            self.layout = leaf_spine.build(
+                log_dir=str(self.log_dir), run_dir=self.state_dir, frr=self.frr_plan
+            )
             self.layout.net.start()
             leaf_spine.configure(self.layout)
+            fabric_file = leaf_spine.FABRIC_FILE
+            if self.frr_plan is not None:
+                self.frr = FrrDaemons(
+                    self.layout.net.get(self.frr_plan.name),
+                    self.frr_plan,
+                    self.log_dir,
+                )
+                self.frr.start()
+                fabric_file = self.state_dir / "fabric-evpn.yaml"
+                fabric_file.write_text(
+                    leaf_spine.FABRIC_FILE.read_text()
+                    + "# make demo EVPN=1: the FRR host frr1 (topologies/frr_host.py)\n"
+                    + yaml.safe_dump(self.frr_plan.evpn_section(), sort_keys=False)
+                )
             with open(self.log_dir / "controller.log", "w") as out:
                 self.controller = subprocess.Popen(
                     [
@@ -104,7 +130,7 @@ class Demo:
                         "controller",
                         "run",
                         "--fabric",
-                        str(leaf_spine.FABRIC_FILE),
+                        str(fabric_file),
                         "--inventory",
                         str(leaf_spine.INVENTORY_FILE),
                         "--state",
@@ -130,6 +156,10 @@ class Demo:
                 self.controller.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.controller.kill()
+        if self.frr is not None:
+            self.frr.stop()
+        if self.frr_plan is not None:
+            self.leaf_spine.remove_frr_host_link(self.frr_plan)
         if self.layout is not None:
             self.leaf_spine.stop_nics(self.layout)
             self.layout.net.stop()
@@ -282,10 +312,139 @@ class Demo:
             f"{policed:.2f} Mbit/s; {UNPOLICED_VM} unpoliced: {free:.2f} Mbit/s",
         )
 
+    # --- EVPN checks (--evpn): the FRR host and the p4vtep ToRs ------------------
+    def evpn_peer(self) -> pb.EvpnPeer | None:
+        peers = self.api.EvpnPeers(pb.EvpnPeersRequest(), timeout=5).peers
+        return next((p for p in peers if p.address == self.frr_plan.mgmt_frr_ip), None)
+
+    def check_evpn_session(self, timeout: float = 30.0) -> Check:
+        """The controller's speaker and frr1's bgpd: session up, routes both ways."""
+        try:
+            return self._check_evpn_session(timeout)
+        except grpc.RpcError as exc:
+            return Check("EVPN session", False, f"{exc.code().name}: {exc.details()}")
+
+    def _check_evpn_session(self, timeout: float) -> Check:
+        deadline = time.monotonic() + timeout
+        peer = self.evpn_peer()
+        while time.monotonic() < deadline and not (
+            peer is not None
+            and peer.state == "ESTABLISHED"
+            and peer.routes_accepted
+            and peer.routes_advertised
+        ):
+            time.sleep(0.5)
+            peer = self.evpn_peer()
+        if peer is None:
+            return Check("EVPN session", False, "the controller lists no session to frr1")
+        return Check(
+            "EVPN session",
+            peer.state == "ESTABLISHED" and peer.routes_accepted > 0 and peer.routes_advertised > 0,
+            f"frr1 ({peer.address}, AS {peer.asn}) {peer.state}; routes received "
+            f"{peer.routes_received}, accepted {peer.routes_accepted}, "
+            f"advertised {peer.routes_advertised}",
+        )
+
+    def frr_vm_reaches(self, ip: str, mac: str) -> bool:
+        """c1 (behind frr1) pings ``ip`` and the answer comes from ``mac``."""
+        c1 = self.layout.net.get(self.frr_plan.vm_name)
+        c1.cmd(f"ip neigh flush to {ip}")
+        if " 0% packet loss" not in c1.cmd(f"ping -c 1 -W 1 {ip}"):
+            return False
+        return mac in c1.cmd(f"ip neigh show to {ip}")
+
+    def reaches_frr_vm(self, src: str) -> bool:
+        plan = self.frr_plan
+        host = self.host(src)
+        host.cmd(f"ip neigh flush to {plan.vm_ip}")
+        if " 0% packet loss" not in host.cmd(f"ping -c 1 -W 1 {plan.vm_ip}"):
+            return False
+        return plan.vm_mac in host.cmd(f"ip neigh show to {plan.vm_ip}")
+
+    def check_evpn_reach(self) -> Check:
+        """c1 and tenant A's VMs on both ToRs reach each other (no static
+        knowledge on either side); tenant B is never reached."""
+        vms = self.layout.vms
+        tenant = [n for n in sorted(vms) if vms[n].vni == self.frr_plan.vni]
+        other = [n for n in sorted(vms) if vms[n].vni != self.frr_plan.vni]
+        ok_out = [n for n in tenant if self.frr_vm_reaches(vms[n].ips[0], vms[n].mac)]
+        ok_in = [n for n in tenant if self.reaches_frr_vm(n)]
+        # Tenant B shares the subnet: an IP both tenants use answers with
+        # tenant A's MAC; B-only IPs do not answer at all.
+        leaked = [n for n in other if self.frr_vm_reaches(vms[n].ips[0], vms[n].mac)]
+        leaked += [n for n in other if self.reaches_frr_vm(n)]
+        tors = sorted({self.layout.fabric.servers[vms[n].server].tor for n in ok_out})
+        return Check(
+            "EVPN reach",
+            len(ok_out) == len(ok_in) == len(tenant) and not leaked,
+            f"c1 (frr1) -> tenant A {len(ok_out)}/{len(tenant)} (on {', '.join(tors)}), "
+            f"tenant A -> c1 {len(ok_in)}/{len(tenant)}, tenant B reached {len(leaked)}",
+        )
+
+    def check_evpn_routes(self, timeout: float = 10.0) -> Check:
+        """Each side holds the other's routes: c1's MAC is installed on the
+        p4vtep side; FRR has every tenant A MAC behind the right ToR VTEP,
+        and so does frr1's kernel FDB."""
+        plan = self.frr_plan
+        # c1 speaks once, so frr1's bridge knows its MAC and FRR advertises it.
+        self.layout.net.get(plan.vm_name).cmd(f"ping -c 1 -W 1 {self.layout.vms['a1'].ips[0]}")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                check = self._evpn_routes()
+            except grpc.RpcError as exc:
+                return Check("EVPN routes", False, f"{exc.code().name}: {exc.details()}")
+            if check.ok or time.monotonic() > deadline:
+                return check
+            time.sleep(0.5)
+
+    def _evpn_routes(self) -> Check:
+        plan = self.frr_plan
+        ours = self.api.EvpnRoutes(pb.EvpnRoutesRequest(vni=plan.vni), timeout=5).routes
+        c1_installed = any(
+            r.type == 2 and r.mac == plan.vm_mac and r.vtep == plan.vtep_ip and r.installed
+            for r in ours
+        )
+        want = {
+            vm.mac: self.layout.fabric.tors[self.layout.fabric.servers[vm.server].tor].vtep_ip
+            for vm in self.layout.vms.values()
+            if vm.vni == plan.vni
+        }
+        paths = self.frr.evpn_paths()
+        in_bgp = {
+            mac
+            for mac, vtep in want.items()
+            if any(
+                f"[{mac}]" in p["prefix"]
+                and any(n.get("ip") == vtep for n in p.get("nexthops", []))
+                for p in paths
+            )
+        }
+        fdb = json.loads(
+            self.layout.net.get(plan.name).cmd(f"bridge -j fdb show dev vxlan{plan.vni}") or "[]"
+        )
+        in_fdb = {
+            m
+            for m, vtep in want.items()
+            if any(e.get("mac") == m and e.get("dst") == vtep for e in fdb)
+        }
+        return Check(
+            "EVPN routes",
+            c1_installed and in_bgp == set(want) and in_fdb == set(want),
+            f"c1's MAC installed on the p4vtep side: {c1_installed}; tenant A MACs "
+            f"in FRR's BGP table {len(in_bgp)}/{len(want)}, "
+            f"in frr1's FDB {len(in_fdb)}/{len(want)}",
+        )
+
     def run_checks(self) -> list[Check]:
         arp_before = self.arp_replies()
         checks = [self.check_ping_matrix()]
         checks.append(self.check_arp_suppression(arp_before))
+        if self.frr_plan is not None:
+            # Before the migration moves a3: the FDB check knows each VM's ToR.
+            checks.append(self.check_evpn_session())
+            checks.append(self.check_evpn_reach())
+            checks.append(self.check_evpn_routes())
         checks.append(self.check_ecmp())
         checks.append(self.check_qos())
         checks.append(self.check_migration())
@@ -302,16 +461,21 @@ def summary(checks: list[Check]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description="p4vtep Mininet demo")
     parser.add_argument("--cli", action="store_true", help="open the Mininet CLI after the checks")
+    parser.add_argument(
+        "--evpn",
+        action="store_true",
+        help="add an FRR host (Linux VTEP) that peers with the controller by BGP EVPN",
+    )
     parser.add_argument("--log-dir", default=str(REPO / "logs" / "demo"))
     args = parser.parse_args()
-    missing = missing_requirements()
+    missing = missing_requirements(evpn=args.evpn)
     if missing:
         print(f"demo not run: missing {', '.join(missing)} (see README.md)")
         if "simple_switch_grpc" in missing:
             print(TOOLCHAIN_HELP)
         return 1
     started = time.monotonic()
-    with Demo(Path(args.log_dir)) as demo:
+    with Demo(Path(args.log_dir), evpn=args.evpn) as demo:
         print(f"fabric up and converged in {time.monotonic() - started:.1f} s", flush=True)
         checks = demo.run_checks()
         print(summary(checks))

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bmv2_switch import MininetBmv2Switch
+from frr_host import FrrHostPlan
 from mininet.net import Mininet
 from mininet.node import Host
 from p4vtep.config import load_fabric, load_inventory
@@ -45,6 +46,7 @@ class LeafSpine:
     vm_port: dict[str, str] = field(default_factory=dict)  # VM -> its server-side port
     run_dir: Path = Path("/tmp")
     nics: dict[str, subprocess.Popen] = field(default_factory=dict)
+    frr: FrrHostPlan | None = None  # the FRR host of `make demo EVPN=1`
 
     def vm(self, name: str) -> Host:
         return self.net.get(name)
@@ -59,6 +61,7 @@ def build(
     run_dir: Path = Path("/tmp"),
     fabric_file: Path = FABRIC_FILE,
     inventory_file: Path = INVENTORY_FILE,
+    frr: FrrHostPlan | None = None,
 ) -> LeafSpine:
     fabric = load_fabric(fabric_file)
     vms = {vm.name: vm for vm in load_inventory(inventory_file)}
@@ -81,11 +84,18 @@ def build(
     for server in fabric.servers.values():
         servers[server.name] = net.addHost(server.name, ip=None)
         net.addLink(tors[server.tor], servers[server.name], port1=server.port)
-    layout = LeafSpine(net, fabric, vms, run_dir=run_dir)
+    layout = LeafSpine(net, fabric, vms, run_dir=run_dir, frr=frr)
     for vm in vms.values():
         host = net.addHost(vm.name, ip=None, mac=vm.mac)
         link = net.addLink(host, servers[vm.server], addr1=vm.mac)
         layout.vm_port[vm.name] = link.intf2.name
+    if frr is not None:
+        # A Linux EVPN VTEP on both spines (frr_host.py), and its VM.
+        frr_host = net.addHost(frr.name, ip=None)
+        for spine in spines:
+            net.addLink(frr_host, spine)
+        c1 = net.addHost(frr.vm_name, ip=None, mac=frr.vm_mac)
+        net.addLink(c1, frr_host, addr1=frr.vm_mac)
     return layout
 
 
@@ -136,6 +146,68 @@ def configure(layout: LeafSpine) -> None:
         host.cmd(f"ip addr flush dev {intf}")
         host.cmd(f"ip addr add {vm.ips[0]}/{SUBNET_PREFIX} dev {intf}")
         host.cmd(f"ip link set {intf} up")
+    if layout.frr is not None:
+        configure_frr_host(layout, layout.frr)
+
+
+def configure_frr_host(layout: LeafSpine, plan: FrrHostPlan) -> None:
+    """frr1's underlay (VTEP on lo, ECMP over both spines, each spine a /32
+    route to it), its bridge and VXLAN device, its VM, and the management
+    link to the controller in the root namespace. FRR itself is started by
+    the demo (frr_host.FrrDaemons)."""
+    host = layout.net.get(plan.name)
+    tor_count = len(layout.fabric.tors)
+    host.cmd("sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0")
+    host.cmd(f"ip addr add {plan.vtep_ip}/32 dev lo; ip link set lo up")
+    hops = []
+    for s, spine_name in enumerate(SPINES, start=1):
+        spine = layout.net.get(spine_name)
+        spine_ip, frr_ip = plan.spine_link(s)
+        spine_intf = spine.intfList()[tor_count].name  # after one link per ToR
+        frr_intf = host.intfList()[s - 1].name
+        spine.cmd(f"ip link set {spine_intf} mtu {UNDERLAY_MTU} up")
+        spine.cmd(f"sysctl -qw net.ipv4.conf.{spine_intf}.rp_filter=0")
+        spine.cmd(f"ip addr add {spine_ip}/31 dev {spine_intf}")
+        spine.cmd(f"ip route replace {plan.vtep_ip}/32 via {frr_ip}")
+        host.cmd(f"ip link set {frr_intf} mtu {UNDERLAY_MTU} up")
+        host.cmd(f"sysctl -qw net.ipv4.conf.{frr_intf}.rp_filter=0")
+        host.cmd(f"ip addr add {frr_ip}/31 dev {frr_intf}")
+        hops.append(f"nexthop via {spine_ip}")
+    vteps = sorted({t.vtep_ip for t in layout.fabric.tors.values()})
+    for vtep in vteps:
+        host.cmd(f"ip route replace {vtep}/32 {' '.join(hops)}")
+    # The Linux VTEP: one bridge and one VXLAN device for the VNI, the VM's port on it.
+    vni = plan.vni
+    vm_port = host.intfList()[len(SPINES)].name
+    host.cmd(f"ip link add br{vni} type bridge")
+    host.cmd(
+        f"ip link add vxlan{vni} type vxlan id {vni} local {plan.vtep_ip} dstport 4789 nolearning"
+    )
+    host.cmd(f"ip link set vxlan{vni} master br{vni}; ip link set {vm_port} master br{vni}")
+    host.cmd(f"ip link set br{vni} up; ip link set vxlan{vni} up; ip link set {vm_port} up")
+    vm = layout.net.get(plan.vm_name)
+    vm_intf = vm.intfList()[0].name
+    vm.cmd(f"ip addr add {plan.vm_ip}/{SUBNET_PREFIX} dev {vm_intf}; ip link set {vm_intf} up")
+    # The BGP session's link: one end in the root namespace, where the
+    # controller (and its speaker) runs.
+    subprocess.run(["ip", "link", "del", plan.mgmt_ctl_intf], capture_output=True, check=False)
+    subprocess.run(
+        [
+            "ip", "link", "add", plan.mgmt_ctl_intf, "type", "veth",
+            "peer", "name", "mgmt0", "netns", str(host.pid),
+        ],
+        check=True,
+    )  # fmt: skip
+    subprocess.run(
+        ["ip", "addr", "add", f"{plan.mgmt_ctl_ip}/30", "dev", plan.mgmt_ctl_intf], check=True
+    )
+    subprocess.run(["ip", "link", "set", plan.mgmt_ctl_intf, "up"], check=True)
+    host.cmd(f"ip addr add {plan.mgmt_frr_ip}/30 dev mgmt0; ip link set mgmt0 up")
+
+
+def remove_frr_host_link(plan: FrrHostPlan) -> None:
+    """The management link is not Mininet's: delete it (both ends go)."""
+    subprocess.run(["ip", "link", "del", plan.mgmt_ctl_intf], capture_output=True, check=False)
 
 
 def vf_file(layout: LeafSpine, server: str) -> Path:

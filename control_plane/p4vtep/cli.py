@@ -384,6 +384,67 @@ def counters(args) -> int:
     return 0
 
 
+def duration(seconds: float) -> str:
+    """An uptime as 1d02h03m, 2h03m04s or 3m04s; "-" for none."""
+    if seconds <= 0:
+        return "-"
+    s = int(seconds)
+    days, s = divmod(s, 86400)
+    hours, s = divmod(s, 3600)
+    minutes, s = divmod(s, 60)
+    if days:
+        return f"{days}d{hours:02}h{minutes:02}m"
+    if hours:
+        return f"{hours}h{minutes:02}m{s:02}s"
+    return f"{minutes}m{s:02}s"
+
+
+def evpn_peers(args) -> int:
+    from .api import overlay_pb2 as pb
+
+    reply = stub(args).EvpnPeers(pb.EvpnPeersRequest())
+    print(f"local AS {reply.asn}, router id {reply.router_id}")
+    rows = [
+        [
+            p.address,
+            p.asn,
+            p.state,
+            duration(p.uptime_seconds),
+            p.routes_received,
+            p.routes_accepted,
+            p.routes_advertised,
+        ]
+        for p in reply.peers
+    ]
+    print(table(rows, ["PEER", "ASN", "STATE", "UPTIME", "RECEIVED", "ACCEPTED", "ADVERTISED"]))
+    if reply.refused:
+        print()
+        print(table([[r.reason, r.routes] for r in reply.refused], ["REFUSED", "ROUTES"]))
+    return 0
+
+
+def evpn_routes(args) -> int:
+    from .api import overlay_pb2 as pb
+
+    reply = stub(args).EvpnRoutes(pb.EvpnRoutesRequest(vni=args.vni or 0))
+    rows = [
+        [
+            r.type,
+            r.vni,
+            r.mac or "-",
+            ",".join(r.ips) or "-",
+            r.vtep,
+            r.sequence if r.type == 2 else "-",
+            r.source,
+            r.rd or "-",
+            ("advertised" if r.source == "local" else "installed") if r.installed else r.refused,
+        ]
+        for r in reply.routes
+    ]
+    print(table(rows, ["TYPE", "VNI", "MAC", "IPS", "VTEP", "SEQ", "SOURCE", "RD", "STATUS"]))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="p4vtep", description="VXLAN overlay offload to P4 ToRs")
     p.add_argument("--api", default=DEFAULT_API, help="controller API address (P4VTEP_API)")
@@ -512,6 +573,18 @@ def parser() -> argparse.ArgumentParser:
     cnt.add_argument("--vm", action="append")
     cnt.add_argument("--vni", type=int, action="append")
     cnt.set_defaults(func=counters)
+
+    evpn = sub.add_parser("evpn", help="BGP EVPN sessions and routes").add_subparsers(
+        dest="action", required=True
+    )
+    evpn.add_parser(
+        "peers", help="sessions: state, uptime, routes received/accepted/advertised"
+    ).set_defaults(func=evpn_peers)
+    routes = evpn.add_parser(
+        "routes", help="learned, static and advertised routes, and the refused ones"
+    )
+    routes.add_argument("--vni", type=int, help="only this VNI")
+    routes.set_defaults(func=evpn_routes)
     return p
 
 

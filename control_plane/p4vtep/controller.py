@@ -119,9 +119,11 @@ class Controller:
         self.evpn: EvpnService | None = None
         if fabric.evpn is not None:
             from .evpn.controller_link import EvpnLink
+            from .evpn.status import publish_sessions
 
             self._evpn_link = EvpnLink(self, **(evpn_options or {}))
             self.evpn = self._evpn_link.service
+            publish_sessions(self.evpn, self.bus)  # EvpnSessionUp/Down events
 
     @property
     def vms(self) -> dict[str, Vm]:

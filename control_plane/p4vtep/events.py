@@ -72,6 +72,24 @@ class DesiredStateChanged(Event):
     change: str = ""  # ATTACHED, DETACHED, MIGRATED, QOS, reloaded(...), refused(...)
 
 
+@dataclass(frozen=True)
+class EvpnSessionUp(Event):
+    """A BGP EVPN session came up (docs/evpn.md); ``switch`` is empty."""
+
+    peer: str = ""
+    asn: int = 0
+
+
+@dataclass(frozen=True)
+class EvpnSessionDown(Event):
+    """A BGP EVPN session went down (hold timer, NOTIFICATION, TCP closed, or
+    the speaker died); the peer's routes left the learned table."""
+
+    peer: str = ""
+    asn: int = 0
+    routes_withdrawn: int = 0
+
+
 class EventBus:
     def __init__(self) -> None:
         self._subscribers: list[queue.Queue[Event]] = []

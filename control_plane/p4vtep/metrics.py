@@ -1,5 +1,6 @@
-"""Prometheus metrics: writes, reconciles, switch state, and the data-plane
-counters of every VM and VNI (read from the switches at scrape time)."""
+"""Prometheus metrics: writes, reconciles, switch state, the data-plane
+counters of every VM and VNI (read from the switches at scrape time), and
+the BGP EVPN sessions and routes (read from the speaker at scrape time)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from prometheus_client.registry import Collector
 from . import events
 from .controller import Controller
 from .counters import CounterReader
+from .evpn import status as evpn_status
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +80,54 @@ class DataPlaneCollector(Collector):
         yield from (vm_packets, vm_bytes, vni_packets, drops, up)
 
 
+class EvpnCollector(Collector):
+    """Scrape-time EVPN figures; nothing when the fabric file has no evpn: section."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+
+    def collect(self) -> Iterator[Metric]:
+        service = self.controller.evpn
+        if service is None:
+            return
+        sessions = GaugeMetricFamily(
+            "p4vtep_evpn_sessions", "BGP EVPN sessions by state", labels=["state"]
+        )
+        up = GaugeMetricFamily(
+            "p4vtep_evpn_session_up", "1 if the session to the peer is established", labels=["peer"]
+        )
+        routes = GaugeMetricFamily(
+            "p4vtep_evpn_routes",
+            "EVPN routes per peer: received (held by the speaker), accepted "
+            "(in the learned table), advertised (sent to it)",
+            labels=["peer", "direction"],
+        )
+        refused = CounterMetricFamily(
+            "p4vtep_evpn_routes_refused",
+            "Received EVPN routes refused, by reason",
+            labels=["reason"],
+        )
+        peers = evpn_status.peer_reports(service)
+        by_state = dict.fromkeys((*evpn_status.SESSION_STATES, evpn_status.SPEAKER_DOWN), 0)
+        for peer in peers:
+            by_state[peer.state] = by_state.get(peer.state, 0) + 1
+            up.add_metric([peer.address], int(peer.state == "ESTABLISHED"))
+            for direction, count in (
+                ("received", peer.received),
+                ("accepted", peer.accepted),
+                ("advertised", peer.advertised),
+            ):
+                routes.add_metric([peer.address, direction], count)
+        for state, count in by_state.items():
+            sessions.add_metric([state], count)
+        for reason, count in sorted(evpn_status.refusals(service).items()):
+            refused.add_metric([reason], count)
+        yield from (sessions, up, routes, refused)
+
+
 def start_metrics(controller: Controller, port: int, address: str = "127.0.0.1") -> None:
     REGISTRY.register(DataPlaneCollector(controller))
+    REGISTRY.register(EvpnCollector(controller))
     subscription = controller.bus.subscribe()
 
     def follow() -> None:

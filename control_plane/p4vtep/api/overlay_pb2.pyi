@@ -221,3 +221,81 @@ class Event(_message.Message):
     kind: str
     detail: str
     def __init__(self, at: _Optional[float] = ..., switch: _Optional[str] = ..., kind: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class EvpnPeersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class EvpnPeer(_message.Message):
+    __slots__ = ("address", "asn", "state", "uptime_seconds", "routes_received", "routes_accepted", "routes_advertised")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ASN_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ROUTES_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    ROUTES_ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    ROUTES_ADVERTISED_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    asn: int
+    state: str
+    uptime_seconds: float
+    routes_received: int
+    routes_accepted: int
+    routes_advertised: int
+    def __init__(self, address: _Optional[str] = ..., asn: _Optional[int] = ..., state: _Optional[str] = ..., uptime_seconds: _Optional[float] = ..., routes_received: _Optional[int] = ..., routes_accepted: _Optional[int] = ..., routes_advertised: _Optional[int] = ...) -> None: ...
+
+class EvpnRefusals(_message.Message):
+    __slots__ = ("reason", "routes")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ROUTES_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    routes: int
+    def __init__(self, reason: _Optional[str] = ..., routes: _Optional[int] = ...) -> None: ...
+
+class EvpnPeersResponse(_message.Message):
+    __slots__ = ("asn", "router_id", "peers", "refused")
+    ASN_FIELD_NUMBER: _ClassVar[int]
+    ROUTER_ID_FIELD_NUMBER: _ClassVar[int]
+    PEERS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    asn: int
+    router_id: str
+    peers: _containers.RepeatedCompositeFieldContainer[EvpnPeer]
+    refused: _containers.RepeatedCompositeFieldContainer[EvpnRefusals]
+    def __init__(self, asn: _Optional[int] = ..., router_id: _Optional[str] = ..., peers: _Optional[_Iterable[_Union[EvpnPeer, _Mapping]]] = ..., refused: _Optional[_Iterable[_Union[EvpnRefusals, _Mapping]]] = ...) -> None: ...
+
+class EvpnRoutesRequest(_message.Message):
+    __slots__ = ("vni",)
+    VNI_FIELD_NUMBER: _ClassVar[int]
+    vni: int
+    def __init__(self, vni: _Optional[int] = ...) -> None: ...
+
+class EvpnRoute(_message.Message):
+    __slots__ = ("type", "vni", "mac", "ips", "vtep", "sequence", "source", "rd", "installed", "refused")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    VNI_FIELD_NUMBER: _ClassVar[int]
+    MAC_FIELD_NUMBER: _ClassVar[int]
+    IPS_FIELD_NUMBER: _ClassVar[int]
+    VTEP_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    RD_FIELD_NUMBER: _ClassVar[int]
+    INSTALLED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    type: int
+    vni: int
+    mac: str
+    ips: _containers.RepeatedScalarFieldContainer[str]
+    vtep: str
+    sequence: int
+    source: str
+    rd: str
+    installed: bool
+    refused: str
+    def __init__(self, type: _Optional[int] = ..., vni: _Optional[int] = ..., mac: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., vtep: _Optional[str] = ..., sequence: _Optional[int] = ..., source: _Optional[str] = ..., rd: _Optional[str] = ..., installed: _Optional[bool] = ..., refused: _Optional[str] = ...) -> None: ...
+
+class EvpnRoutesResponse(_message.Message):
+    __slots__ = ("routes",)
+    ROUTES_FIELD_NUMBER: _ClassVar[int]
+    routes: _containers.RepeatedCompositeFieldContainer[EvpnRoute]
+    def __init__(self, routes: _Optional[_Iterable[_Union[EvpnRoute, _Mapping]]] = ...) -> None: ...

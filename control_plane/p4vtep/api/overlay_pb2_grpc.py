@@ -79,6 +79,16 @@ class OverlayStub:
                 request_serializer=p4vtep_dot_api_dot_overlay__pb2.WatchEventsRequest.SerializeToString,
                 response_deserializer=p4vtep_dot_api_dot_overlay__pb2.Event.FromString,
                 _registered_method=True)
+        self.EvpnPeers = channel.unary_unary(
+                '/p4vtep.v1.Overlay/EvpnPeers',
+                request_serializer=p4vtep_dot_api_dot_overlay__pb2.EvpnPeersRequest.SerializeToString,
+                response_deserializer=p4vtep_dot_api_dot_overlay__pb2.EvpnPeersResponse.FromString,
+                _registered_method=True)
+        self.EvpnRoutes = channel.unary_unary(
+                '/p4vtep.v1.Overlay/EvpnRoutes',
+                request_serializer=p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesRequest.SerializeToString,
+                response_deserializer=p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesResponse.FromString,
+                _registered_method=True)
 
 
 class OverlayServicer:
@@ -142,6 +152,21 @@ class OverlayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EvpnPeers(self, request, context):
+        """BGP EVPN (docs/evpn.md): the speaker's sessions, and the routes it
+        learned and originates. FAILED_PRECONDITION when the fabric file has no
+        evpn: section.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EvpnRoutes(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OverlayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -189,6 +214,16 @@ def add_OverlayServicer_to_server(servicer, server):
                     servicer.WatchEvents,
                     request_deserializer=p4vtep_dot_api_dot_overlay__pb2.WatchEventsRequest.FromString,
                     response_serializer=p4vtep_dot_api_dot_overlay__pb2.Event.SerializeToString,
+            ),
+            'EvpnPeers': grpc.unary_unary_rpc_method_handler(
+                    servicer.EvpnPeers,
+                    request_deserializer=p4vtep_dot_api_dot_overlay__pb2.EvpnPeersRequest.FromString,
+                    response_serializer=p4vtep_dot_api_dot_overlay__pb2.EvpnPeersResponse.SerializeToString,
+            ),
+            'EvpnRoutes': grpc.unary_unary_rpc_method_handler(
+                    servicer.EvpnRoutes,
+                    request_deserializer=p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesRequest.FromString,
+                    response_serializer=p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -434,6 +469,60 @@ class Overlay:
             '/p4vtep.v1.Overlay/WatchEvents',
             p4vtep_dot_api_dot_overlay__pb2.WatchEventsRequest.SerializeToString,
             p4vtep_dot_api_dot_overlay__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EvpnPeers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/p4vtep.v1.Overlay/EvpnPeers',
+            p4vtep_dot_api_dot_overlay__pb2.EvpnPeersRequest.SerializeToString,
+            p4vtep_dot_api_dot_overlay__pb2.EvpnPeersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EvpnRoutes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/p4vtep.v1.Overlay/EvpnRoutes',
+            p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesRequest.SerializeToString,
+            p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesResponse.FromString,
             options,
             channel_credentials,
             insecure,

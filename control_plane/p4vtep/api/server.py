@@ -13,6 +13,7 @@ import grpc
 from ..allocation import SpaceFull
 from ..controller import Controller, NotFound
 from ..counters import CounterReader, Traffic
+from ..evpn import status as evpn_status
 from ..model import Vm
 from ..runtime.client import P4RuntimeError
 from ..state.protocol import Conflict, NotLeader, StoreUnavailable
@@ -164,6 +165,53 @@ class OverlayService(pb_grpc.OverlayServicer):
                     response.drops.add(tor=tor, reason=reason, packets=packets)
         for tor, error in sorted(counters.unreachable.items()):
             response.unreachable.add(switch=tor, error=error)
+        return response
+
+    def _evpn(self, context):
+        """The controller's EVPN service, or FAILED_PRECONDITION without one."""
+        service = self.c.evpn
+        if service is None:
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "EVPN is not configured: the fabric file has no evpn: section (docs/evpn.md)",
+            )
+        return service
+
+    @_errors
+    def EvpnPeers(self, request, context):
+        service = self._evpn(context)
+        response = pb.EvpnPeersResponse(asn=service.config.asn, router_id=service.config.router_id)
+        for p in evpn_status.peer_reports(service):
+            response.peers.add(
+                address=p.address,
+                asn=p.asn,
+                state=p.state,
+                uptime_seconds=p.uptime,
+                routes_received=p.received,
+                routes_accepted=p.accepted,
+                routes_advertised=p.advertised,
+            )
+        for reason, routes in sorted(evpn_status.refusals(service).items()):
+            response.refused.add(reason=reason, routes=routes)
+        return response
+
+    @_errors
+    def EvpnRoutes(self, request, context):
+        service = self._evpn(context)
+        response = pb.EvpnRoutesResponse()
+        for r in evpn_status.route_reports(service, request.vni or None):
+            response.routes.add(
+                type=r.type,
+                vni=r.vni,
+                mac=r.mac,
+                ips=list(r.ips),
+                vtep=r.vtep,
+                sequence=r.seq,
+                source=r.source,
+                rd=r.rd,
+                installed=r.installed,
+                refused=r.refused,
+            )
         return response
 
     def WatchEvents(self, request, context):

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .config import EvpnConfig
-from .routes import InclusiveMulticastRoute, MacIpRoute, RouteError, unicast_mac
+from .routes import EvpnRoute, InclusiveMulticastRoute, MacIpRoute, RouteError, unicast_mac
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,12 @@ class RouteIntake:
     own_vteps: frozenset[str]
     refused: Counter[str] = field(default_factory=Counter)
     accepted: Counter[str] = field(default_factory=Counter)  # by peer
+    # The refused routes a peer still advertises (latest version per NLRI),
+    # with the reason: what `p4vtep evpn routes` shows next to the accepted
+    # ones. Bounded by the peer's own table; gone on withdrawal or session down.
+    held_refused: dict[tuple[str, tuple[object, ...]], tuple[EvpnRoute, str]] = field(
+        default_factory=dict
+    )
 
     @classmethod
     def build(cls, config: EvpnConfig, own_vteps: Iterable[str]) -> RouteIntake:
@@ -33,11 +39,23 @@ class RouteIntake:
 
     def admit(self, source: str, route: MacIpRoute | InclusiveMulticastRoute) -> bool:
         reason = self._problem(route)
+        key = (source, route.nlri_key())
         if reason is None:
             self.accepted[source] += 1
+            self.held_refused.pop(key, None)
             return True
+        self.held_refused[key] = (route, reason[0])
         self.refuse(source, reason[0], f"{_describe(route)}: {reason[1]}")
         return False
+
+    def forget(self, source: str, nlri_key: tuple[object, ...]) -> None:
+        """The peer withdrew the route: a refused version is no longer held."""
+        self.held_refused.pop((source, nlri_key), None)
+
+    def forget_source(self, source: str) -> None:
+        """The session went down: nothing it sent is held any more."""
+        for key in [k for k in self.held_refused if k[0] == source]:
+            del self.held_refused[key]
 
     def refuse(self, source: str, reason: str, detail: str) -> None:
         self.refused[reason] += 1

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .advertiser import Advertiser
@@ -17,6 +18,17 @@ from .speaker import GoBgpSpeaker
 from .table import EvpnView, LearnedTable, LocalMac, ViewChange
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionChange:
+    """A BGP session came up or went down; on down, ``withdrawn`` routes of
+    that peer left the learned table."""
+
+    peer: str
+    asn: int
+    up: bool
+    withdrawn: int = 0
 
 
 class EvpnService:
@@ -37,6 +49,8 @@ class EvpnService:
         self.advertiser = Advertiser(config, self.speaker)
         self._vnis_by_vtep: dict[str, frozenset[int]] = {}
         self._sync_lock = threading.Lock()
+        self._session_listeners: list[Callable[[SessionChange], None]] = []
+        self._peer_asn = {p.address: p.asn for p in config.peers}
         self.table.on_change(self._changed)
         self.table.set_static(
             [(vni, s.vtep_ip) for s in config.static_vteps for vni in s.vnis],
@@ -89,11 +103,26 @@ class EvpnService:
             self.table.unlearn(source, route.nlri_key())
 
     def _withdraw(self, source: str, key: tuple[object, ...]) -> None:
+        self.intake.forget(source, key)
         self.table.unlearn(source, key)
 
     def _peer_state(self, source: str, up: bool) -> None:
+        withdrawn = 0
         if not up:
+            withdrawn = self.view.learned_counts()[source]
+            self.intake.forget_source(source)
             self.table.drop_source(source)
+        change = SessionChange(source, self._peer_asn.get(source, 0), up, withdrawn)
+        for listener in list(self._session_listeners):
+            try:
+                listener(change)
+            except Exception:  # a listener's bug must not stop the speaker's loop
+                log.exception("EVPN: session listener failed")
+
+    def on_session(self, listener: Callable[[SessionChange], None]) -> None:
+        """``listener`` is called (on the speaker's thread) after each session
+        goes up or down, once the table has dropped a lost peer's routes."""
+        self._session_listeners.append(listener)
 
     def _malformed(self, source: str, detail: str) -> None:
         self.intake.refuse(source, "malformed", detail)

@@ -91,6 +91,28 @@ class ViewChange:
 
 
 @dataclass(frozen=True)
+class HeldRoute:
+    """A remote route the table holds (learned from a peer, or a static entry
+    of the fabric file), and whether it is what the ToRs get for its MAC."""
+
+    source: str  # peer address, or "static"
+    type: int  # 2 or 3
+    vni: int
+    vtep: str
+    mac: str = ""  # type 2
+    ips: frozenset[str] = frozenset()
+    seq: int = 0
+    rd: str = ""  # empty for static entries
+    # Why it is not installed: "conflict" (another VTEP holds the MAC with the
+    # same number) or "superseded" (another VTEP, or our VM, with a higher one).
+    lost: str = ""
+
+
+CONFLICT = "conflict"
+SUPERSEDED = "superseded"
+
+
+@dataclass(frozen=True)
 class _Claim:
     vtep: str
     seq: int
@@ -387,6 +409,55 @@ class LearnedTable:
             if c.source == LOCAL
         }
 
+    def _held_routes(self) -> list[HeldRoute]:
+        held = []
+        for (source, _), r2 in self._type2.items():
+            key = (r2.vni, r2.mac)
+            ips = frozenset([r2.ip]) if r2.ip else frozenset()
+            held.append(
+                HeldRoute(
+                    source,
+                    2,
+                    r2.vni,
+                    r2.next_hop,
+                    r2.mac,
+                    ips,
+                    r2.mobility_seq,
+                    r2.rd,
+                    self._lost(key, r2.next_hop),
+                )
+            )
+        for (source, _), r3 in self._type3.items():
+            held.append(HeldRoute(source, 3, r3.vni, r3.vtep, rd=r3.rd))
+        for key, claim in self._static_macs.items():
+            held.append(
+                HeldRoute(
+                    STATIC,
+                    2,
+                    key[0],
+                    claim.vtep,
+                    key[1],
+                    claim.ips,
+                    lost=self._lost(key, claim.vtep),
+                )
+            )
+        for vni, vtep in self._static_flood:
+            held.append(HeldRoute(STATIC, 3, vni, vtep))
+        return held
+
+    def _lost(self, key: MacKey, vtep: str) -> str:
+        """Why the claim of ``vtep`` on ``key`` is not the installed one ("" if it is)."""
+        winner = self._winner.get(key)
+        if winner is not None and winner.vtep == vtep:
+            return ""
+        claims = self._remote_claims(key)
+        local = self._local.get(key)
+        ranks = [c.rank for v, c in claims.items() if v != vtep]
+        if local is not None and local.vtep != vtep:
+            ranks.append((False, self._local_seq.get(key, 0)))
+        mine = claims[vtep].rank if vtep in claims else (False, 0)
+        return CONFLICT if ranks and max(ranks) <= mine else SUPERSEDED
+
     def _notify(self, change: ViewChange) -> None:
         if not change:
             return
@@ -437,3 +508,15 @@ class EvpnView:
 
     def on_change(self, listener: Callable[[ViewChange], None]) -> None:
         self._table.on_change(listener)
+
+    def held_routes(self) -> list[HeldRoute]:
+        """Every remote route held (learned and static), each with its fate."""
+        with self._table._lock:
+            return self._table._held_routes()
+
+    def learned_counts(self) -> Counter[str]:
+        """Routes held per peer (type 2 and 3), refused ones not included."""
+        with self._table._lock:
+            counts: Counter[str] = Counter(source for source, _ in self._table._type2)
+            counts.update(source for source, _ in self._table._type3)
+        return counts

@@ -1,0 +1,171 @@
+"""An FRR host for the demo fabric (`make demo EVPN=1`): a standard Linux
+EVPN VTEP, the kind p4vtep meets in a mixed data centre.
+
+    sp1 ─┐                 frr1: VTEP 10.0.1.10 on lo, ECMP to both spines
+         ├── frr1 ── c1    br5000 ── vxlan5000 (local 10.0.1.10)
+    sp2 ─┘    │                └── c1's port      c1: a tenant A VM, no p4vtep in sight
+              └── mgmt veth ── the controller's speaker (root namespace)
+
+FRR (zebra + bgpd with advertise-all-vni) peers with the controller's BGP
+speaker over a management link and learns nothing from a fabric file: the
+p4vtep ToRs and frr1 find each other through EVPN routes only.
+
+The daemons run inside the Mininet host with every file (configs, pids, vty
+sockets, zebra's socket, logs) in a private directory: /etc/frr and
+/var/run/frr are not touched. Only the processes started here are stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FRR_DIR = Path("/usr/lib/frr")
+
+
+@dataclass(frozen=True)
+class FrrHostPlan:
+    """Names and addresses of the FRR host; the controller's evpn: section is
+    derived from them (evpn_section)."""
+
+    name: str = "frr1"
+    asn: int = 65000  # iBGP with the controller: both sides derive RT 65000:<VNI>
+    vtep_ip: str = "10.0.1.10"
+    vni: int = 5000
+    # The BGP session: a /30 between the root namespace (controller) and frr1.
+    mgmt_ctl_ip: str = "172.31.255.1"
+    mgmt_frr_ip: str = "172.31.255.2"
+    mgmt_ctl_intf: str = "p4v-bgp0"  # root namespace side
+    # Underlay links frr1 <-> spine N: 10.1.N.0/31, spine .0, frr1 .1.
+    vm_name: str = "c1"
+    vm_mac: str = "00:00:0a:00:00:21"
+    vm_ip: str = "192.168.1.21"
+
+    def spine_link(self, spine: int) -> tuple[str, str]:
+        """(spine address, frr1 address) of the link to spine ``spine`` (1-based)."""
+        return f"10.1.{spine}.0", f"10.1.{spine}.1"
+
+    def evpn_section(self, hold_time: int = 9) -> dict[str, Any]:
+        """The controller's fabric-file evpn: section for this host. Our side
+        only connects out (listen_port -1): nothing listens on port 179 in
+        the root namespace."""
+        return {
+            "evpn": {
+                "asn": self.asn,
+                "router_id": self.mgmt_ctl_ip,
+                "hold_time": hold_time,
+                "listen_port": -1,
+                "peers": [{"address": self.mgmt_frr_ip, "asn": self.asn}],
+            }
+        }
+
+
+def frr_missing() -> list[str]:
+    missing = []
+    if not (FRR_DIR / "bgpd").exists() or not (FRR_DIR / "zebra").exists():
+        missing.append("FRR (Debian package frr)")
+    if not Path("/usr/bin/vtysh").exists():
+        missing.append("vtysh")
+    return missing
+
+
+class FrrDaemons:
+    """zebra and bgpd inside one Mininet host, their files in a private
+    temporary directory (removed by stop), logs copied to ``log_dir``."""
+
+    def __init__(self, host: Any, plan: FrrHostPlan, log_dir: Path) -> None:
+        self.host = host
+        self.plan = plan
+        self.dir = Path(tempfile.mkdtemp(prefix="p4vtep-frr-"))
+        self.log_dir = log_dir
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self) -> None:
+        self.dir.chmod(0o777)  # the frr user writes its sockets, pids and logs here
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        p = self.plan
+        (self.dir / "zebra.conf").write_text(f"hostname {p.name}\nlog file {self.dir}/zebra.log\n")
+        (self.dir / "bgpd.conf").write_text(
+            f"""frr defaults datacenter
+hostname {p.name}
+log file {self.dir}/bgpd.log
+router bgp {p.asn}
+ bgp router-id {p.vtep_ip}
+ no bgp default ipv4-unicast
+ neighbor {p.mgmt_ctl_ip} remote-as {p.asn}
+ neighbor {p.mgmt_ctl_ip} timers connect 1
+ address-family l2vpn evpn
+  neighbor {p.mgmt_ctl_ip} activate
+  advertise-all-vni
+ exit-address-family
+"""
+        )
+        self._start("zebra")
+        deadline = time.monotonic() + 10
+        while not (self.dir / "zserv.api").exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"zebra did not start; see {self.log_dir}/{p.name}-zebra.out")
+            time.sleep(0.05)
+        self._start("bgpd")
+
+    def _start(self, daemon: str) -> None:
+        with open(self.log_dir / f"{self.plan.name}-{daemon}.out", "wb") as out:
+            self.processes[daemon] = self.host.popen(
+                [
+                    str(FRR_DIR / daemon),
+                    "-f", str(self.dir / f"{daemon}.conf"),
+                    "-i", str(self.dir / f"{daemon}.pid"),
+                    "--vty_socket", str(self.dir),
+                    "-z", str(self.dir / "zserv.api"),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.processes.clear()
+        for daemon in ("zebra", "bgpd"):  # FRR's own logs, kept with the demo's
+            log = self.dir / f"{daemon}.log"
+            if log.exists():
+                shutil.copyfile(log, self.log_dir / f"{self.plan.name}-{daemon}.log")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def vtysh(self, command: str) -> str:
+        done = subprocess.run(
+            ["vtysh", "--vty_socket", str(self.dir), "-c", command],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.stdout
+
+    def evpn_paths(self) -> list[dict[str, Any]]:
+        """FRR's EVPN table as a flat list of paths (prefix, next hops, ...)."""
+        table = json.loads(self.vtysh("show bgp l2vpn evpn json") or "{}")
+        paths = []
+        for rd, prefixes in table.items():
+            if not isinstance(prefixes, dict) or ":" not in rd:
+                continue
+            for prefix, entry in prefixes.items():
+                if not isinstance(entry, dict):
+                    continue
+                for group in entry.get("paths", []):
+                    for path in group if isinstance(group, list) else [group]:
+                        paths.append({"rd": rd, "prefix": prefix, **path})
+        return paths
