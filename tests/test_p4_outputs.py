@@ -20,6 +20,11 @@ P4C = os.environ.get("P4C", "p4c")
 KNOWN_WARNINGS = (
     "Target does not support default_action for VtepIngress.underlay."
     "underlay_route (due to action profiles)",
+    # The shared header parser takes the parser's out headers inout
+    # (v1model/arch.p4: an out parameter costs BMv2 16 invalidations per
+    # packet); every header is invalid when a packet starts, which p4c cannot
+    # know.
+    "hdr.packet_out may be uninitialized",
 )
 
 pytestmark = pytest.mark.skipif(

@@ -8,8 +8,9 @@
 
 // A packet from the CPU port starts with the controller's packet-out header.
 // The two flags must be initialised by the caller: only a bad header sets them.
+// The headers' direction is the architecture's (arch.p4 says why).
 parser VtepHeaderParser(packet_in packet,
-                        out headers_t hdr,
+                        PARSER_HEADERS_DIRECTION headers_t hdr,
                         inout bool malformed,
                         inout bool checksum_ok,
                         in port_t ingress_port) {

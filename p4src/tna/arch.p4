@@ -15,7 +15,9 @@
 #define METER_COLOR_YELLOW 1
 #define METER_COLOR_RED    3
 
-#define PACKET_BYTE_COUNTER(name, size) \
+// The index type is v1model's concern (no cast primitive on BMv2); Tofino
+// indexes every counter and meter with bit<32>, where a cast costs nothing.
+#define PACKET_BYTE_COUNTER(name, size, index_type) \
     Counter<bit<64>, bit<32>>(size, CounterType_t.PACKETS_AND_BYTES) name
 #define COUNT(name, index) name.count((bit<32>) (index))
 // A count that every action of a table makes, default action included: after
@@ -29,7 +31,7 @@
     DirectCounter<bit<64>>(CounterType_t.PACKETS_AND_BYTES) name
 #define DIRECT_COUNT(name) name.count()
 
-#define BYTE_METER(name, size) Meter<bit<32>>(size, MeterType_t.BYTES) name
+#define BYTE_METER(name, size, index_type) Meter<bit<32>>(size, MeterType_t.BYTES) name
 #define EXECUTE_METER(name, index, color) color = (bit<2>) name.execute((bit<32>) (index))
 
 #define FLOW_HASHER(name) Hash<bit<16>>(HashAlgorithm_t.CRC32) name;
@@ -43,6 +45,11 @@
     @name(#sel) ActionProfile(members) sel##_members; \
     ActionSelector(sel##_members, sel##_hash, SelectorMode_t.FAIR, 16, members / 4) sel##_groups
 #define ECMP_IMPLEMENTATION(sel) sel##_groups
+
+// The shared header parser takes the headers out, as the TNA parser has them
+// (passed on inout, p4c-tofino warns they may be uninitialized); the
+// invalidation that implies costs nothing in hardware.
+#define PARSER_HEADERS_DIRECTION out
 
 // Ingress hands egress its decisions in a bridged header (tna/bridged.p4).
 #define ARCH_METADATA bridged_t bridged;

@@ -104,7 +104,7 @@ control VtepIngress(inout headers_t hdr,
     ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
-    PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT);
+    PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
     apply {
         if (hdr.packet_out.isValid()) {
@@ -292,8 +292,8 @@ control VtepEgress(inout headers_t hdr,
     VxlanEncap() vxlan_encap;
     RxPolicing(VM_COUNT, VNI_COUNT) rx_policing;
     VfTagging() vf_tagging;
-    PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT);
-    PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT);
+    PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
+    PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
     apply {
         // Copied here, not in the parser: packet_in.ingress_port sits at

@@ -5,6 +5,8 @@
 // Egress: flood replica -> VXLAN encap or RX policing + VF tagging.
 // docs/pipeline.md walks through every table.
 #include <core.p4>
+// The v1model whose counters and meters take their index type (arch.p4).
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 #include "arch.p4"
@@ -32,6 +34,8 @@ parser VtepParser(packet_in packet,
 
     state start {
         meta.ingress_port = std.ingress_port;
+        // The headers are inout there (arch.p4): p4c warns they may be
+        // uninitialized, but every header is invalid when a packet starts.
         header_parser.apply(packet, hdr, meta.parser_error, meta.checksum_ok,
                             std.ingress_port);
         transition accept;
@@ -67,7 +71,7 @@ control VtepIngress(inout headers_t hdr,
     ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
-    PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT);
+    PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
     apply {
         // Every packet leaves ingress with its egress_spec and mcast_grp set
@@ -145,8 +149,8 @@ control VtepEgress(inout headers_t hdr,
     VxlanEncap() vxlan_encap;
     RxPolicing(VM_COUNT, VNI_COUNT) rx_policing;
     VfTagging() vf_tagging;
-    PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT);
-    PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT);
+    PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
+    PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
     apply {
         if (meta.is_packet_out) {

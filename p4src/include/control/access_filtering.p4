@@ -9,7 +9,7 @@ control AccessFiltering(inout headers_t hdr,
                         in bool oversize)
                        (bit<32> binding_table_size,
                         bit<32> vm_count) {
-    PACKET_BYTE_COUNTER(vm_tx_counter, vm_count);
+    PACKET_BYTE_COUNTER(vm_tx_counter, vm_count, vm_index_t);
 
     action bind_vm(vni_t vni, vm_index_t vm, mac_addr_t vm_mac) {
         meta.vni = vni;

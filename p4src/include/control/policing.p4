@@ -8,7 +8,7 @@
 // Ingress: what a local VM transmits.
 control TxPolicing(inout local_metadata_t meta)
                   (bit<32> vm_count) {
-    BYTE_METER(vm_tx_meter, vm_count);
+    BYTE_METER(vm_tx_meter, vm_count, vm_index_t);
 
     apply {
         EXECUTE_METER(vm_tx_meter, meta.src_vm, meta.tx_color);
@@ -23,9 +23,9 @@ control TxPolicing(inout local_metadata_t meta)
 // Egress: what is delivered to a local VM (unicast and every flood replica).
 control RxPolicing(inout local_metadata_t meta)
                   (bit<32> vm_count, bit<32> vni_count) {
-    BYTE_METER(vm_rx_meter, vm_count);
-    PACKET_BYTE_COUNTER(vm_rx_counter, vm_count);
-    PACKET_BYTE_COUNTER(vni_rx_counter, vni_count);
+    BYTE_METER(vm_rx_meter, vm_count, vm_index_t);
+    PACKET_BYTE_COUNTER(vm_rx_counter, vm_count, vm_index_t);
+    PACKET_BYTE_COUNTER(vni_rx_counter, vni_count, vni_index_t);
 
     apply {
         EXECUTE_METER(vm_rx_meter, meta.dst_vm, meta.rx_color);

@@ -4,7 +4,7 @@
 
 control PortConfig(inout local_metadata_t meta)
                   (bit<32> port_count) {
-    PACKET_BYTE_COUNTER(port_rx_counter, port_count);
+    PACKET_BYTE_COUNTER(port_rx_counter, port_count, port_t);
 
     // Every frame in is counted, in the actions or after the table as the
     // target prefers (arch.p4 says why).

@@ -5,7 +5,7 @@
 
 control VniLookup(inout local_metadata_t meta)
                  (bit<32> vni_table_size) {
-    PACKET_BYTE_COUNTER(vni_tx_counter, vni_table_size);
+    PACKET_BYTE_COUNTER(vni_tx_counter, vni_table_size, vni_index_t);
 
     action set_vni_params(vni_index_t vni_index,
                           bit<3> traffic_class,
