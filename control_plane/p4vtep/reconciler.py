@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .compiler.state import DEFAULT, METER, Key, SwitchState, identity
+from .runtime import wire
 from .runtime.client import DELETE, INSERT, MODIFY, SwitchConnection, Update, WriteError
 from .runtime.p4info import P4Info
 from .runtime.protos import p4runtime_pb2
@@ -41,16 +42,31 @@ class Diff:
         def rank(item: Item) -> bytes:
             return item[0][:1]
 
-        out = [_update(DELETE, data) for _, data in sorted(self.deletes, key=rank, reverse=True)]
-        out += [_update(INSERT, data) for _, data in sorted(self.inserts, key=rank)]
-        out += [_update(MODIFY, data) for _, data in sorted(self.modifies, key=rank)]
+        return [Update.FromString(u) for u in self.serialized_updates()]
+
+    def serialized_updates(self) -> list[bytes]:
+        """The same updates, each a serialized ``p4.v1.Update`` assembled
+        from the stored entity bytes (no parse): what the writer sends."""
+
+        def rank(item: Item) -> bytes:
+            return item[0][:1]
+
+        out = []
+        for kind, items, last_first in (
+            (DELETE, self.deletes, True),
+            (INSERT, self.inserts, False),
+            (MODIFY, self.modifies, False),
+        ):
+            head = _UPDATE_HEADS[kind]
+            out += [
+                head + wire.wrap(_UPDATE_ENTITY, data)
+                for _, data in sorted(items, key=rank, reverse=last_first)
+            ]
         return out
 
 
-def _update(kind: p4runtime_pb2.Update.Type, data: bytes) -> p4runtime_pb2.Update:
-    update = Update(type=kind)
-    update.entity.MergeFromString(data)
-    return update
+_UPDATE_HEADS = {kind: Update(type=kind).SerializeToString() for kind in (INSERT, MODIFY, DELETE)}
+_UPDATE_ENTITY = wire.tag(Update, "entity")
 
 
 def _content(entity: p4runtime_pb2.Entity) -> bytes:
@@ -208,7 +224,7 @@ def write(conn: SwitchConnection, delta: Diff) -> None:
             len(delta.modifies),
             len(delta.deletes),
         )
-        conn.write(delta.updates())
+        conn.write_serialized(delta.serialized_updates())
 
 
 def reconcile(conn: SwitchConnection, desired: SwitchState, reader: SwitchReader) -> Diff:

@@ -17,6 +17,7 @@ from types import TracebackType
 
 import grpc
 
+from . import wire
 from .describe import describe
 from .entities import EntityMessage, to_entity
 from .p4info import P4Info
@@ -29,6 +30,9 @@ INSERT, MODIFY, DELETE = Update.INSERT, Update.MODIFY, Update.DELETE
 # BMv2 handles large batches well; this keeps one message far below gRPC's 4 MiB.
 DEFAULT_BATCH_SIZE = 1000
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+_SERVICE = p4runtime_pb2.DESCRIPTOR.services_by_name["P4Runtime"]
+_WRITE_METHOD = f"/{_SERVICE.full_name}/{_SERVICE.methods_by_name['Write'].name}"
+_REQUEST_UPDATES = wire.tag(p4runtime_pb2.WriteRequest, "updates")
 
 
 class P4RuntimeError(Exception):
@@ -114,6 +118,12 @@ class SwitchConnection:
         else:
             self.channel = grpc.secure_channel(address, credentials, options=options)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        # Write taking a WriteRequest already serialized (no request serializer).
+        self._write_serialized: grpc.UnaryUnaryMultiCallable[bytes, p4runtime_pb2.WriteResponse] = (
+            self.channel.unary_unary(
+                _WRITE_METHOD, response_deserializer=p4runtime_pb2.WriteResponse.FromString
+            )
+        )
         self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
         self._arbitration = threading.Condition()
         self._last_arbitration: p4runtime_pb2.MasterArbitrationUpdate | None = None
@@ -272,26 +282,55 @@ class SwitchConnection:
 
     def write(self, updates: Sequence[Update], batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         """Send updates in batches; raise WriteError listing every failed one."""
+        self.write_serialized([u.SerializeToString() for u in updates], batch_size)
+
+    def write_serialized(
+        self, updates: Sequence[bytes], batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> None:
+        """Send updates given as serialized ``p4.v1.Update`` messages (the
+        controller keeps its entities encoded): each batch's WriteRequest is
+        its own fields followed by the updates (``runtime.wire``), so nothing
+        is parsed or encoded again. One batch is in flight while the next is
+        assembled; the next is sent only once the switch answered, so the
+        batches apply in order. Raises WriteError listing every failed
+        update, after sending all of them."""
+        head = p4runtime_pb2.WriteRequest(
+            device_id=self.device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
+        )
+        self._set_election_id(head.election_id)
+        request_head = head.SerializeToString()
+        wrap, tag = wire.wrap, _REQUEST_UPDATES
         errors: list[UpdateError] = []
+        in_flight: tuple[grpc.Future[p4runtime_pb2.WriteResponse], int, bytes] | None = None
         for start in range(0, len(updates), batch_size):
             batch = updates[start : start + batch_size]
-            request = p4runtime_pb2.WriteRequest(
-                device_id=self.device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
-            )
-            self._set_election_id(request.election_id)
-            request.updates.extend(batch)
-            try:
-                self.stub.Write(request)
-            except grpc.RpcError as exc:
-                if _code(exc) in (
-                    grpc.StatusCode.UNAVAILABLE,
-                    grpc.StatusCode.CANCELLED,
-                    grpc.StatusCode.DEADLINE_EXCEEDED,
-                ):
-                    raise P4RuntimeError(f"{self.address}: write: {_details(exc)}") from exc
-                errors.extend(_update_errors(exc, batch, start, self.p4info))
+            request = request_head + b"".join([wrap(tag, u) for u in batch])
+            if in_flight is not None:
+                errors += self._answer(*in_flight)
+            in_flight = (self._write_serialized.future(request), start, request)
+        if in_flight is not None:
+            errors += self._answer(*in_flight)
         if errors:
             raise WriteError(errors)
+
+    def _answer(
+        self, call: grpc.Future[p4runtime_pb2.WriteResponse], start: int, request: bytes
+    ) -> list[UpdateError]:
+        """Wait for one batch's answer: its refused updates, numbered from
+        the start of the whole write."""
+        try:
+            call.result()
+        except grpc.RpcError as exc:
+            if _code(exc) in (
+                grpc.StatusCode.UNAVAILABLE,
+                grpc.StatusCode.CANCELLED,
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+            ):
+                raise P4RuntimeError(f"{self.address}: write: {_details(exc)}") from exc
+            # Decoded only now, to name the refused updates.
+            sent = p4runtime_pb2.WriteRequest.FromString(request).updates
+            return _update_errors(exc, sent, start, self.p4info)
+        return []
 
     def write_entities(
         self, update_type: p4runtime_pb2.Update.Type, messages: Sequence[EntityMessage]
