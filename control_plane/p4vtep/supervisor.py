@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -18,7 +19,7 @@ from . import events
 from .compiler import Change, Key, SwitchState
 from .dataplane.artifacts import Pipeline
 from .model import Tor
-from .reconciler import SwitchReader, changes_diff, reconcile, write
+from .reconciler import SwitchReader, changes_diff, reconcile, reconcile_in_parts, write
 from .runtime.client import P4RuntimeError, SwitchConnection, WriteError
 from .runtime.describe import describe
 from .runtime.p4info import P4Info
@@ -47,6 +48,12 @@ class DesiredSource(Protocol):
     def snapshot(self, tor: str) -> tuple[int, SwitchState]:
         """(version, everything the ToR must hold); pending changes are
         dropped, the full pass covers them."""
+        ...
+
+    def snapshot_steps(self, tor: str) -> Iterator[tuple[int, SwitchState]]:
+        """``snapshot`` a part at a time as it is compiled (for a switch that
+        holds nothing, written while the rest compiles): (version of the
+        whole, part); together the parts are the whole state."""
         ...
 
     def changes(self, tor: str) -> tuple[int, list[Change], int]:
@@ -189,9 +196,21 @@ class SwitchSupervisor:
         started = time.monotonic()
         try:
             if full or self._needs_full:
-                version, desired = self.desired.snapshot(self.tor.name)
                 self._needs_full = True  # until this pass succeeds
-                delta = reconcile(conn, desired, self.reader)
+                actual = self.reader.read(conn)
+                if actual.entities:
+                    version, desired = self.desired.snapshot(self.tor.name)
+                    delta = reconcile(conn, desired, self.reader, actual)
+                else:  # nothing to delete first: write while the rest compiles
+                    versions: list[int] = []
+
+                    def parts() -> Iterator[SwitchState]:
+                        for whole_version, part in self.desired.snapshot_steps(self.tor.name):
+                            versions.append(whole_version)
+                            yield part
+
+                    delta, desired = reconcile_in_parts(conn, parts(), actual)
+                    version = versions[0]
                 entries = len(desired.entities)
             else:
                 # Only what changed since the last pass; the switch held the

@@ -19,8 +19,9 @@ property test checks this over random change sequences).
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ..allocation import Allocations, SpaceFull
@@ -31,6 +32,9 @@ from .state import Encoded, Key, SwitchState
 
 Unit = Hashable  # a group of entities rebuilt together: ("vm", name), ("vni", vni), ...
 Change = tuple[Key, bytes | None, bytes | None]  # key, what the switch held, what it must hold
+# VMs compiled per step of a step-wise first build (``snapshot_steps``): a
+# few thousand entities, a few write batches.
+STEP_VMS = 500
 
 
 class TorCompiler:
@@ -53,6 +57,10 @@ class TorCompiler:
         self.copies: dict[int, dict[str, tuple[int, int]]] = {}  # VNI -> VM -> (port, index)
         # Entities changed since a supervisor last took them: key -> what it held then.
         self.dirty: dict[Key, bytes | None] = {}
+        # Counts changes to this ToR's view; a step-wise build in progress
+        # (``snapshot_steps``) ignores them and rebuilds at its end if any came.
+        self.epoch = 0
+        self._building = False
 
     # --- bookkeeping -----------------------------------------------------------
     @property
@@ -147,6 +155,12 @@ class TorCompiler:
         """Recompute everything from this ToR's view (its indices were
         allocated when the view was committed); what differs from the current
         state is recorded as changes."""
+        for _ in self._rebuild_steps():
+            pass
+
+    def _rebuild_steps(self, vms_per_step: int = STEP_VMS) -> Iterator[None]:
+        """``rebuild`` in steps: the ToR-wide units first, then the VMs'
+        entities ``vms_per_step`` VMs at a time."""
         self.built = True
         enc, fabric = self.enc, self.d.fabric
         view = self.d.view(self.name)
@@ -173,16 +187,60 @@ class TorCompiler:
         self._stale_vnis = set()
         for vni in self.local:
             units[("vni", vni)] = self._vni_items(vni)
-        for name, vm in view.items():
-            units[("vm", name)] = self._vm_items(vm)
-        for unit in set(self.units) - set(units):
+        vm_units = {("vm", name) for name in view}
+        for unit in set(self.units) - set(units) - vm_units:
             self._set_unit(unit, [])
         for unit, items in units.items():
             self._set_unit(unit, items)
+        yield
+        for count, (name, vm) in enumerate(view.items(), start=1):
+            self._set_unit(("vm", name), self._vm_items(vm))
+            if count % vms_per_step == 0:
+                yield
+        yield  # (the VMs since the last step)
+
+    def snapshot_steps(self, vms_per_step: int = STEP_VMS) -> Generator[SwitchState, None, None]:
+        """``snapshot`` a part at a time, for a ToR not built yet (the first
+        pass after a start or a bulk reload): each part holds what one build
+        step produced, so a supervisor writes it while the next step
+        compiles; together the parts are the whole state. Each step must run
+        under the lock that guards the desired state (see ``steps_under``);
+        between steps, changes to this ToR's view are only counted, and if
+        any came, the parts stop there and the build is finished from the
+        current view, what differs from the parts so far recorded as
+        changes for the next change pass. A
+        ToR already built yields its whole snapshot."""
+        if self.built:
+            yield self.snapshot()
+            return
+        # From nothing, so that every entity is in some part.
+        self._state, self.units, self.dirty = SwitchState(), {}, {}
+        epoch = self.epoch
+        self._building = True
+        finished = False
+        try:
+            for _ in self._rebuild_steps(vms_per_step):
+                part = SwitchState()
+                for key in self.dirty:
+                    data = self._state.get(key)
+                    if data is not None:
+                        part.add((key, data))
+                self.dirty = {}
+                yield part
+                if self.epoch != epoch:
+                    break  # the view changed: the rest comes as changes
+            finished = True
+        finally:
+            self._building = False
+            if not finished:  # abandoned half-way: build again when next asked
+                self.built = False
+        if self.epoch != epoch:
+            self.rebuild()
 
     # --- one VM changed in this ToR's view ------------------------------------------
     def apply(self, name: str, old: Vm | None, new: Vm | None) -> None:
-        if old == new or not self.built:
+        self.epoch += 1
+        if old == new or not self.built or self._building:
             return  # (an unbuilt ToR reads the whole view when built)
         fabric, enc = self.d.fabric, self.enc
         old_tor = self._tor_of(old) if old else None
@@ -379,6 +437,7 @@ class DesiredState:
         for tor, compiler in self.tors.items():
             self._allocate_view(tor)
             compiler.built = False
+            compiler.epoch += 1
 
     def _allocate_view(self, tor: str) -> None:
         """VM indices for exactly the VMs this ToR sees on itself."""
@@ -421,3 +480,25 @@ class DesiredState:
         elif was_here:
             self.alloc.vm_space(tor).release(name)
         self.tors[tor].apply(name, old, new)
+
+
+def steps_under(
+    lock: threading.RLock | threading.Lock, compiler: TorCompiler, version: Callable[[], int]
+) -> Iterator[tuple[int, SwitchState]]:
+    """``compiler.snapshot_steps()`` with each step under ``lock`` and the
+    lock free between steps (so changes and other ToRs' builds go on), each
+    part with the desired-state version the whole build stands for (taken
+    when it started)."""
+    with lock:
+        started = version()
+        steps = compiler.snapshot_steps()
+    try:
+        while True:
+            with lock:
+                part = next(steps, None)
+            if part is None:
+                return
+            yield started, part
+    finally:
+        with lock:
+            steps.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -288,49 +288,14 @@ class SwitchConnection:
         self, updates: Sequence[bytes], batch_size: int = DEFAULT_BATCH_SIZE
     ) -> None:
         """Send updates given as serialized ``p4.v1.Update`` messages (the
-        controller keeps its entities encoded): each batch's WriteRequest is
-        its own fields followed by the updates (``runtime.wire``), so nothing
-        is parsed or encoded again. One batch is in flight while the next is
-        assembled; the next is sent only once the switch answered, so the
-        batches apply in order. Raises WriteError listing every failed
-        update, after sending all of them."""
-        head = p4runtime_pb2.WriteRequest(
-            device_id=self.device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
-        )
-        self._set_election_id(head.election_id)
-        request_head = head.SerializeToString()
-        wrap, tag = wire.wrap, _REQUEST_UPDATES
-        errors: list[UpdateError] = []
-        in_flight: tuple[grpc.Future[p4runtime_pb2.WriteResponse], int, bytes] | None = None
-        for start in range(0, len(updates), batch_size):
-            batch = updates[start : start + batch_size]
-            request = request_head + b"".join([wrap(tag, u) for u in batch])
-            if in_flight is not None:
-                errors += self._answer(*in_flight)
-            in_flight = (self._write_serialized.future(request), start, request)
-        if in_flight is not None:
-            errors += self._answer(*in_flight)
-        if errors:
-            raise WriteError(errors)
+        controller keeps its entities encoded; see ``PipelinedWrite``).
+        Raises WriteError listing every failed update, after sending all."""
+        writer = self.pipelined_write(batch_size)
+        writer.add(updates)
+        writer.finish()
 
-    def _answer(
-        self, call: grpc.Future[p4runtime_pb2.WriteResponse], start: int, request: bytes
-    ) -> list[UpdateError]:
-        """Wait for one batch's answer: its refused updates, numbered from
-        the start of the whole write."""
-        try:
-            call.result()
-        except grpc.RpcError as exc:
-            if _code(exc) in (
-                grpc.StatusCode.UNAVAILABLE,
-                grpc.StatusCode.CANCELLED,
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-            ):
-                raise P4RuntimeError(f"{self.address}: write: {_details(exc)}") from exc
-            # Decoded only now, to name the refused updates.
-            sent = p4runtime_pb2.WriteRequest.FromString(request).updates
-            return _update_errors(exc, sent, start, self.p4info)
-        return []
+    def pipelined_write(self, batch_size: int = DEFAULT_BATCH_SIZE) -> PipelinedWrite:
+        return PipelinedWrite(self, batch_size)
 
     def write_entities(
         self, update_type: p4runtime_pb2.Update.Type, messages: Sequence[EntityMessage]
@@ -353,6 +318,71 @@ class SwitchConnection:
             return [entity for response in self.stub.Read(request) for entity in response.entities]
         except grpc.RpcError as exc:
             raise P4RuntimeError(f"{self.address}: read: {_details(exc)}") from exc
+
+
+class PipelinedWrite:
+    """Serialized updates sent in batches as they are added, with one batch
+    in flight: the caller assembles (or compiles) the next while the switch
+    processes the one before. Each WriteRequest is the request's own fields
+    followed by the updates (``runtime.wire``), so nothing is parsed or
+    encoded again. A batch is sent only once the switch answered the one
+    before, so the batches apply in order."""
+
+    def __init__(self, conn: SwitchConnection, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        self.conn = conn
+        self.batch_size = batch_size
+        head = p4runtime_pb2.WriteRequest(
+            device_id=conn.device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
+        )
+        conn._set_election_id(head.election_id)
+        self._head = head.SerializeToString()
+        self._pending: list[bytes] = []  # added, not sent yet
+        self._sent = 0  # updates sent before the pending ones (numbers errors)
+        self._in_flight: tuple[grpc.Future[p4runtime_pb2.WriteResponse], int, bytes] | None = None
+        self.errors: list[UpdateError] = []
+
+    def add(self, updates: Iterable[bytes]) -> None:
+        self._pending.extend(updates)
+        while len(self._pending) >= self.batch_size:
+            self._send(self._pending[: self.batch_size])
+            del self._pending[: self.batch_size]
+
+    def finish(self) -> None:
+        """Send what is left, wait for every answer; raise WriteError listing
+        every refused update (numbered from the first update added)."""
+        if self._pending:
+            self._send(self._pending)
+            self._pending = []
+        self._wait()
+        if self.errors:
+            raise WriteError(self.errors)
+
+    def _send(self, batch: list[bytes]) -> None:
+        wrap, tag = wire.wrap, _REQUEST_UPDATES
+        request = self._head + b"".join([wrap(tag, u) for u in batch])
+        self._wait()
+        call = self.conn._write_serialized.future(request)
+        self._in_flight = (call, self._sent, request)
+        self._sent += len(batch)
+
+    def _wait(self) -> None:
+        """Wait for the batch in flight; keep its refused updates."""
+        if self._in_flight is None:
+            return
+        call, start, request = self._in_flight
+        self._in_flight = None
+        try:
+            call.result()
+        except grpc.RpcError as exc:
+            if _code(exc) in (
+                grpc.StatusCode.UNAVAILABLE,
+                grpc.StatusCode.CANCELLED,
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+            ):
+                raise P4RuntimeError(f"{self.conn.address}: write: {_details(exc)}") from exc
+            # Decoded only now, to name the refused updates.
+            sent = p4runtime_pb2.WriteRequest.FromString(request).updates
+            self.errors += _update_errors(exc, sent, start, self.conn.p4info)
 
 
 # grpc raises RpcError objects that are also grpc.Call (code, details,
