@@ -19,8 +19,7 @@ from ..runtime.protos import p4runtime_pb2
 from .state import MULTICAST, TABLE, Encoded, encoded
 
 MEMO_MAX = 1 << 12  # values remembered per field before starting over (bounds memory)
-
-Slot = tuple[int, int, list[bytes]]  # (value's position, bitwidth, heads by value length)
+SHARED_MAX = 1 << 18  # shared per-VM entities remembered before starting over
 
 # A TableEntry, ActionProfileMember/Group, PacketReplicationEngineEntry or
 # MeterEntry message (the generated classes carry no static types here).
@@ -74,9 +73,9 @@ class ExactEntry:
         if sorted(p.name for p in declared) != sorted(params):
             raise ValueError(f"{action}: parameters are {[p.name for p in declared]}")
         # Per value (match values, then parameters, as the caller gives them):
-        # its position, bitwidth and the bytes in front of it by its length.
-        # Match fields go in field-id order, parameters in the P4Info's order.
-        self.match: list[Slot] = []
+        # a memo of its field's bytes, which encodes on a miss. Match fields go
+        # in field-id order, parameters in the P4Info's order.
+        match_memos, match_order = [], []
         for i, f in sorted(enumerate(fields), key=lambda m: m[1].id):
             head = p4runtime_pb2.FieldMatch(field_id=f.id).SerializeToString()
 
@@ -84,45 +83,55 @@ class ExactEntry:
                 exact = wrap(_MATCH_EXACT, wrap(_EXACT_VALUE, value))
                 return wrap(_ENTRY_MATCH, head + exact)
 
-            self.match.append((i, f.bitwidth, _prefixes(match_field, f.bitwidth)))
-        self.params: list[Slot] = []
+            match_memos.append(_FieldMemo(f.bitwidth, _prefixes(match_field, f.bitwidth)))
+            match_order.append(i)
+        param_memos, param_order = [], []
         for p in declared:
             head = p4runtime_pb2.Action.Param(param_id=p.id).SerializeToString()
 
             def param(value: bytes, head: bytes = head) -> bytes:
                 return wrap(_ACTION_PARAMS, head + wrap(_PARAM_VALUE, value))
 
-            slot = len(match) + list(params).index(p.name)
-            self.params.append((slot, p.bitwidth, _prefixes(param, p.bitwidth)))
+            param_memos.append(_FieldMemo(p.bitwidth, _prefixes(param, p.bitwidth)))
+            param_order.append(list(params).index(p.name))
+        self._match_memos, self._match_order = match_memos, match_order
+        self._param_memos, self._param_order = param_memos, param_order
         self._entry_head = p4runtime_pb2.TableEntry(table_id=self.table_id).SerializeToString()
         self._action_head = p4runtime_pb2.Action(action_id=self.action_id).SerializeToString()
         self.name = table
-        self._memo: list[dict[Value, bytes]] = [{} for _ in range(len(match) + len(params))]
-
-    def _field(self, slot: Slot, value: Value) -> bytes:
-        """One match field or parameter, serialized; remembered, since the
-        same MACs, IPs, VNIs and indices recur across entries and ToRs."""
-        i, width, prefixes = slot
-        memo = self._memo[i]
-        data = memo.get(value)
-        if data is None:
-            if len(memo) >= MEMO_MAX:
-                memo.clear()
-            raw = codec.encode(value, width)
-            data = memo[value] = prefixes[len(raw)] + raw
-        return data
 
     def __call__(self, match: Sequence[Value], params: Sequence[Value]) -> Encoded:
-        values = (*match, *params)
-        field = self._field
+        get = _FieldMemo.__getitem__  # (no Python loop: map over the memos)
         try:
-            entry = self._entry_head + b"".join([field(s, values[s[0]]) for s in self.match])
-            action = self._action_head + b"".join([field(s, values[s[0]]) for s in self.params])
+            entry = self._entry_head + b"".join(
+                map(get, self._match_memos, [match[i] for i in self._match_order])
+            )
+            action = self._action_head + b"".join(
+                map(get, self._param_memos, [params[i] for i in self._param_order])
+            )
         except codec.EncodingError as exc:
             raise codec.EncodingError(f"{self.name}: {exc}") from None
         key = TABLE + entry  # (identity: the entry without its action)
         entry += wire.wrap(_ENTRY_ACTION, wire.wrap(_TABLE_ACTION_ACTION, action))
         return key, wire.wrap(_ENTITY_TABLE_ENTRY, entry)
+
+
+class _FieldMemo(dict[Value, bytes]):
+    """value -> one match field or parameter serialized (heads and value),
+    encoded on a miss and remembered, since the same MACs, IPs, VNIs and
+    indices recur across entries and ToRs."""
+
+    def __init__(self, bitwidth: int, prefixes: list[bytes]) -> None:
+        super().__init__()
+        self.bitwidth = bitwidth
+        self.prefixes = prefixes
+
+    def __missing__(self, value: Value) -> bytes:
+        if len(self) >= MEMO_MAX:
+            self.clear()
+        raw = codec.encode(value, self.bitwidth)
+        data = self[value] = self.prefixes[len(raw)] + raw
+        return data
 
 
 class _Replicas(dict[tuple[int, int], bytes]):
@@ -140,6 +149,8 @@ class Encoder:
     def __init__(self, entries: PipelineEntries) -> None:
         self.entries = entries
         self._replicas = _Replicas()
+        # Per-VM entities that are the same on every ToR, by their arguments.
+        self._shared: dict[tuple[Value, ...], Encoded] = {}
         p4info = entries.p4info
         self._binding = ExactEntry(
             p4info, "access_binding", ("port", "vlan_id"), "bind_vm", ("vni", "vm", "vm_mac")
@@ -215,10 +226,26 @@ class Encoder:
         return self._replica_to_vm((replica_id,), (vlan_id, vm_index))
 
     def arp_suppression(self, vni: int, ip: Value, mac: Value) -> Encoded:
-        return self._arp((vni, ip), (mac,))
+        # The same entity on every ToR hosting the VNI: encoded once, and
+        # each ToR's state holds the same bytes (memory scales with VMs).
+        args = (vni, ip, mac)
+        item = self._shared.get(args)
+        if item is None:
+            item = self._share(args, self._arp((vni, ip), (mac,)))
+        return item
 
     def mac_to_remote_vtep(self, vni: int, mac: Value, vtep_ip: Value) -> Encoded:
-        return self._to_remote((vni, mac), (vtep_ip,))
+        args = (vni, mac, vtep_ip)  # (a different arity from the ARP entries')
+        item = self._shared.get(args)
+        if item is None:
+            item = self._share(args, self._to_remote((vni, mac), (vtep_ip,)))
+        return item
+
+    def _share(self, args: tuple[Value, ...], item: Encoded) -> Encoded:
+        if len(self._shared) >= SHARED_MAX:
+            self._shared.clear()
+        self._shared[args] = item
+        return item
 
     def vm_meter(self, direction: str, vm_index: int, rates: MeterRates) -> Encoded:
         return self.of(self.entries.vm_meter(direction, vm_index, rates))

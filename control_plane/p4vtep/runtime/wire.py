@@ -35,6 +35,10 @@ def tag(message: Any, field_name: str) -> bytes:
     return varint(field.number << 3 | _LENGTH_DELIMITED)
 
 
+_ONE_BYTE = [bytes((n,)) for n in range(0x80)]  # the varints of 0-127
+
+
 def wrap(field_tag: bytes, payload: bytes) -> bytes:
     """One length-delimited field holding ``payload``."""
-    return field_tag + varint(len(payload)) + payload
+    length = len(payload)
+    return field_tag + (_ONE_BYTE[length] if length < 0x80 else varint(length)) + payload
