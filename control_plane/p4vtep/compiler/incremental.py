@@ -19,6 +19,7 @@ property test checks this over random change sequences).
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import Counter
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator
@@ -55,6 +56,10 @@ class TorCompiler:
         self.local: dict[int, dict[str, Vm]] = {}  # VNI -> its VMs on this ToR
         self.remote: dict[int, Counter[str]] = {}  # VNI here -> other ToR -> its VMs there
         self.copies: dict[int, dict[str, tuple[int, int]]] = {}  # VNI -> VM -> (port, index)
+        # The same copies per VNI, kept sorted as they come and go: a flood
+        # group is built from them in order (sorting thousands of copies on
+        # every rebuild of a big VNI's groups cost most of a churn pass).
+        self.ordered: dict[int, list[tuple[int, int]]] = {}
         # Entities changed since a supervisor last took them: key -> what it held then.
         self.dirty: dict[Key, bytes | None] = {}
         # Counts changes to this ToR's view; a step-wise build in progress
@@ -125,7 +130,7 @@ class TorCompiler:
         return self.d.fabric.servers[vm.server].tor
 
     def _vni_items(self, vni: int) -> list[Encoded]:
-        copies = list(self.copies[vni].values())
+        copies = self.ordered[vni]
         return flooding.vni(
             self.enc,
             self.d.fabric,
@@ -173,6 +178,7 @@ class TorCompiler:
             vni: {n: (fabric.servers[vm.server].port, space[n]) for n, vm in members.items()}
             for vni, members in self.local.items()
         }
+        self.ordered = {vni: sorted(copies.values()) for vni, copies in self.copies.items()}
         for vm in view.values():
             tor = self._tor_of(vm)
             if tor != self.name and vm.vni in self.local:
@@ -253,14 +259,18 @@ class TorCompiler:
         if old is not None and old_local:
             members = self.local[old.vni]
             del members[name]
-            del self.copies[old.vni][name]
+            gone = self.copies[old.vni].pop(name)
+            ordered = self.ordered[old.vni]
+            del ordered[bisect.bisect_left(ordered, gone)]
             if not members:
                 del self.local[old.vni]
                 del self.copies[old.vni]
+                del self.ordered[old.vni]
         if new is not None and new_local:
             self.local.setdefault(new.vni, {})[name] = new
             port = fabric.servers[new.server].port
             self.copies.setdefault(new.vni, {})[name] = (port, space[name])
+            bisect.insort(self.ordered.setdefault(new.vni, []), (port, space[name]))
 
         remote_changed = False
         flood_changed: set[int] = set()
