@@ -84,7 +84,7 @@ def section_convergence(out: list[str]) -> None:
     before = sorted({r["code"] for r in runs if r.get("code")})
     if before:
         out.append(
-            f'"before" is commit {", ".join(before)} (the previous controller) run from a\n'
+            f'"before" is commit {", ".join(before)} (the code before the change) run from a\n'
             "throwaway worktree in the same session. The machine was shared with other\n"
             "jobs; the load average (2 cores) is given per run.\n"
         )

@@ -146,6 +146,9 @@ def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
     replicas = [(2, 7), (1, 16385), (1, 3), (300, 1)]
     assert enc.flood_group(9, replicas) == reference(entries.flood_group(9, replicas))
     assert enc.flood_group(10, []) == reference(entries.flood_group(10, []))
+    # Thousands of copies: lengths take two and three bytes on the wire.
+    many = [(1 + i % 4, i) for i in range(5000, 0, -1)]
+    assert enc.flood_group(11, many) == reference(entries.flood_group(11, many))
 
 
 def test_encoder_refuses_values_that_do_not_fit():

@@ -197,6 +197,37 @@ def test_incremental_equals_full_compile(steps):
         assert model.desired.view(tor) == model.desired.vms
 
 
+@settings(
+    max_examples=max(EXAMPLES // 10, 50),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(st.lists(op, max_size=30), st.lists(op, max_size=20), st.integers(1, 3))
+def test_a_build_in_steps_gives_the_whole_state_and_catches_changes_between_steps(
+    before, between, vms_per_step
+):
+    """A supervisor writes a fresh switch a part at a time while the rest
+    compiles (``snapshot_steps``), and changes may come between two parts:
+    the parts are the whole state the build started from, and the changes
+    then recorded bring that to exactly the full compile of the new view."""
+    model = Model()
+    for step in before:
+        model.run(step)
+    model.desired.load(list(model.desired.vms.values()))  # every ToR unbuilt again
+    switch: dict = {}  # tor1, emptied (a new switch)
+    changes = iter(between)
+    for part in model.desired.tors["tor1"].snapshot_steps(vms_per_step):
+        for key, data in {**part.entities, **part.meters, **part.defaults}.items():
+            assert key not in switch, "an entity came in two parts"
+            switch[key] = data
+        step = next(changes, None)
+        if step is not None and step != ("take", "tor1"):  # (its supervisor is busy writing)
+            model.run(step)
+    model.switches["tor1"] = switch
+    model.check()
+
+
 def test_bulk_reload_matches_the_reference_and_changes_only_what_differs():
     model = Model()
     vms = [

@@ -24,6 +24,7 @@ from fake_p4runtime import FakeP4RuntimeServer
 from helpers import wait_until
 from p4vtep import events
 from p4vtep.compiler import Allocations, Change, DesiredState, Encoder, Key, SwitchState
+from p4vtep.compiler.incremental import steps_under
 from p4vtep.compiler.state import identity
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
@@ -48,6 +49,9 @@ class Desired:
     def snapshot(self, tor: str) -> tuple[int, SwitchState]:
         with self._lock:
             return self.version, self.state.tors[tor].snapshot()
+
+    def snapshot_steps(self, tor: str) -> Iterator[tuple[int, SwitchState]]:
+        return steps_under(self._lock, self.state.tors[tor], lambda: self.version)
 
     def changes(self, tor: str) -> tuple[int, list[Change], int]:
         with self._lock:

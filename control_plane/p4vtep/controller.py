@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from . import events, tls
 from .allocation import Allocations, SpaceFull
 from .compiler import Change, DesiredState, Encoder, Key, Learned, SwitchState, compile_tor
+from .compiler.incremental import steps_under
 from .dataplane.artifacts import Pipeline, pipeline_for
 from .dataplane.entries import PipelineEntries
 from .model import Fabric, Vm
@@ -151,6 +153,9 @@ class Controller:
     def snapshot(self, tor: str) -> tuple[int, SwitchState]:
         with self._lock:
             return self.version, self.desired.tors[tor].snapshot()
+
+    def snapshot_steps(self, tor: str) -> Iterator[tuple[int, SwitchState]]:
+        return steps_under(self._lock, self.desired.tors[tor], lambda: self.version)
 
     def changes(self, tor: str) -> tuple[int, list[Change], int]:
         with self._lock:

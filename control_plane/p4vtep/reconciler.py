@@ -12,10 +12,11 @@ switch held before; only those are written, no read.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .compiler.state import DEFAULT, METER, Key, SwitchState, identity
+from .runtime import wire
 from .runtime.client import DELETE, INSERT, MODIFY, SwitchConnection, Update, WriteError
 from .runtime.p4info import P4Info
 from .runtime.protos import p4runtime_pb2
@@ -41,16 +42,31 @@ class Diff:
         def rank(item: Item) -> bytes:
             return item[0][:1]
 
-        out = [_update(DELETE, data) for _, data in sorted(self.deletes, key=rank, reverse=True)]
-        out += [_update(INSERT, data) for _, data in sorted(self.inserts, key=rank)]
-        out += [_update(MODIFY, data) for _, data in sorted(self.modifies, key=rank)]
+        return [Update.FromString(u) for u in self.serialized_updates()]
+
+    def serialized_updates(self) -> list[bytes]:
+        """The same updates, each a serialized ``p4.v1.Update`` assembled
+        from the stored entity bytes (no parse): what the writer sends."""
+
+        def rank(item: Item) -> bytes:
+            return item[0][:1]
+
+        out = []
+        for kind, items, last_first in (
+            (DELETE, self.deletes, True),
+            (INSERT, self.inserts, False),
+            (MODIFY, self.modifies, False),
+        ):
+            head = _UPDATE_HEADS[kind]
+            out += [
+                head + wire.wrap(_UPDATE_ENTITY, data)
+                for _, data in sorted(items, key=rank, reverse=last_first)
+            ]
         return out
 
 
-def _update(kind: p4runtime_pb2.Update.Type, data: bytes) -> p4runtime_pb2.Update:
-    update = Update(type=kind)
-    update.entity.MergeFromString(data)
-    return update
+_UPDATE_HEADS = {kind: Update(type=kind).SerializeToString() for kind in (INSERT, MODIFY, DELETE)}
+_UPDATE_ENTITY = wire.tag(Update, "entity")
 
 
 def _content(entity: p4runtime_pb2.Entity) -> bytes:
@@ -88,28 +104,39 @@ def meter_reset(data: bytes) -> bytes:
 
 def diff(desired: SwitchState, actual: SwitchState) -> Diff:
     result = Diff()
+    _additions(desired, actual, result)
+    _removals(desired, actual, result)
+    return result
+
+
+def _additions(desired: SwitchState, actual: SwitchState, result: Diff) -> None:
+    """What ``desired`` has that ``actual`` lacks or holds differently."""
     for key, data in desired.entities.items():
         have = actual.entities.get(key)
         if have is None:
             result.inserts.append((key, data))
         elif not same(have, data):
             result.modifies.append((key, data))
-    for key, data in actual.entities.items():
-        if key not in desired.entities:
-            result.deletes.append((key, data))
-    # Meters: configured ones must match; ones we no longer want are reset.
+    # Meters: configured ones must match.
     for key, data in desired.meters.items():
         have = actual.meters.get(key)
         if have is None or not same(have, data):
             result.modifies.append((key, data))
-    for key, data in actual.meters.items():
-        if key not in desired.meters:
-            result.modifies.append((key, meter_reset(data)))
     for key, data in desired.defaults.items():
         have = actual.defaults.get(key)
         if have is None or not same(have, data):
             result.modifies.append((key, data))
-    return result
+
+
+def _removals(desired: SwitchState, actual: SwitchState, result: Diff) -> None:
+    """What ``actual`` holds that ``desired`` does not want: entities are
+    deleted, meters we no longer want are reset."""
+    for key, data in actual.entities.items():
+        if key not in desired.entities:
+            result.deletes.append((key, data))
+    for key, data in actual.meters.items():
+        if key not in desired.meters:
+            result.modifies.append((key, meter_reset(data)))
 
 
 def changes_diff(changes: Iterable[tuple[Key, bytes | None, bytes | None]]) -> Diff:
@@ -199,7 +226,11 @@ class SwitchReader:
         return state
 
 
-def write(conn: SwitchConnection, delta: Diff) -> None:
+def write(
+    conn: SwitchConnection, delta: Diff, before_batch: Callable[[], None] | None = None
+) -> None:
+    """``before_batch`` runs before each batch is sent and may raise to stop
+    (a replica whose lease runs out stops writing)."""
     if delta:
         log.info(
             "%s: %d inserts, %d modifies, %d deletes",
@@ -208,15 +239,72 @@ def write(conn: SwitchConnection, delta: Diff) -> None:
             len(delta.modifies),
             len(delta.deletes),
         )
-        conn.write(delta.updates())
+        conn.write_serialized(delta.serialized_updates(), before_batch=before_batch)
 
 
-def reconcile(conn: SwitchConnection, desired: SwitchState, reader: SwitchReader) -> Diff:
+def reconcile(
+    conn: SwitchConnection,
+    desired: SwitchState,
+    reader: SwitchReader,
+    actual: SwitchState | None = None,
+    before_batch: Callable[[], None] | None = None,
+) -> Diff:
     """Bring the switch to ``desired``; returns what was written. Raises
-    WriteError (after writing everything else) if some updates failed."""
-    delta = diff(desired, reader.read(conn))
-    write(conn, delta)
+    WriteError (after writing everything else) if some updates failed.
+    ``actual``: what the switch holds, if just read."""
+    delta = diff(desired, reader.read(conn) if actual is None else actual)
+    write(conn, delta, before_batch)
     return delta
 
 
-__all__ = ["Diff", "SwitchReader", "WriteError", "changes_diff", "diff", "reconcile", "write"]
+def reconcile_in_parts(
+    conn: SwitchConnection,
+    parts: Iterable[SwitchState],
+    actual: SwitchState,
+    before_batch: Callable[[], None] | None = None,
+) -> tuple[Diff, SwitchState]:
+    """``reconcile`` with the desired state given a part at a time, as it is
+    compiled: each part's writes are sent as soon as it comes, one batch in
+    flight, so the switch works while the next part compiles. What the
+    switch must lose (deletes, meter resets) goes last, once the whole is
+    known; use it where the switch holds no entities (a new or restarted
+    switch), where there is nothing to delete first. Returns what was
+    written and the whole desired state."""
+    writer = conn.pipelined_write(before_batch=before_batch)
+    written, whole = Diff(), SwitchState()
+    for part in parts:
+        delta = Diff()
+        _additions(part, actual, delta)
+        writer.add(delta.serialized_updates())
+        written.inserts += delta.inserts
+        written.modifies += delta.modifies
+        whole.entities.update(part.entities)
+        whole.meters.update(part.meters)
+        whole.defaults.update(part.defaults)
+    rest = Diff()
+    _removals(whole, actual, rest)
+    writer.add(rest.serialized_updates())
+    written.deletes += rest.deletes
+    written.modifies += rest.modifies
+    if written:
+        log.info(
+            "%s: %d inserts, %d modifies, %d deletes (in parts)",
+            conn.address,
+            len(written.inserts),
+            len(written.modifies),
+            len(written.deletes),
+        )
+    writer.finish()
+    return written, whole
+
+
+__all__ = [
+    "Diff",
+    "SwitchReader",
+    "WriteError",
+    "changes_diff",
+    "diff",
+    "reconcile",
+    "reconcile_in_parts",
+    "write",
+]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,8 +24,8 @@ from . import events
 from .compiler import Change, Key, SwitchState
 from .dataplane.artifacts import Pipeline
 from .model import Tor
-from .reconciler import Diff, SwitchReader, changes_diff, diff
-from .runtime.client import DEFAULT_BATCH_SIZE, P4RuntimeError, SwitchConnection, WriteError
+from .reconciler import Diff, SwitchReader, changes_diff, reconcile, reconcile_in_parts, write
+from .runtime.client import P4RuntimeError, SwitchConnection, WriteError
 from .runtime.describe import describe
 from .runtime.p4info import P4Info
 
@@ -52,6 +53,12 @@ class DesiredSource(Protocol):
     def snapshot(self, tor: str) -> tuple[int, SwitchState]:
         """(version, everything the ToR must hold); pending changes are
         dropped, the full pass covers them."""
+        ...
+
+    def snapshot_steps(self, tor: str) -> Iterator[tuple[int, SwitchState]]:
+        """``snapshot`` a part at a time as it is compiled (for a switch that
+        holds nothing, written while the rest compiles): (version of the
+        whole, part); together the parts are the whole state."""
         ...
 
     def changes(self, tor: str) -> tuple[int, list[Change], int]:
@@ -224,10 +231,21 @@ class SwitchSupervisor:
         started = time.monotonic()
         try:
             if full or self._needs_full:
-                version, desired = self.desired.snapshot(self.tor.name)
                 self._needs_full = True  # until this pass succeeds
-                delta = diff(desired, self.reader.read(conn))
-                self._write(conn, delta)
+                actual = self.reader.read(conn)
+                if actual.entities:
+                    version, desired = self.desired.snapshot(self.tor.name)
+                    delta = reconcile(conn, desired, self.reader, actual, self._check_gate)
+                else:  # nothing to delete first: write while the rest compiles
+                    versions: list[int] = []
+
+                    def parts() -> Iterator[SwitchState]:
+                        for whole_version, part in self.desired.snapshot_steps(self.tor.name):
+                            versions.append(whole_version)
+                            yield part
+
+                    delta, desired = reconcile_in_parts(conn, parts(), actual, self._check_gate)
+                    version = versions[0]
                 entries = len(desired.entities)
             else:
                 # Only what changed since the last pass; the switch held the
@@ -281,29 +299,15 @@ class SwitchSupervisor:
         except Exception as exc:  # e.g. NotLeader: the term just ended
             raise GateClosed(f"{self.tor.name}: not leading: {exc}") from exc
 
+    def _check_gate(self) -> None:
+        """Called before each write batch: this replica may still write (its
+        lease may run out during a large pass)."""
+        if self.gate is not None and not self.gate.may_write():
+            self.writes_refused += 1
+            raise GateClosed(f"{self.tor.name}: leadership lost; writing stopped")
+
     def _write(self, conn: SwitchConnection, delta: Diff) -> None:
-        """Write in batches, checking before each that this replica may
-        still write (its lease may run out during a large pass)."""
-        updates = delta.updates()
-        if updates:
-            log.info(
-                "%s: %d inserts, %d modifies, %d deletes",
-                self.tor.name,
-                len(delta.inserts),
-                len(delta.modifies),
-                len(delta.deletes),
-            )
-        errors = []
-        for start in range(0, len(updates), DEFAULT_BATCH_SIZE):
-            if self.gate is not None and not self.gate.may_write():
-                self.writes_refused += 1
-                raise GateClosed(f"{self.tor.name}: leadership lost; writing stopped")
-            try:
-                conn.write(updates[start : start + DEFAULT_BATCH_SIZE])
-            except WriteError as exc:
-                errors.extend(exc.errors)
-        if errors:
-            raise WriteError(errors)
+        write(conn, delta, self._check_gate)
 
     def _blame(self, exc: WriteError, p4info: P4Info) -> dict[str, str]:
         """Which VMs the refused updates belonged to, and why (first reason).

@@ -7,84 +7,150 @@ key, ready to diff and to write without encoding again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..dataplane.entries import MeterRates, PipelineEntries, PortRole
-from ..runtime import codec
+from ..runtime import codec, wire
 from ..runtime.codec import Value
 from ..runtime.entities import MatchType, to_entity
 from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
 from .state import MULTICAST, TABLE, Encoded, encoded
 
-MEMO_MAX = (
-    1 << 12
-)  # values remembered per field before starting over (bounds memory) (bounds memory)
+MEMO_MAX = 1 << 12  # values remembered per field before starting over (bounds memory)
+SHARED_MAX = 1 << 18  # shared per-VM entities remembered before starting over
 
 # A TableEntry, ActionProfileMember/Group, PacketReplicationEngineEntry or
 # MeterEntry message (the generated classes carry no static types here).
 Message = Any
 
 
+# Tags of the length-delimited fields an exact-match entry and a multicast
+# group are assembled from (``runtime.wire``).
+_ENTITY_TABLE_ENTRY = wire.tag(p4runtime_pb2.Entity, "table_entry")
+_ENTRY_MATCH = wire.tag(p4runtime_pb2.TableEntry, "match")
+_MATCH_EXACT = wire.tag(p4runtime_pb2.FieldMatch, "exact")
+_EXACT_VALUE = wire.tag(p4runtime_pb2.FieldMatch.Exact, "value")
+_ENTRY_ACTION = wire.tag(p4runtime_pb2.TableEntry, "action")
+_TABLE_ACTION_ACTION = wire.tag(p4runtime_pb2.TableAction, "action")
+_ACTION_PARAMS = wire.tag(p4runtime_pb2.Action, "params")
+_PARAM_VALUE = wire.tag(p4runtime_pb2.Action.Param, "value")
+_ENTITY_PRE = wire.tag(p4runtime_pb2.Entity, "packet_replication_engine_entry")
+_PRE_MULTICAST = wire.tag(p4runtime_pb2.PacketReplicationEngineEntry, "multicast_group_entry")
+_GROUP_REPLICAS = wire.tag(p4runtime_pb2.MulticastGroupEntry, "replicas")
+
+
+def _prefixes(field: Callable[[bytes], bytes], bitwidth: int) -> list[bytes]:
+    """What ``field(value)`` puts in front of a value, for every length the
+    value can have: a field's heads and lengths depend only on the length of
+    its value, so a field is then one concatenation."""
+    out = []
+    for length in range((bitwidth + 7) // 8 + 1):
+        whole = field(bytes(length))
+        out.append(whole[: len(whole) - length])
+    return out
+
+
 class ExactEntry:
     """A table entry with exact matches and one action, with every id and
     width looked up once: the per-VM entries are built this way (several per
-    VM and ToR), giving the same bytes as ``entities.table_entry``."""
+    VM and ToR), giving the same bytes as ``entities.table_entry`` serialized
+    deterministically (fields in number order; the tests compare them), but
+    assembled from pre-serialized heads and the values' bytes instead of
+    through protobuf objects."""
 
     def __init__(
         self, p4info: P4Info, table: str, match: Sequence[str], action: str, params: Sequence[str]
     ) -> None:
+        wrap = wire.wrap
         self.table_id = p4info.table(table).preamble.id
         fields = [p4info.match_field(self.table_id, name) for name in match]
         if any(f.match_type != MatchType.EXACT for f in fields):
             raise ValueError(f"{table}: not an exact-match table")
-        # Match fields go in field-id order, parameters in the P4Info's order.
-        self.match = sorted(
-            ((f.id, f.bitwidth, i) for i, f in enumerate(fields)), key=lambda m: m[0]
-        )
         self.action_id = p4info.action(action).preamble.id
         declared = p4info.params(self.action_id)
         if sorted(p.name for p in declared) != sorted(params):
             raise ValueError(f"{action}: parameters are {[p.name for p in declared]}")
-        self.params = [(p.id, p.bitwidth, list(params).index(p.name)) for p in declared]
-        self.name = table
-        self._memo: list[dict[Value, bytes]] = [{} for _ in range(len(match) + len(params))]
+        # Per value (match values, then parameters, as the caller gives them):
+        # a memo of its field's bytes, which encodes on a miss. Match fields go
+        # in field-id order, parameters in the P4Info's order.
+        match_memos, match_order = [], []
+        for i, f in sorted(enumerate(fields), key=lambda m: m[1].id):
+            head = p4runtime_pb2.FieldMatch(field_id=f.id).SerializeToString()
 
-    def _encode(self, slot: int, value: Value, width: int) -> bytes:
-        """Canonical bytes of one field; remembered, since the same MACs,
-        IPs, VNIs and indices recur across entries and ToRs."""
-        memo = self._memo[slot]
-        data = memo.get(value)
-        if data is None:
-            if len(memo) >= MEMO_MAX:
-                memo.clear()
-            data = memo[value] = codec.encode(value, width)
-        return data
+            def match_field(value: bytes, head: bytes = head) -> bytes:
+                exact = wrap(_MATCH_EXACT, wrap(_EXACT_VALUE, value))
+                return wrap(_ENTRY_MATCH, head + exact)
+
+            match_memos.append(_FieldMemo(f.bitwidth, _prefixes(match_field, f.bitwidth)))
+            match_order.append(i)
+        param_memos, param_order = [], []
+        for p in declared:
+            head = p4runtime_pb2.Action.Param(param_id=p.id).SerializeToString()
+
+            def param(value: bytes, head: bytes = head) -> bytes:
+                return wrap(_ACTION_PARAMS, head + wrap(_PARAM_VALUE, value))
+
+            param_memos.append(_FieldMemo(p.bitwidth, _prefixes(param, p.bitwidth)))
+            param_order.append(list(params).index(p.name))
+        self._match_memos, self._match_order = match_memos, match_order
+        self._param_memos, self._param_order = param_memos, param_order
+        self._entry_head = p4runtime_pb2.TableEntry(table_id=self.table_id).SerializeToString()
+        self._action_head = p4runtime_pb2.Action(action_id=self.action_id).SerializeToString()
+        self.name = table
 
     def __call__(self, match: Sequence[Value], params: Sequence[Value]) -> Encoded:
-        entity = p4runtime_pb2.Entity()
-        te = entity.table_entry
-        te.table_id = self.table_id
+        get = _FieldMemo.__getitem__  # (no Python loop: map over the memos)
         try:
-            for field_id, width, i in self.match:
-                te.match.add(field_id=field_id).exact.value = self._encode(i, match[i], width)
-            key = TABLE + te.SerializeToString(deterministic=True)
-            action = te.action.action
-            action.action_id = self.action_id
-            offset = len(self.match)
-            for param_id, width, i in self.params:
-                value = self._encode(offset + i, params[i], width)
-                action.params.add(param_id=param_id, value=value)
+            entry = self._entry_head + b"".join(
+                map(get, self._match_memos, [match[i] for i in self._match_order])
+            )
+            action = self._action_head + b"".join(
+                map(get, self._param_memos, [params[i] for i in self._param_order])
+            )
         except codec.EncodingError as exc:
             raise codec.EncodingError(f"{self.name}: {exc}") from None
-        return key, entity.SerializeToString(deterministic=True)
+        key = TABLE + entry  # (identity: the entry without its action)
+        entry += wire.wrap(_ENTRY_ACTION, wire.wrap(_TABLE_ACTION_ACTION, action))
+        return key, wire.wrap(_ENTITY_TABLE_ENTRY, entry)
+
+
+class _FieldMemo(dict[Value, bytes]):
+    """value -> one match field or parameter serialized (heads and value),
+    encoded on a miss and remembered, since the same MACs, IPs, VNIs and
+    indices recur across entries and ToRs."""
+
+    def __init__(self, bitwidth: int, prefixes: list[bytes]) -> None:
+        super().__init__()
+        self.bitwidth = bitwidth
+        self.prefixes = prefixes
+
+    def __missing__(self, value: Value) -> bytes:
+        if len(self) >= MEMO_MAX:
+            self.clear()
+        raw = codec.encode(value, self.bitwidth)
+        data = self[value] = self.prefixes[len(raw)] + raw
+        return data
+
+
+class _Replicas(dict[tuple[int, int], bytes]):
+    """(port, instance) -> that replica serialized as the ``replicas`` field
+    of a MulticastGroupEntry, encoded on first use."""
+
+    def __missing__(self, replica: tuple[int, int]) -> bytes:
+        port, instance = replica
+        one = p4runtime_pb2.Replica(egress_port=port, instance=instance)
+        data = self[replica] = wire.wrap(_GROUP_REPLICAS, one.SerializeToString(deterministic=True))
+        return data
 
 
 class Encoder:
     def __init__(self, entries: PipelineEntries) -> None:
         self.entries = entries
-        self._replicas: dict[tuple[int, int], bytes] = {}
+        self._replicas = _Replicas()
+        # Per-VM entities that are the same on every ToR, by their arguments.
+        self._shared: dict[tuple[Value, ...], Encoded] = {}
         p4info = entries.p4info
         self._binding = ExactEntry(
             p4info, "access_binding", ("port", "vlan_id"), "bind_vm", ("vni", "vm", "vm_mac")
@@ -131,31 +197,16 @@ class Encoder:
     ) -> Encoded:
         return self.of(self.entries.vni_config(vni, vni_index, traffic_class, group, local_group))
 
-    def _replica(self, replica: tuple[int, int]) -> bytes:
-        """One replica, serialized as a MulticastGroupEntry holding just it."""
-        port, instance = replica
-        one = p4runtime_pb2.MulticastGroupEntry()
-        one.replicas.add(egress_port=port, instance=instance)
-        data = self._replicas[replica] = one.SerializeToString(deterministic=True)
-        return data
-
     def flood_group(self, group_id: int, replicas: list[tuple[int, int]]) -> Encoded:
         """Same bytes as ``entries.flood_group``; a VNI's group holds a copy
-        per VM, so each replica is encoded once and the group is assembled
-        from them (repeated fields concatenate) and parsed by protobuf."""
-        ordered = sorted(replicas)
-        try:
-            # (no Python loop: 1000s of copies, nearly always all encoded already)
-            parts = list(map(self._replicas.__getitem__, ordered))
-        except KeyError:
-            parts = [
-                self._replicas[r] if r in self._replicas else self._replica(r) for r in ordered
-            ]
+        per VM, so each replica is encoded once and the group is their
+        concatenation after the group id (a repeated field on the wire is
+        its elements one after another), with no protobuf object built."""
+        # (map: no Python loop over 1000s of copies, nearly all encoded already)
+        parts = b"".join(map(self._replicas.__getitem__, sorted(replicas)))
         head = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=group_id).SerializeToString()
-        entity = p4runtime_pb2.Entity()
-        group = entity.packet_replication_engine_entry.multicast_group_entry
-        group.MergeFromString(head + b"".join(parts))
-        return MULTICAST + b"%d" % group_id, entity.SerializeToString(deterministic=True)
+        entity = wire.wrap(_ENTITY_PRE, wire.wrap(_PRE_MULTICAST, head + parts))
+        return MULTICAST + b"%d" % group_id, entity
 
     def replica_to_vtep(self, replica_id: int, vtep_ip: Value, next_hop_mac: Value) -> Encoded:
         return self.of(self.entries.replica_to_vtep(replica_id, vtep_ip, next_hop_mac))
@@ -175,10 +226,26 @@ class Encoder:
         return self._replica_to_vm((replica_id,), (vlan_id, vm_index))
 
     def arp_suppression(self, vni: int, ip: Value, mac: Value) -> Encoded:
-        return self._arp((vni, ip), (mac,))
+        # The same entity on every ToR hosting the VNI: encoded once, and
+        # each ToR's state holds the same bytes (memory scales with VMs).
+        args = (vni, ip, mac)
+        item = self._shared.get(args)
+        if item is None:
+            item = self._share(args, self._arp((vni, ip), (mac,)))
+        return item
 
     def mac_to_remote_vtep(self, vni: int, mac: Value, vtep_ip: Value) -> Encoded:
-        return self._to_remote((vni, mac), (vtep_ip,))
+        args = (vni, mac, vtep_ip)  # (a different arity from the ARP entries')
+        item = self._shared.get(args)
+        if item is None:
+            item = self._share(args, self._to_remote((vni, mac), (vtep_ip,)))
+        return item
+
+    def _share(self, args: tuple[Value, ...], item: Encoded) -> Encoded:
+        if len(self._shared) >= SHARED_MAX:
+            self._shared.clear()
+        self._shared[args] = item
+        return item
 
     def vm_meter(self, direction: str, vm_index: int, rates: MeterRates) -> Encoded:
         return self.of(self.entries.vm_meter(direction, vm_index, rates))

@@ -22,8 +22,10 @@ property test checks this over random change sequences).
 
 from __future__ import annotations
 
+import bisect
+import threading
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ..allocation import Allocations, SpaceFull, external_vtep_key
@@ -36,6 +38,9 @@ from .state import Encoded, Key, SwitchState
 # A group of entities rebuilt together: ("vm", name), ("vni", vni), ("evpn", vni), ...
 Unit = Hashable
 Change = tuple[Key, bytes | None, bytes | None]  # key, what the switch held, what it must hold
+# VMs compiled per step of a step-wise first build (``snapshot_steps``): a
+# few thousand entities, a few write batches.
+STEP_VMS = 500
 
 
 class TorCompiler:
@@ -56,8 +61,16 @@ class TorCompiler:
         self.local: dict[int, dict[str, Vm]] = {}  # VNI -> its VMs on this ToR
         self.remote: dict[int, Counter[str]] = {}  # VNI here -> other ToR -> its VMs there
         self.copies: dict[int, dict[str, tuple[int, int]]] = {}  # VNI -> VM -> (port, index)
+        # The same copies per VNI, kept sorted as they come and go: a flood
+        # group is built from them in order (sorting thousands of copies on
+        # every rebuild of a big VNI's groups cost most of a churn pass).
+        self.ordered: dict[int, list[tuple[int, int]]] = {}
         # Entities changed since a supervisor last took them: key -> what it held then.
         self.dirty: dict[Key, bytes | None] = {}
+        # Counts changes to this ToR's view; a step-wise build in progress
+        # (``snapshot_steps``) ignores them and rebuilds at its end if any came.
+        self.epoch = 0
+        self._building = False
 
     # --- bookkeeping -----------------------------------------------------------
     @property
@@ -130,7 +143,7 @@ class TorCompiler:
         return self.d.fabric.servers[vm.server].tor
 
     def _vni_items(self, vni: int) -> list[Encoded]:
-        copies = list(self.copies[vni].values())
+        copies = self.ordered[vni]
         return flooding.vni(
             self.enc,
             self.d.fabric,
@@ -170,7 +183,8 @@ class TorCompiler:
 
     def learned_changed(self, old: Learned, new: Learned) -> None:
         """The learned facts changed from ``old`` to ``new``."""
-        if not self.built:
+        self.epoch += 1  # (a build in steps then finishes from the new facts)
+        if not self.built or self._building:
             return
         mac_vnis = {x for x in set(old.macs) | set(new.macs) if old.macs.get(x) != new.macs.get(x)}
         units = self._learned_units(sorted(mac_vnis))
@@ -210,6 +224,12 @@ class TorCompiler:
         """Recompute everything from this ToR's view (its indices were
         allocated when the view was committed); what differs from the current
         state is recorded as changes."""
+        for _ in self._rebuild_steps():
+            pass
+
+    def _rebuild_steps(self, vms_per_step: int = STEP_VMS) -> Iterator[None]:
+        """``rebuild`` in steps: the ToR-wide units first, then the VMs'
+        entities ``vms_per_step`` VMs at a time."""
         self.built = True
         enc, fabric = self.enc, self.d.fabric
         view = self.d.view(self.name)
@@ -222,6 +242,7 @@ class TorCompiler:
             vni: {n: (fabric.servers[vm.server].port, space[n]) for n, vm in members.items()}
             for vni, members in self.local.items()
         }
+        self.ordered = {vni: sorted(copies.values()) for vni, copies in self.copies.items()}
         for vm in view.values():
             tor = self._tor_of(vm)
             if tor != self.name and vm.vni in self.local:
@@ -236,17 +257,65 @@ class TorCompiler:
         self._stale_vnis = set()
         for vni in self.local:
             units[("vni", vni)] = self._vni_items(vni)
-        for name, vm in view.items():
-            units[("vm", name)] = self._vm_items(vm)
-        for vni in self.local:
-            units[("evpn", vni)] = self._learned_items(vni)
-        for unit in set(self.units) - set(units):
-            units[unit] = []
-        self._set_units(units)
+        learned: dict[Unit, list[Encoded]] = {
+            ("evpn", vni): self._learned_items(vni) for vni in self.local
+        }
+        units.update(learned)
+        vm_units = {("vm", name) for name in view}
+        self._set_units({**{unit: [] for unit in set(self.units) - set(units) - vm_units}, **units})
+        yield
+        for count, (name, vm) in enumerate(view.items(), start=1):
+            self._set_unit(("vm", name), self._vm_items(vm))
+            if count % vms_per_step == 0:
+                yield
+        # A key that passed from a VM's unit to a learned one (a MAC a peer
+        # took) was removed again by that VM's step: put the learned units
+        # back. (Keys passing the other way are removed first, then put.)
+        self._set_units(learned)
+        yield  # (the VMs since the last step)
+
+    def snapshot_steps(self, vms_per_step: int = STEP_VMS) -> Generator[SwitchState, None, None]:
+        """``snapshot`` a part at a time, for a ToR not built yet (the first
+        pass after a start or a bulk reload): each part holds what one build
+        step produced, so a supervisor writes it while the next step
+        compiles; together the parts are the whole state. Each step must run
+        under the lock that guards the desired state (see ``steps_under``);
+        between steps, changes to this ToR's view are only counted, and if
+        any came, the parts stop there and the build is finished from the
+        current view, what differs from the parts so far recorded as
+        changes for the next change pass. A
+        ToR already built yields its whole snapshot."""
+        if self.built:
+            yield self.snapshot()
+            return
+        # From nothing, so that every entity is in some part.
+        self._state, self.units, self.dirty = SwitchState(), {}, {}
+        epoch = self.epoch
+        self._building = True
+        finished = False
+        try:
+            for _ in self._rebuild_steps(vms_per_step):
+                part = SwitchState()
+                for key in self.dirty:
+                    data = self._state.get(key)
+                    if data is not None:
+                        part.add((key, data))
+                self.dirty = {}
+                yield part
+                if self.epoch != epoch:
+                    break  # the view changed: the rest comes as changes
+            finished = True
+        finally:
+            self._building = False
+            if not finished:  # abandoned half-way: build again when next asked
+                self.built = False
+        if self.epoch != epoch:
+            self.rebuild()
 
     # --- one VM changed in this ToR's view ------------------------------------------
     def apply(self, name: str, old: Vm | None, new: Vm | None) -> None:
-        if old == new or not self.built:
+        self.epoch += 1
+        if old == new or not self.built or self._building:
             return  # (an unbuilt ToR reads the whole view when built)
         fabric, enc = self.d.fabric, self.enc
         old_tor = self._tor_of(old) if old else None
@@ -259,14 +328,18 @@ class TorCompiler:
         if old is not None and old_local:
             members = self.local[old.vni]
             del members[name]
-            del self.copies[old.vni][name]
+            gone = self.copies[old.vni].pop(name)
+            ordered = self.ordered[old.vni]
+            del ordered[bisect.bisect_left(ordered, gone)]
             if not members:
                 del self.local[old.vni]
                 del self.copies[old.vni]
+                del self.ordered[old.vni]
         if new is not None and new_local:
             self.local.setdefault(new.vni, {})[name] = new
             port = fabric.servers[new.server].port
             self.copies.setdefault(new.vni, {})[name] = (port, space[name])
+            bisect.insort(self.ordered.setdefault(new.vni, []), (port, space[name]))
 
         remote_changed = False
         flood_changed: set[int] = set()
@@ -471,6 +544,7 @@ class DesiredState:
         for tor, compiler in self.tors.items():
             self._allocate_view(tor)
             compiler.built = False
+            compiler.epoch += 1
 
     def _allocate_view(self, tor: str) -> None:
         """VM indices for exactly the VMs this ToR sees on itself."""
@@ -513,3 +587,25 @@ class DesiredState:
         elif was_here:
             self.alloc.vm_space(tor).release(name)
         self.tors[tor].apply(name, old, new)
+
+
+def steps_under(
+    lock: threading.RLock | threading.Lock, compiler: TorCompiler, version: Callable[[], int]
+) -> Iterator[tuple[int, SwitchState]]:
+    """``compiler.snapshot_steps()`` with each step under ``lock`` and the
+    lock free between steps (so changes and other ToRs' builds go on), each
+    part with the desired-state version the whole build stands for (taken
+    when it started)."""
+    with lock:
+        started = version()
+        steps = compiler.snapshot_steps()
+    try:
+        while True:
+            with lock:
+                part = next(steps, None)
+            if part is None:
+                return
+            yield started, part
+    finally:
+        with lock:
+            steps.close()

@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
 import grpc
 
+from . import wire
 from .describe import describe
 from .entities import EntityMessage, to_entity
 from .p4info import P4Info
@@ -29,6 +30,9 @@ INSERT, MODIFY, DELETE = Update.INSERT, Update.MODIFY, Update.DELETE
 # BMv2 handles large batches well; this keeps one message far below gRPC's 4 MiB.
 DEFAULT_BATCH_SIZE = 1000
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+_SERVICE = p4runtime_pb2.DESCRIPTOR.services_by_name["P4Runtime"]
+_WRITE_METHOD = f"/{_SERVICE.full_name}/{_SERVICE.methods_by_name['Write'].name}"
+_REQUEST_UPDATES = wire.tag(p4runtime_pb2.WriteRequest, "updates")
 
 
 class P4RuntimeError(Exception):
@@ -114,6 +118,12 @@ class SwitchConnection:
         else:
             self.channel = grpc.secure_channel(address, credentials, options=options)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        # Write taking a WriteRequest already serialized (no request serializer).
+        self._write_serialized: grpc.UnaryUnaryMultiCallable[bytes, p4runtime_pb2.WriteResponse] = (
+            self.channel.unary_unary(
+                _WRITE_METHOD, response_deserializer=p4runtime_pb2.WriteResponse.FromString
+            )
+        )
         self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
         self._arbitration = threading.Condition()
         self._last_arbitration: p4runtime_pb2.MasterArbitrationUpdate | None = None
@@ -272,26 +282,27 @@ class SwitchConnection:
 
     def write(self, updates: Sequence[Update], batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         """Send updates in batches; raise WriteError listing every failed one."""
-        errors: list[UpdateError] = []
-        for start in range(0, len(updates), batch_size):
-            batch = updates[start : start + batch_size]
-            request = p4runtime_pb2.WriteRequest(
-                device_id=self.device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
-            )
-            self._set_election_id(request.election_id)
-            request.updates.extend(batch)
-            try:
-                self.stub.Write(request)
-            except grpc.RpcError as exc:
-                if _code(exc) in (
-                    grpc.StatusCode.UNAVAILABLE,
-                    grpc.StatusCode.CANCELLED,
-                    grpc.StatusCode.DEADLINE_EXCEEDED,
-                ):
-                    raise P4RuntimeError(f"{self.address}: write: {_details(exc)}") from exc
-                errors.extend(_update_errors(exc, batch, start, self.p4info))
-        if errors:
-            raise WriteError(errors)
+        self.write_serialized([u.SerializeToString() for u in updates], batch_size)
+
+    def write_serialized(
+        self,
+        updates: Sequence[bytes],
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        before_batch: Callable[[], None] | None = None,
+    ) -> None:
+        """Send updates given as serialized ``p4.v1.Update`` messages (the
+        controller keeps its entities encoded; see ``PipelinedWrite``).
+        Raises WriteError listing every failed update, after sending all."""
+        writer = self.pipelined_write(batch_size, before_batch)
+        writer.add(updates)
+        writer.finish()
+
+    def pipelined_write(
+        self,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        before_batch: Callable[[], None] | None = None,
+    ) -> PipelinedWrite:
+        return PipelinedWrite(self, batch_size, before_batch)
 
     def write_entities(
         self, update_type: p4runtime_pb2.Update.Type, messages: Sequence[EntityMessage]
@@ -314,6 +325,80 @@ class SwitchConnection:
             return [entity for response in self.stub.Read(request) for entity in response.entities]
         except grpc.RpcError as exc:
             raise P4RuntimeError(f"{self.address}: read: {_details(exc)}") from exc
+
+
+class PipelinedWrite:
+    """Serialized updates sent in batches as they are added, with one batch
+    in flight: the caller assembles (or compiles) the next while the switch
+    processes the one before. Each WriteRequest is the request's own fields
+    followed by the updates (``runtime.wire``), so nothing is parsed or
+    encoded again. A batch is sent only once the switch answered the one
+    before, so the batches apply in order."""
+
+    def __init__(
+        self,
+        conn: SwitchConnection,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        before_batch: Callable[[], None] | None = None,
+    ) -> None:
+        self.conn = conn
+        self.batch_size = batch_size
+        # Runs before each batch is sent; raising stops the write there.
+        self.before_batch = before_batch
+        head = p4runtime_pb2.WriteRequest(
+            device_id=conn.device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
+        )
+        conn._set_election_id(head.election_id)
+        self._head = head.SerializeToString()
+        self._pending: list[bytes] = []  # added, not sent yet
+        self._sent = 0  # updates sent before the pending ones (numbers errors)
+        self._in_flight: tuple[grpc.Future[p4runtime_pb2.WriteResponse], int, bytes] | None = None
+        self.errors: list[UpdateError] = []
+
+    def add(self, updates: Iterable[bytes]) -> None:
+        self._pending.extend(updates)
+        while len(self._pending) >= self.batch_size:
+            self._send(self._pending[: self.batch_size])
+            del self._pending[: self.batch_size]
+
+    def finish(self) -> None:
+        """Send what is left, wait for every answer; raise WriteError listing
+        every refused update (numbered from the first update added)."""
+        if self._pending:
+            self._send(self._pending)
+            self._pending = []
+        self._wait()
+        if self.errors:
+            raise WriteError(self.errors)
+
+    def _send(self, batch: list[bytes]) -> None:
+        wrap, tag = wire.wrap, _REQUEST_UPDATES
+        if self.before_batch is not None:
+            self.before_batch()
+        request = self._head + b"".join([wrap(tag, u) for u in batch])
+        self._wait()
+        call = self.conn._write_serialized.future(request)
+        self._in_flight = (call, self._sent, request)
+        self._sent += len(batch)
+
+    def _wait(self) -> None:
+        """Wait for the batch in flight; keep its refused updates."""
+        if self._in_flight is None:
+            return
+        call, start, request = self._in_flight
+        self._in_flight = None
+        try:
+            call.result()
+        except grpc.RpcError as exc:
+            if _code(exc) in (
+                grpc.StatusCode.UNAVAILABLE,
+                grpc.StatusCode.CANCELLED,
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+            ):
+                raise P4RuntimeError(f"{self.conn.address}: write: {_details(exc)}") from exc
+            # Decoded only now, to name the refused updates.
+            sent = p4runtime_pb2.WriteRequest.FromString(request).updates
+            self.errors += _update_errors(exc, sent, start, self.conn.p4info)
 
 
 # grpc raises RpcError objects that are also grpc.Call (code, details,
