@@ -27,8 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from frr_host import evpn_paths  # (topologies/: the demo parses FRR the same way)
+from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
+from p4vtep.evpn.service import EvpnService
 
 FRR_DIR = Path("/usr/lib/frr")
+OBSERVER_ASN = 65099  # the observer: a second, eBGP, peer that only listens
 VM_MAC = "52:54:00:f0:00:01"
 
 
@@ -283,6 +287,25 @@ router bgp {self.asn}
                 raise RuntimeError(f"{path} did not appear; see {self.dir}")
             time.sleep(0.05)
 
+    def observer(self, asn: int = OBSERVER_ASN) -> EvpnService:
+        """A second EVPN speaker (GoBGP, eBGP) on FRR's side that peers with
+        the controller and only listens: what the controller tells others.
+        Not started."""
+        vni = self.vni
+        return EvpnService(
+            EvpnConfig(
+                asn=asn,
+                router_id=self.observer_ip,
+                peers=(EvpnPeer(self.ctl_ip, 65000),),
+                vnis=(VniRouting(vni, None, (f"*:{vni}",), (f"{asn}:{vni}",)),),
+                hold_time=3,
+                listen_port=-1,
+            ),
+            [],
+            command_prefix=["ip", "netns", "exec", self.frr_ns],
+            local_address=self.observer_ip,
+        )
+
     # ---- looking at FRR -------------------------------------------------------
 
     def vtysh(self, command: str) -> str:
@@ -290,18 +313,7 @@ router bgp {self.asn}
 
     def evpn_routes(self) -> list[dict[str, Any]]:
         """FRR's EVPN table as a flat list of paths (type, MAC, IP, next hop, ...)."""
-        table = json.loads(self.vtysh("show bgp l2vpn evpn json") or "{}")
-        paths = []
-        for rd, prefixes in table.items():
-            if not isinstance(prefixes, dict) or ":" not in rd:
-                continue
-            for prefix, entry in prefixes.items():
-                if not isinstance(entry, dict):
-                    continue
-                for group in entry.get("paths", []):
-                    for path in group if isinstance(group, list) else [group]:
-                        paths.append({"rd": rd, "prefix": prefix, **path})
-        return paths
+        return evpn_paths(self.vtysh("show bgp l2vpn evpn json"))
 
     def fdb(self) -> list[dict[str, Any]]:
         out = _run("bridge", "-n", self.frr_ns, "-j", "fdb", "show", "dev", f"vxlan{self.vni}")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import grpc
 import pytest
 from fabric_fixture import two_tor_fabric
-from frr_lab import VM_MAC, FrrLab, needs_frr
+from frr_lab import OBSERVER_ASN, VM_MAC, FrrLab, needs_frr
 from helpers import api_client
 from p4vtep import events
 from p4vtep.api import overlay_pb2 as pb
@@ -38,7 +38,6 @@ pytestmark = [pytest.mark.evpn, needs_frr()]
 
 VNI = 5000
 FOREIGN_VNI = 7000  # FRR serves it, this fabric does not route it: refused
-OBSERVER_ASN = 65099
 TOR1 = "10.0.0.1"  # two_tor_fabric's tor1 VTEP
 OUR_MAC, OUR_IP = "52:54:00:aa:00:01", "192.168.1.10"
 
@@ -77,19 +76,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         )
         assert controller.evpn is not None
         assert controller._evpn_link is not None
-        observer = EvpnService(
-            EvpnConfig(
-                asn=OBSERVER_ASN,
-                router_id=frr.observer_ip,
-                peers=(EvpnPeer(frr.ctl_ip, 65000),),
-                vnis=(VniRouting(VNI, None, (f"*:{VNI}",), (f"{OBSERVER_ASN}:{VNI}",)),),
-                hold_time=3,
-                listen_port=-1,
-            ),
-            [],
-            command_prefix=["ip", "netns", "exec", frr.frr_ns],
-            local_address=frr.observer_ip,
-        )
+        observer = frr.observer(OBSERVER_ASN)
         registry = CollectorRegistry()
         registry.register(EvpnCollector(controller))
         bus = controller.bus.subscribe()

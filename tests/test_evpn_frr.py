@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from frr_lab import VM_MAC, FrrLab, needs_frr
+from frr_lab import OBSERVER_ASN, VM_MAC, FrrLab, needs_frr
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
@@ -23,7 +23,6 @@ pytestmark = [pytest.mark.evpn, needs_frr()]
 
 VNI = 5000
 FOREIGN_VNI = 7000  # FRR serves it, p4vtep does not route it
-OBSERVER_ASN = 65099  # a second, eBGP, peer: another GoBGP that only listens
 TOR1, TOR2 = "10.0.0.1", "10.0.0.2"  # our ToRs' VTEPs
 OUR_MAC, OUR_IP = "52:54:00:aa:00:01", "192.168.1.10"
 
@@ -187,19 +186,7 @@ def test_we_pass_on_only_our_own_routes_never_another_peers(
     """A second peer (eBGP) hears our ToRs' routes, and not FRR's: the
     controller speaks for its ToRs, it is not a transit for other VTEPs."""
     frr, service = lab
-    observer = EvpnService(
-        EvpnConfig(
-            asn=OBSERVER_ASN,
-            router_id=frr.observer_ip,
-            peers=(EvpnPeer(frr.ctl_ip, 65000),),
-            vnis=(VniRouting(VNI, None, (f"*:{VNI}",), (f"{OBSERVER_ASN}:{VNI}",)),),
-            hold_time=3,
-            listen_port=-1,
-        ),
-        [],
-        command_prefix=["ip", "netns", "exec", frr.frr_ns],
-        local_address=frr.observer_ip,
-    )
+    observer = frr.observer(OBSERVER_ASN)
     service.set_local([LocalMac(VNI, OUR_MAC, TOR1, frozenset({OUR_IP}))], {TOR1: [VNI]})
     observer.start()
     try:

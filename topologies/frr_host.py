@@ -157,15 +157,22 @@ router bgp {p.asn}
 
     def evpn_paths(self) -> list[dict[str, Any]]:
         """FRR's EVPN table as a flat list of paths (prefix, next hops, ...)."""
-        table = json.loads(self.vtysh("show bgp l2vpn evpn json") or "{}")
-        paths = []
-        for rd, prefixes in table.items():
-            if not isinstance(prefixes, dict) or ":" not in rd:
+        return evpn_paths(self.vtysh("show bgp l2vpn evpn json"))
+
+
+def evpn_paths(show_json: str) -> list[dict[str, Any]]:
+    """``show bgp l2vpn evpn json`` as a flat list of paths, each with its RD
+    and prefix (FRR nests them per RD and prefix, the keys that are not RDs
+    being summary fields)."""
+    table = json.loads(show_json or "{}")
+    paths = []
+    for rd, prefixes in table.items():
+        if not isinstance(prefixes, dict) or ":" not in rd:
+            continue
+        for prefix, entry in prefixes.items():
+            if not isinstance(entry, dict):
                 continue
-            for prefix, entry in prefixes.items():
-                if not isinstance(entry, dict):
-                    continue
-                for group in entry.get("paths", []):
-                    for path in group if isinstance(group, list) else [group]:
-                        paths.append({"rd": rd, "prefix": prefix, **path})
-        return paths
+            for group in entry.get("paths", []):
+                for path in group if isinstance(group, list) else [group]:
+                    paths.append({"rd": rd, "prefix": prefix, **path})
+    return paths
