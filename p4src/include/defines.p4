@@ -32,6 +32,8 @@ const bit<16> ARP_OPER_REQUEST = 1;
 const bit<16> ARP_OPER_REPLY   = 2;
 
 const bit<8> OUTER_TTL = 64;
+// IPv4 version 4, header length 5 words (no options).
+const bit<8> IPV4_VERSION_IHL_NO_OPTIONS = 0x45;
 // DSCP given to the outer header of a packet its meter coloured YELLOW
 // (CS1, "lower effort"), so the underlay drops it first under congestion.
 const bit<6> DSCP_YELLOW = 8;

@@ -98,6 +98,26 @@ header vxlan_t {
     bit<8>  reserved2;
 }
 
+// The underlay this switch builds (encap_*): the same bytes as ipv4_t and
+// vxlan_t, with the fields encap sets together (constants, or a value and its
+// zero padding) as one field each, so the encap action is 7 assignments
+// shorter (each one a primitive per packet on BMv2, bench/NOTES.md).
+header encap_ipv4_t {
+    bit<8>      version_ihl;     // 0x45: no options
+    bit<8>      tos;             // DSCP, then ECN 0
+    bit<16>     total_len;
+    bit<32>     id_flags_frag;   // 0: never fragmented by this switch
+    bit<16>     ttl_protocol;    // OUTER_TTL, then UDP
+    bit<16>     hdr_checksum;
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+}
+
+header encap_vxlan_t {
+    bit<32> flags_reserved;   // the "I" flag, then 24 reserved bits
+    bit<32> vni_reserved;     // the VNI, then 8 reserved bits
+}
+
 // The un-prefixed slots hold the frame being switched. A packet from the
 // fabric arrives with the underlay in them and the tenant's Ethernet header in
 // inner_ethernet (the rest of the tenant frame is payload); decap moves it
@@ -107,9 +127,9 @@ struct headers_t {
     packet_out_t packet_out;
     packet_in_t  packet_in;
     ethernet_t   encap_ethernet;
-    ipv4_t       encap_ipv4;
+    encap_ipv4_t encap_ipv4;
     udp_t        encap_udp;
-    vxlan_t      encap_vxlan;
+    encap_vxlan_t encap_vxlan;
     ethernet_t   ethernet;
     vlan_tag_t   vlan;
     vlan_tag_t   vlan2;          // only parsed to refuse double-tagged frames

@@ -346,12 +346,9 @@ control VtepEgressDeparser(packet_out packet,
         // Only a header this switch built; a VM's own header is left as sent.
         if (hdr.encap_ipv4.isValid()) {
             hdr.encap_ipv4.hdr_checksum = ipv4_checksum.update(
-                { hdr.encap_ipv4.version, hdr.encap_ipv4.ihl, hdr.encap_ipv4.dscp,
-                  hdr.encap_ipv4.ecn, hdr.encap_ipv4.total_len,
-                  hdr.encap_ipv4.identification, hdr.encap_ipv4.flags,
-                  hdr.encap_ipv4.frag_offset, hdr.encap_ipv4.ttl,
-                  hdr.encap_ipv4.protocol, hdr.encap_ipv4.src_addr,
-                  hdr.encap_ipv4.dst_addr });
+                { hdr.encap_ipv4.version_ihl, hdr.encap_ipv4.tos, hdr.encap_ipv4.total_len,
+                  hdr.encap_ipv4.id_flags_frag, hdr.encap_ipv4.ttl_protocol,
+                  hdr.encap_ipv4.src_addr, hdr.encap_ipv4.dst_addr });
         }
         packet.emit(hdr.packet_in);
         packet.emit(hdr.encap_ethernet);

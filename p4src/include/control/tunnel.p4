@@ -41,19 +41,14 @@ control VxlanEncap(inout headers_t hdr,
         hdr.encap_ethernet.ether_type = ETHERTYPE_IPV4;
 
         hdr.encap_ipv4.setValid();
-        hdr.encap_ipv4.version = 4;
-        hdr.encap_ipv4.ihl = 5;
+        hdr.encap_ipv4.version_ihl = IPV4_VERSION_IHL_NO_OPTIONS;
         // Outer DSCP copies the inner one (apply fixes YELLOW and non-IPv4).
-        hdr.encap_ipv4.dscp = hdr.ipv4.dscp;
-        hdr.encap_ipv4.ecn = 0;
+        hdr.encap_ipv4.tos = hdr.ipv4.dscp ++ 2w0;
         // The frame less its VF tag (4), plus outer IPv4 + UDP + VXLAN
         // (20 + 8 + 8 bytes).
         hdr.encap_ipv4.total_len = frame_len + 32;
-        hdr.encap_ipv4.identification = 0;
-        hdr.encap_ipv4.flags = 0;
-        hdr.encap_ipv4.frag_offset = 0;
-        hdr.encap_ipv4.ttl = OUTER_TTL;
-        hdr.encap_ipv4.protocol = IP_PROTO_UDP;
+        hdr.encap_ipv4.id_flags_frag = 0;
+        hdr.encap_ipv4.ttl_protocol = OUTER_TTL ++ IP_PROTO_UDP;
         hdr.encap_ipv4.hdr_checksum = 0;
         hdr.encap_ipv4.src_addr = vtep_ip;
         hdr.encap_ipv4.dst_addr = meta.remote_vtep;
@@ -66,10 +61,8 @@ control VxlanEncap(inout headers_t hdr,
         hdr.encap_udp.checksum = 0;   // allowed for IPv4 (RFC 7348 5)
 
         hdr.encap_vxlan.setValid();
-        hdr.encap_vxlan.flags = VXLAN_FLAG_VNI_VALID;
-        hdr.encap_vxlan.reserved = 0;
-        hdr.encap_vxlan.vni = meta.vni;
-        hdr.encap_vxlan.reserved2 = 0;
+        hdr.encap_vxlan.flags_reserved = VXLAN_FLAG_VNI_VALID ++ 24w0;
+        hdr.encap_vxlan.vni_reserved = meta.vni ++ 8w0;
     }
 
     action no_local_vtep() {
@@ -93,9 +86,9 @@ control VxlanEncap(inout headers_t hdr,
         } else {
             local_vtep.apply();
             if (meta.tx_color == METER_YELLOW) {
-                hdr.encap_ipv4.dscp = DSCP_YELLOW;
+                hdr.encap_ipv4.tos = DSCP_YELLOW ++ 2w0;
             } else if (!hdr.ipv4.isValid()) {
-                hdr.encap_ipv4.dscp = 0;
+                hdr.encap_ipv4.tos = 0;
             }
         }
     }
