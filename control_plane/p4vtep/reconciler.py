@@ -57,11 +57,8 @@ class Diff:
             (INSERT, self.inserts, False),
             (MODIFY, self.modifies, False),
         ):
-            head = _UPDATE_HEADS[kind]
-            out += [
-                head + wire.wrap(_UPDATE_ENTITY, data)
-                for _, data in sorted(items, key=rank, reverse=last_first)
-            ]
+            ordered = [data for _, data in sorted(items, key=rank, reverse=last_first)]
+            out += wire.wrap_all(_UPDATE_ENTITY, ordered, prefix=_UPDATE_HEADS[kind])
         return out
 
 
@@ -111,12 +108,15 @@ def diff(desired: SwitchState, actual: SwitchState) -> Diff:
 
 def _additions(desired: SwitchState, actual: SwitchState, result: Diff) -> None:
     """What ``desired`` has that ``actual`` lacks or holds differently."""
-    for key, data in desired.entities.items():
-        have = actual.entities.get(key)
-        if have is None:
-            result.inserts.append((key, data))
-        elif not same(have, data):
-            result.modifies.append((key, data))
+    if not actual.entities:  # (an empty switch: everything is new)
+        result.inserts += desired.entities.items()
+    else:
+        for key, data in desired.entities.items():
+            have = actual.entities.get(key)
+            if have is None:
+                result.inserts.append((key, data))
+            elif not same(have, data):
+                result.modifies.append((key, data))
     # Meters: configured ones must match.
     for key, data in desired.meters.items():
         have = actual.meters.get(key)

@@ -22,7 +22,7 @@ from pathlib import Path
 from .allocation import Allocations
 from .model import Vm
 from .state.protocol import Change, Conflict, Snapshot, StateEvent, StateStore
-from .state.rows import allocations_from_rows, vm_from_json, vm_to_json
+from .state.rows import allocations_from_rows, vm_from_json, vm_to_json, vms_from_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS vms (name TEXT PRIMARY KEY, body TEXT NOT NULL);
@@ -118,7 +118,7 @@ class Store(StateStore):
             vm_rows = self._db.execute("SELECT body FROM vms").fetchall()
             alloc_rows = self._db.execute("SELECT space, key, idx FROM allocations").fetchall()
             revision = self.revision
-        vms = (vm_from_json(body) for (body,) in vm_rows)
+        vms = vms_from_json([body for (body,) in vm_rows])
         return Snapshot(
             revision,
             {vm.name: vm for vm in vms},

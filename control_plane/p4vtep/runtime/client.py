@@ -372,10 +372,9 @@ class PipelinedWrite:
             raise WriteError(self.errors)
 
     def _send(self, batch: list[bytes]) -> None:
-        wrap, tag = wire.wrap, _REQUEST_UPDATES
         if self.before_batch is not None:
             self.before_batch()
-        request = self._head + b"".join([wrap(tag, u) for u in batch])
+        request = self._head + b"".join(wire.wrap_all(_REQUEST_UPDATES, batch))
         self._wait()
         call = self.conn._write_serialized.future(request)
         self._in_flight = (call, self._sent, request)

@@ -10,6 +10,7 @@ from the generated descriptors, never from literals.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 _LENGTH_DELIMITED = 2  # wire type of bytes, strings and messages
@@ -42,3 +43,18 @@ def wrap(field_tag: bytes, payload: bytes) -> bytes:
     """One length-delimited field holding ``payload``."""
     length = len(payload)
     return field_tag + (_ONE_BYTE[length] if length < 0x80 else varint(length)) + payload
+
+
+_SHORT = [varint(n) for n in range(1 << 14)]  # the varints of lengths under 16 KiB
+
+
+def wrap_all(field_tag: bytes, payloads: Iterable[bytes], prefix: bytes = b"") -> list[bytes]:
+    """``prefix`` followed by ``wrap(field_tag, payload)``, for each payload:
+    one comprehension and a table of lengths, since the write path wraps
+    every entity of a switch this way (a call per entity costs more than
+    the wrapping)."""
+    short = _SHORT
+    return [
+        prefix + field_tag + short[len(p)] + p if len(p) < 0x4000 else prefix + wrap(field_tag, p)
+        for p in payloads
+    ]
