@@ -266,3 +266,62 @@ def test_refused_writes_are_blamed_on_their_vm_and_retried(fake):
         assert held_keys(fake) == desired_keys(compiled)
     finally:
         sup.stop()
+
+
+def reconciles_until_applied(watch: queue.Queue, sup: SwitchSupervisor, version: int) -> int:
+    """How many passes the supervisor made until ``version`` was applied."""
+    assert sup.wait_applied(version, 10), sup.status.last_error
+    passes = 0
+    while True:
+        try:
+            event = watch.get_nowait()
+        except queue.Empty:
+            return passes
+        passes += isinstance(event, events.Reconciled)
+
+
+def test_changes_arriving_back_to_back_share_one_pass_and_one_flood_group_write(fake):
+    # A long window so the test does not depend on the machine's speed.
+    sup, desired, watch = supervise(fake, resync_seconds=600, coalesce_seconds=0.4)
+    sup.start()
+    try:
+        assert sup.wait_applied(desired.version, 10), sup.status.last_error
+        time.sleep(0.5)  # idle: the next change is an isolated one
+        reconciles_until_applied(watch, sup, desired.version)
+        first = desired.attach(Vm("c1", "00:00:0c:00:00:01", ("192.168.1.11",), 5000, "s11", 11))
+        sup.notify()
+        # Isolated: written in a pass of its own, without waiting out the window.
+        assert reconciles_until_applied(watch, sup, first) == 1
+        writes = len(fake.write_requests)
+        # Right after that pass: two more changes to the same VNI, 50 ms apart.
+        desired.attach(Vm("c2", "00:00:0c:00:00:02", ("192.168.1.12",), 5000, "s11", 12))
+        sup.notify()
+        time.sleep(0.05)
+        last = desired.attach(Vm("c3", "00:00:0c:00:00:03", ("192.168.1.13",), 5000, "s12", 13))
+        sup.notify()
+        assert reconciles_until_applied(watch, sup, last) == 1
+        sent = [u for request in fake.write_requests[writes:] for u in request.updates]
+        groups = [u for u in sent if u.entity.HasField("packet_replication_engine_entry")]
+        assert len(groups) == 2  # the VNI's flood group and local flood group, once each
+        assert held_keys(fake) == desired_keys(desired("tor1"))
+    finally:
+        sup.stop()
+
+
+def test_without_a_window_each_change_after_a_pass_gets_its_own_pass(fake):
+    # The same sequence with coalescing off: the test above can tell the difference.
+    sup, desired, watch = supervise(fake, resync_seconds=600, coalesce_seconds=0.0)
+    sup.start()
+    try:
+        assert sup.wait_applied(desired.version, 10), sup.status.last_error
+        reconciles_until_applied(watch, sup, desired.version)
+        first = desired.attach(Vm("c2", "00:00:0c:00:00:02", ("192.168.1.12",), 5000, "s11", 12))
+        sup.notify()
+        assert sup.wait_applied(first, 10)
+        time.sleep(0.05)
+        last = desired.attach(Vm("c3", "00:00:0c:00:00:03", ("192.168.1.13",), 5000, "s12", 13))
+        sup.notify()
+        assert reconciles_until_applied(watch, sup, last) == 2
+        assert held_keys(fake) == desired_keys(desired("tor1"))
+    finally:
+        sup.stop()

@@ -83,6 +83,11 @@ class GateClosed(P4RuntimeError):
     """This replica may not write (it lost or never had leadership)."""
 
 
+# Minimum time from the end of one change pass to the start of the next, only
+# enforced when changes come back to back (see ``SwitchSupervisor._gather``).
+COALESCE_SECONDS = 0.005
+
+
 class SwitchSupervisor:
     def __init__(
         self,
@@ -95,8 +100,10 @@ class SwitchSupervisor:
         max_backoff: float = 5.0,
         credentials: grpc.ChannelCredentials | None = None,
         gate: WriteGate | None = None,
+        coalesce_seconds: float = COALESCE_SECONDS,
     ) -> None:
         self.tor = tor
+        self.coalesce_seconds = coalesce_seconds
         self.gate = gate
         self.writes_refused = 0  # batches not sent because the gate was closed
         self.pipeline = pipeline
@@ -119,6 +126,10 @@ class SwitchSupervisor:
         # until something changes; no point hammering the switch).
         self._retry_at: float | None = None
         self._retry_delay = 0.0
+        # When the last change pass ended (monotonic): a wake-up sooner than
+        # ``coalesce_seconds`` after it waits out the rest, so changes that
+        # arrive back to back share one pass.
+        self._last_pass_end = float("-inf")
 
     def start(self) -> None:
         self._thread.start()
@@ -207,12 +218,26 @@ class SwitchSupervisor:
             retry = self._retry_at is not None and time.monotonic() >= self._retry_at
             if primary and (woke or due or retry):
                 self._retry_at = None
+                if woke and not due:
+                    self._gather()
                 self._wake.clear()
                 # A change is applied against what we last wrote; the periodic
                 # pass reads the switch back and repairs drift.
                 self._reconcile(conn, full=due)
                 if due:
                     last_sync = time.monotonic()
+                self._last_pass_end = time.monotonic()
+
+    def _gather(self) -> None:
+        """Busy (the last pass ended less than ``coalesce_seconds`` ago):
+        wait out the rest of that interval so the next pass takes every change
+        made meanwhile. Each pass rewrites a changed VNI's flood groups whole
+        (thousands of copies in a big VNI), so under churn this turns one
+        rewrite per change into one per several; an isolated change (no pass
+        just before) is written at once."""
+        remaining = self._last_pass_end + self.coalesce_seconds - time.monotonic()
+        if remaining > 0:
+            self._stop.wait(remaining)
 
     def _become_primary(self, conn: SwitchConnection) -> None:
         cookie = conn.get_pipeline_cookie()
