@@ -83,8 +83,8 @@ class GateClosed(P4RuntimeError):
     """This replica may not write (it lost or never had leadership)."""
 
 
-# Minimum time from the end of one change pass to the start of the next, only
-# enforced when changes come back to back (see ``SwitchSupervisor._gather``).
+# Minimum time from the end of one pass to the start of the next, only when
+# changes came in while that pass ran (see ``SwitchSupervisor._gather``).
 COALESCE_SECONDS = 0.005
 
 
@@ -126,10 +126,11 @@ class SwitchSupervisor:
         # until something changes; no point hammering the switch).
         self._retry_at: float | None = None
         self._retry_delay = 0.0
-        # When the last change pass ended (monotonic): a wake-up sooner than
-        # ``coalesce_seconds`` after it waits out the rest, so changes that
-        # arrive back to back share one pass.
+        # When the last pass ended (monotonic) and whether changes came in
+        # while it ran (busy): then the next pass waits until
+        # ``coalesce_seconds`` after that end, so back-to-back changes share it.
         self._last_pass_end = float("-inf")
+        self._busy = False
 
     def start(self) -> None:
         self._thread.start()
@@ -227,14 +228,17 @@ class SwitchSupervisor:
                 if due:
                     last_sync = time.monotonic()
                 self._last_pass_end = time.monotonic()
+                self._busy = self._wake.is_set()  # (cleared before the pass)
 
     def _gather(self) -> None:
-        """Busy (the last pass ended less than ``coalesce_seconds`` ago):
-        wait out the rest of that interval so the next pass takes every change
-        made meanwhile. Each pass rewrites a changed VNI's flood groups whole
-        (thousands of copies in a big VNI), so under churn this turns one
-        rewrite per change into one per several; an isolated change (no pass
-        just before) is written at once."""
+        """Busy (changes came in while the last pass ran): wait until
+        ``coalesce_seconds`` after that pass ended so the next one takes every
+        change made meanwhile. Each pass rewrites a changed VNI's flood groups
+        whole (thousands of copies in a big VNI), so under churn this turns
+        one rewrite per change into one per several. A change after a quiet
+        pass (an isolated attach, a move's second step) is written at once."""
+        if not self._busy:
+            return
         remaining = self._last_pass_end + self.coalesce_seconds - time.monotonic()
         if remaining > 0:
             self._stop.wait(remaining)
