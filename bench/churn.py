@@ -33,6 +33,9 @@ def main() -> None:
     parser.add_argument("--vms", type=int, default=10000)
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--callers", type=int, default=16, help="concurrent callers (at most 64 outstanding)"
+    )
     parser.add_argument("--name", default="churn")
     args = parser.parse_args()
     require_switch()
@@ -43,7 +46,14 @@ def main() -> None:
         controller.replace_source("inventory", background_vms(args.vms))
         controller.start()
         assert controller.wait_converged(600)
-        churn = offer_churn(controller, sf.fabric, SERVERS, seconds=args.seconds, rate=args.rate)
+        churn = offer_churn(
+            controller,
+            sf.fabric,
+            SERVERS,
+            seconds=args.seconds,
+            rate=args.rate,
+            callers=args.callers,
+        )
         assert not churn.errors, churn.errors[:5]
         assert controller.wait_converged(600)
         read_back_matches(sf, controller)
@@ -66,6 +76,7 @@ def main() -> None:
     result = {
         "vms": args.vms,
         "target_rate": args.rate,
+        "callers": args.callers,
         "seconds": elapsed,
         "events": done,
         "events_per_s": done / elapsed,

@@ -213,25 +213,26 @@ def section_churn(out: list[str]) -> None:
         out.append("_Not run yet (`make bench-churn`)._\n")
         return
     out.append(
-        f"Attach / detach / migrate offered at {data['target_rate']:.0f} events/s from 16 "
-        "callers (at most 64\n"
-        f"outstanding) over {data['vms']:,} VMs on two ToRs (`bench/churn.py`); latency is "
-        "from\n"
-        "the call until every ToR acknowledged it; afterwards both switches are read back\n"
-        "and equal the desired state entry by entry. Target: >= 500 events/s for 60 s.\n"
+        f"Attach / detach / migrate offered at {data['target_rate']:.0f} events/s (at most 64\n"
+        f"outstanding) over {data['vms']:,} VMs on two ToRs (`bench/churn.py`) by a number of\n"
+        "concurrent callers (16 unless the table says otherwise), each waiting for its event's\n"
+        "acknowledgement; latency is from the call until every ToR acknowledged it;\n"
+        "afterwards both switches are read back and equal the desired state entry by entry.\n"
+        "Target: >= 500 events/s for 60 s.\n"
     )
     out.append(
-        "| run | load | seconds | events | events/s | latency p50 / p90 / p99 ms | read-back |"
+        "| run | load | callers | seconds | events | events/s | latency p50 / p90 / p99 ms "
+        "| read-back |"
     )
-    out.append("|---|---|---|---|---|---|---|")
+    out.append("|---|---|---|---|---|---|---|---|")
     for run in runs_of(data):
         r = run["result"]
         latency = ms_pair(r["latency_seconds"]["all"], ("p50", "p90", "p99"))
         read_back = "exact" if r["read_back_exact"] else "**differs**"
         rate = strong(f"{r['events_per_s']:.0f}", run)
         out.append(
-            f"| {run['label']} | {run['load']} | {r['seconds']:.0f} | {r['events']:,} | "
-            f"{rate} | {latency} | {read_back} |"
+            f"| {run['label']} | {run['load']} | {r.get('callers', 16)} | {r['seconds']:.0f} | "
+            f"{r['events']:,} | {rate} | {latency} | {read_back} |"
         )
     out.append("")
 

@@ -266,3 +266,117 @@ def test_refused_writes_are_blamed_on_their_vm_and_retried(fake):
         assert held_keys(fake) == desired_keys(compiled)
     finally:
         sup.stop()
+
+
+class HeldDesired(Desired):
+    """Desired whose next ``changes`` call, once ``hold`` is set, waits for
+    ``release`` after taking the changes: the test makes changes while a
+    pass is under way."""
+
+    def __init__(self, fabric, vms: list[Vm]) -> None:
+        super().__init__(fabric, vms)
+        self.hold = threading.Event()
+        self.inside = threading.Event()
+        self.release = threading.Event()
+
+    def changes(self, tor: str) -> tuple[int, list[Change], int]:
+        taken = super().changes(tor)
+        if self.hold.is_set():
+            self.hold.clear()
+            self.inside.set()
+            self.release.wait(10)
+        return taken
+
+
+def passes_until_applied(watch: queue.Queue, sup: SwitchSupervisor, version: int) -> int:
+    """How many passes the supervisor made until ``version`` was applied."""
+    assert sup.wait_applied(version, 10), sup.status.last_error
+    passes = 0
+    while True:
+        try:
+            event = watch.get_nowait()
+        except queue.Empty:
+            return passes
+        passes += isinstance(event, events.Reconciled)
+
+
+def vm_c(n: int, server: str) -> Vm:
+    return Vm(f"c{n}", f"00:00:0c:00:00:0{n}", (f"192.168.1.1{n}",), 5000, server, 10 + n)
+
+
+def burst(fake, coalesce_seconds: float) -> tuple[int, list]:
+    """c1 attached; c2 attached while c1's pass runs; c3 50 ms after that
+    pass ended. Returns (passes from c1 on, updates they sent)."""
+    fabric = two_tor_fabric()
+    fabric.tors["tor1"] = replace(fabric.tors["tor1"], address=fake.address, device_id=1)
+    desired = HeldDesired(fabric, vms())
+    bus = events.EventBus()
+    watch = bus.subscribe()
+    sup = SwitchSupervisor(
+        fabric.tors["tor1"],
+        PIPELINE,
+        ELECTION_ID,
+        desired,
+        bus,
+        resync_seconds=600,
+        coalesce_seconds=coalesce_seconds,
+    )
+    sup.start()
+    try:
+        passes_until_applied(watch, sup, desired.version)
+        writes = len(fake.write_requests)
+        desired.hold.set()
+        first = desired.attach(vm_c(1, "s11"))
+        sup.notify()
+        assert desired.inside.wait(10)
+        desired.attach(vm_c(2, "s11"))  # arrives while the pass runs: busy
+        sup.notify()
+        desired.release.set()
+        assert sup.wait_applied(first, 10)
+        time.sleep(0.05)
+        last = desired.attach(vm_c(3, "s12"))
+        sup.notify()
+        passes = passes_until_applied(watch, sup, last)
+        assert held_keys(fake) == desired_keys(desired("tor1"))
+        return passes, [u for r in fake.write_requests[writes:] for u in r.updates]
+    finally:
+        sup.stop()
+
+
+def flood_group_writes(updates: list) -> int:
+    return sum(u.entity.HasField("packet_replication_engine_entry") for u in updates)
+
+
+def test_changes_arriving_while_busy_share_one_pass_and_one_flood_group_write(fake):
+    # A long window so the outcome does not depend on the machine's speed.
+    passes, updates = burst(fake, coalesce_seconds=0.5)
+    assert passes == 2  # c1's, then c2 and c3 together
+    # The VNI's flood and local flood groups, once per pass.
+    assert flood_group_writes(updates) == 4
+
+
+def test_without_a_window_each_change_gets_its_own_pass(fake):
+    # Same sequence, coalescing off: the test above can tell the difference.
+    passes, updates = burst(fake, coalesce_seconds=0.0)
+    assert passes == 3
+    assert flood_group_writes(updates) == 6
+
+
+def test_a_change_after_a_quiet_pass_is_written_at_once(fake):
+    # A move's second step comes right after a pass that saw no new change:
+    # it must not wait out the window.
+    sup, desired, watch = supervise(fake, resync_seconds=600, coalesce_seconds=5.0)
+    sup.start()
+    try:
+        passes_until_applied(watch, sup, desired.version)
+        first = desired.attach(vm_c(1, "s11"))
+        sup.notify()
+        assert passes_until_applied(watch, sup, first) == 1
+        started = time.monotonic()
+        second = desired.attach(vm_c(2, "s12"))
+        sup.notify()
+        assert sup.wait_applied(second, 10)
+        assert time.monotonic() - started < 5.0  # not held for the 5 s window
+        assert held_keys(fake) == desired_keys(desired("tor1"))
+    finally:
+        sup.stop()

@@ -83,6 +83,11 @@ class GateClosed(P4RuntimeError):
     """This replica may not write (it lost or never had leadership)."""
 
 
+# Minimum time from the end of one pass to the start of the next, only when
+# changes came in while that pass ran (see ``SwitchSupervisor._gather``).
+COALESCE_SECONDS = 0.005
+
+
 class SwitchSupervisor:
     def __init__(
         self,
@@ -95,8 +100,10 @@ class SwitchSupervisor:
         max_backoff: float = 5.0,
         credentials: grpc.ChannelCredentials | None = None,
         gate: WriteGate | None = None,
+        coalesce_seconds: float = COALESCE_SECONDS,
     ) -> None:
         self.tor = tor
+        self.coalesce_seconds = coalesce_seconds
         self.gate = gate
         self.writes_refused = 0  # batches not sent because the gate was closed
         self.pipeline = pipeline
@@ -119,6 +126,11 @@ class SwitchSupervisor:
         # until something changes; no point hammering the switch).
         self._retry_at: float | None = None
         self._retry_delay = 0.0
+        # When the last pass ended (monotonic) and whether changes came in
+        # while it ran (busy): then the next pass waits until
+        # ``coalesce_seconds`` after that end, so back-to-back changes share it.
+        self._last_pass_end = float("-inf")
+        self._busy = False
 
     def start(self) -> None:
         self._thread.start()
@@ -207,12 +219,29 @@ class SwitchSupervisor:
             retry = self._retry_at is not None and time.monotonic() >= self._retry_at
             if primary and (woke or due or retry):
                 self._retry_at = None
+                if woke and not due:
+                    self._gather()
                 self._wake.clear()
                 # A change is applied against what we last wrote; the periodic
                 # pass reads the switch back and repairs drift.
                 self._reconcile(conn, full=due)
                 if due:
                     last_sync = time.monotonic()
+                self._last_pass_end = time.monotonic()
+                self._busy = self._wake.is_set()  # (cleared before the pass)
+
+    def _gather(self) -> None:
+        """Busy (changes came in while the last pass ran): wait until
+        ``coalesce_seconds`` after that pass ended so the next one takes every
+        change made meanwhile. Each pass rewrites a changed VNI's flood groups
+        whole (thousands of copies in a big VNI), so under churn this turns
+        one rewrite per change into one per several. A change after a quiet
+        pass (an isolated attach, a move's second step) is written at once."""
+        if not self._busy:
+            return
+        remaining = self._last_pass_end + self.coalesce_seconds - time.monotonic()
+        if remaining > 0:
+            self._stop.wait(remaining)
 
     def _become_primary(self, conn: SwitchConnection) -> None:
         cookie = conn.get_pipeline_cookie()
