@@ -215,7 +215,8 @@ def section_churn(out: list[str]) -> None:
     out.append(
         f"Attach / detach / migrate offered at {data['target_rate']:.0f} events/s (at most 64\n"
         f"outstanding) over {data['vms']:,} VMs on two ToRs (`bench/churn.py`) by a number of\n"
-        "concurrent callers (16 unless the table says otherwise), each waiting for its event's\n"
+        "concurrent callers (the table says how many; 64 by default, 16 before),\n"
+        "each waiting for its event's\n"
         "acknowledgement; latency is from the call until every ToR acknowledged it;\n"
         "afterwards both switches are read back and equal the desired state entry by entry.\n"
         "Target: >= 500 events/s for 60 s.\n"
