@@ -18,7 +18,8 @@ GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 
 .PHONY: all deps deps-system deps-python gobgp-api toolchain toolchain-archive p4 p4-if-p4c p4-tofino p4-check \
 	proto proto-api proto-p4runtime regen lint format typecheck unit check ptf test demo demo-cli clean \
-	bench bench-convergence bench-memory bench-move bench-churn bench-dataplane bench-server bench-report
+	bench bench-convergence bench-memory bench-move bench-churn bench-dataplane bench-dataplane-cost \
+	bench-server bench-report
 
 all: test
 
@@ -184,7 +185,8 @@ p4-if-p4c:
 
 # Benchmarks: each writes bench/results/NAME.json; bench-report renders
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.
-bench: bench-convergence bench-memory bench-move bench-churn bench-dataplane bench-server bench-report
+bench: bench-convergence bench-memory bench-move bench-churn bench-dataplane bench-dataplane-cost \
+	bench-server bench-report
 
 bench-convergence: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py
@@ -196,6 +198,8 @@ bench-churn: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/churn.py
 bench-dataplane: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/dataplane.py
+bench-dataplane-cost: deps
+	env $(TOOLCHAIN_VARS) $(VPY) bench/dataplane_cost.py
 bench-server: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/server_cost.py
 bench-report: deps-python

@@ -2,7 +2,9 @@
 """Benchmark 4: packets/s of the p4vtep pipeline's three paths (local
 switching, VXLAN encap, VXLAN decap) against the one-table L2 baseline
 (bench/baseline/l2fwd.p4) on the same simple_switch_grpc process and veths,
-at 64 and 1024 bytes, in rounds alternating baseline / p4vtep.
+at 64 and 1024 bytes, in rounds alternating baseline / p4vtep; with
+``--peer`` (a user-supplied build of stratum/fabric-tna's v1model pipeline,
+see dataplane_peer.py) fabric-tna's bridging runs in the same rounds.
 
 Load: tcpreplay replays a scapy-made pcap (64 flows) into the ingress veth.
 Count: the egress veth's kernel rx_packets counter. Three figures per path:
@@ -44,13 +46,20 @@ from dataplane_load import (
     receiver,
     topspeed,
 )
-from dataplane_paths import INSTALL, PATHS, check_output, compile_baseline, frame, write_pcap
+from dataplane_paths import (
+    INSTALL,
+    PATHS,
+    check_output,
+    compile_baseline,
+    frame,
+    paths_of,
+    write_pcap,
+)
+from dataplane_peer import MEASURED_COMMIT, PEER_ENV, peer_pipeline
 from dataplane_trace import trace_paths
 from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.dataplane.artifacts import Pipeline, bmv2_pipeline
 from p4vtep.runtime.client import SwitchConnection
-
-P4VTEP_PATHS = ("local", "encap", "decap")
 
 
 def bmv2_build() -> dict[str, Any]:
@@ -116,9 +125,10 @@ def measure(
     bench: Bench, args: argparse.Namespace, pcaps: dict[tuple[str, int], Path]
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """The rounds: every round runs the baseline, then p4vtep's three paths
-    (A B A B), each at every size: a topspeed window and latency probes.
-    Then the no-loss search, in rounds of its own, same order."""
-    paths = ("baseline",) + P4VTEP_PATHS
+    (A B A B), then the peer's if supplied, each at every size: a topspeed
+    window and latency probes. Then the no-loss search, in rounds of its
+    own, same order."""
+    paths = paths_of(bench.programs)
     out: dict[tuple[str, int], dict[str, Any]] = {
         key: {"windows": [], "latency_us": [], "no_loss": []} for key in pcaps
     }
@@ -185,14 +195,14 @@ def measure(
 
 
 def summarise(
-    raw: dict[tuple[str, int], dict[str, Any]], sizes: list[int]
+    raw: dict[tuple[str, int], dict[str, Any]], sizes: list[int], paths: list[str]
 ) -> dict[str, dict[str, Any]]:
     """Per path and size: medians and spreads, and per-round ratios to the
     baseline measured in the same round."""
     results: dict[str, dict[str, Any]] = {}
     for size in sizes:
         base = raw["baseline", size]
-        for path in ("baseline",) + P4VTEP_PATHS:
+        for path in paths:
             r = raw[path, size]
             pps = [w["pps"] for w in r["windows"]]
             per_core = [w["pps_per_switch_core"] for w in r["windows"]]
@@ -251,7 +261,20 @@ def main() -> None:
         help="priority of the benchmark, its switch and its sender (inherited): the machine "
         "may be shared, and a compile job next door would otherwise set the figures",
     )
+    parser.add_argument(
+        "--peer",
+        default=None,
+        help="directory with bmv2.json and p4info.txt of stratum/fabric-tna's "
+        f"fabric_v1model.p4 (default: ${PEER_ENV}); adds its bridging to every round",
+    )
+    parser.add_argument(
+        "--peer-commit",
+        default=None,
+        help=f"the fabric-tna commit that build came from, for the record (the doc's figures: "
+        f"{MEASURED_COMMIT[:12]})",
+    )
     args = parser.parse_args()
+    peer = peer_pipeline(args.peer)
     try:
         niceness = os.nice(args.nice - os.nice(0))
     except PermissionError:
@@ -267,11 +290,15 @@ def main() -> None:
             return
     share = MachineShare()
     share.start()
-    trace = trace_paths(64)
+    trace = trace_paths(64, peer)
     with tempfile.TemporaryDirectory() as tmp, VethSet(f"pd{os.getpid() % 1000}", 3) as veths:
+        programs = {"baseline": compile_baseline(Path(tmp)), "p4vtep": bmv2_pipeline()}
+        if peer is not None:
+            programs["fabric-tna"] = peer
+        paths = paths_of(programs)
         pcaps = {
             (path, size): write_pcap(Path(tmp), path, size, args.flows)
-            for path in PATHS
+            for path in paths
             for size in args.sizes
         }
         switch = Bmv2Switch(
@@ -285,11 +312,11 @@ def main() -> None:
         switch.start()
         conn = SwitchConnection(switch.grpc_address, 1, election_id=1)
         bench = Bench(switch, conn, {port: h for port, (_, h) in enumerate(veths.pairs, start=1)})
-        bench.programs = {"baseline": compile_baseline(Path(tmp)), "p4vtep": bmv2_pipeline()}
+        bench.programs = programs
         try:
             if not conn.connect():
                 raise RuntimeError("no P4Runtime connection to the benchmark switch")
-            for path in PATHS:
+            for path in paths:
                 for size in args.sizes:
                     bench.check(path, size)
             raw = measure(bench, args, pcaps)
@@ -297,7 +324,7 @@ def main() -> None:
             conn.close()
             switch.stop()
     machine_load = share.stop()
-    results = summarise(raw, args.sizes)
+    results = summarise(raw, args.sizes, paths)
     for key, r in results.items():
         line = f"{key}: topspeed {r['topspeed_pps']['median']:,.0f} pps"
         if r["no_loss_pps"]:
@@ -335,6 +362,17 @@ def main() -> None:
                 "niceness": niceness,
             },
             "bmv2": bmv2_build(),
+            "peer": (
+                {
+                    "program": "stratum/fabric-tna p4src/v1model/fabric_v1model.p4, profile "
+                    "fabric (no defines), compiled by the user with this p4c (bmv2, v1model)",
+                    "commit": args.peer_commit or "not stated",
+                    "bmv2_json_sha256": hashlib.sha256(peer.device_config).hexdigest(),
+                    "path": "bridging between two ports tagged with one VLAN (dataplane_peer.py)",
+                }
+                if peer is not None
+                else None
+            ),
             "machine_load": machine_load,
             "paths": results,
             "per_packet_work_64B": trace,

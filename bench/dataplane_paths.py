@@ -1,17 +1,19 @@
 """The programs and paths the data-plane benchmark compares: the one-table L2
-baseline and p4vtep's local switching, VXLAN encap and VXLAN decap. What each
-program is given (entries through P4Runtime), what each path is sent (frames
-made with scapy) and what must come out of it."""
+baseline, p4vtep's local switching, VXLAN encap and VXLAN decap, and, when
+the user supplies a build of it, fabric-tna's bridging (``dataplane_peer``).
+What each program is given (entries through P4Runtime), what each path is
+sent (frames made with scapy) and what must come out of it."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from common import BENCH
+from dataplane_peer import install_fabric_bridging
 from p4vtep.dataplane.artifacts import Pipeline
 from p4vtep.dataplane.entries import PipelineEntries, PortRole
 from p4vtep.runtime import entities
@@ -47,7 +49,14 @@ PATHS = {
     "local": MeasuredPath("local", "p4vtep", ACCESS_1, ACCESS_2),
     "encap": MeasuredPath("encap", "p4vtep", ACCESS_1, UPLINK),
     "decap": MeasuredPath("decap", "p4vtep", UPLINK, ACCESS_1),
+    # The peer (only with a user-supplied build): bridging, VM A to VM B.
+    "fabric": MeasuredPath("fabric", "fabric-tna", ACCESS_1, ACCESS_2),
 }
+
+
+def paths_of(programs: Mapping[str, Pipeline]) -> list[str]:
+    """The paths whose program is loaded (the peer's only when supplied)."""
+    return [name for name, path in PATHS.items() if path.program in programs]
 
 
 def compile_baseline(out: Path) -> Pipeline:
@@ -87,6 +96,8 @@ def frame(path: str, size: int, seq: int) -> Packet:
 
     if path == "local":
         return tenant(VM_A[0], VM_A[1], VM_B[0], VM_B[1], VM_A[2])
+    if path == "fabric":  # the same frame; VM B is on VM A's VLAN there
+        return tenant(VM_A[0], VM_A[1], VM_B[0], VM_B[1], VM_A[2])
     if path == "encap":
         return tenant(VM_A[0], VM_A[1], VM_C[0], VM_C[1], VM_A[2])
     if path == "decap":
@@ -116,6 +127,13 @@ def check_output(path: str, size: int, out: bytes) -> str | None:
         ok = len(out) == size and pkt[Ether].dst == "00:00:00:00:00:02"
     elif path == "local":
         ok = Dot1Q in pkt and pkt[Dot1Q].vlan == VM_B[2] and pkt[Ether].dst == VM_B[0]
+    elif path == "fabric":  # bridged unchanged, tag included
+        ok = (
+            len(out) == size
+            and Dot1Q in pkt
+            and pkt[Dot1Q].vlan == VM_A[2]
+            and pkt[Ether].dst == VM_B[0]
+        )
     elif path == "encap":
         ok = (
             VXLAN in pkt
@@ -164,7 +182,12 @@ def install_baseline(conn: SwitchConnection, pipeline: Pipeline) -> None:
         )
 
 
+def install_fabric(conn: SwitchConnection, pipeline: Pipeline) -> None:
+    install_fabric_bridging(conn, pipeline, VM_A[2], [(ACCESS_1, VM_A[0]), (ACCESS_2, VM_B[0])])
+
+
 INSTALL: dict[str, Callable[[SwitchConnection, Pipeline], None]] = {
     "baseline": install_baseline,
     "p4vtep": install_p4vtep,
+    "fabric-tna": install_fabric,
 }

@@ -23,7 +23,8 @@ from typing import Any
 
 from common import require_switch
 from dataplane_load import receive_marked, receiver
-from dataplane_paths import INSTALL, PATHS, check_output, compile_baseline, frame
+from dataplane_paths import INSTALL, PATHS, check_output, compile_baseline, frame, paths_of
+from dataplane_peer import peer_pipeline
 from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.dataplane.artifacts import Pipeline, bmv2_pipeline
 from p4vtep.runtime.client import SwitchConnection
@@ -75,14 +76,17 @@ def send_one(send_iface: str, data: bytes) -> None:
         tx.send(data)
 
 
-def trace_paths(size: int = 64) -> dict[str, dict[str, Any]]:
-    """Trace one ``size``-byte frame through each path; returns the counts."""
+def trace_paths(size: int = 64, peer: Pipeline | None = None) -> dict[str, dict[str, Any]]:
+    """Trace one ``size``-byte frame through each path (the peer's when
+    given); returns the counts."""
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp, VethSet(f"pt{os.getpid() % 1000}", 3) as veths:
         programs: dict[str, Pipeline] = {
             "baseline": compile_baseline(Path(tmp)),
             "p4vtep": bmv2_pipeline(),
         }
+        if peer is not None:
+            programs["fabric-tna"] = peer
         host = {port: h for port, (_, h) in enumerate(veths.pairs, start=1)}
         switch = Bmv2Switch(
             "trace",
@@ -100,7 +104,8 @@ def trace_paths(size: int = 64) -> dict[str, dict[str, Any]]:
         try:
             if not conn.connect():
                 raise RuntimeError("no P4Runtime connection to the trace switch")
-            for seq, (name, path) in enumerate(PATHS.items()):
+            for seq, name in enumerate(paths_of(programs)):
+                path = PATHS[name]
                 pipeline = programs[path.program]
                 conn.clear_multicast_groups()
                 conn.set_pipeline(pipeline.p4info.message, pipeline.device_config, pipeline.cookie)
@@ -127,7 +132,7 @@ def trace_paths(size: int = 64) -> dict[str, dict[str, Any]]:
 
 def main() -> None:
     require_switch()
-    json.dump(trace_paths(), sys.stdout, indent=2)
+    json.dump(trace_paths(64, peer_pipeline(None)), sys.stdout, indent=2)
     print()
 
 

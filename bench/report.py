@@ -17,7 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from common import REPO, RESULTS
+from common import REPO, RESULTS, ratios
 
 DOCS = REPO / "docs"
 PLOTS = DOCS / "benchmarks"
@@ -75,6 +75,12 @@ def ms_pair(stats: dict, keys: tuple[str, ...] = ("p50", "p99")) -> str:
     return " / ".join(ms(stats[k]) for k in keys)
 
 
+def until_written(run: dict, n: int) -> dict[str, list[dict]]:
+    """Per arm, the rounds' wall and CPU seconds until everything was
+    written (runs from before the benchmark recorded them have none)."""
+    return run["result"]["sizes"].get(str(n), {}).get("until_written", {})
+
+
 def section_convergence(out: list[str]) -> None:
     data = load("convergence")
     if not data:
@@ -85,8 +91,10 @@ def section_convergence(out: list[str]) -> None:
     if before:
         out.append(
             f'"before" is commit {", ".join(before)} (the code before the change) run from a\n'
-            "throwaway worktree in the same session. The machine was shared with other\n"
-            "jobs; the load average (2 cores) is given per run.\n"
+            'throwaway worktree in the same session as its "after" rows. The load average\n'
+            "(2 cores) is given per run; the earlier session shared the machine with other jobs.\n"
+            "Since this round each controller round starts with an empty cache of parsed MAC\n"
+            "and IP strings, as a fresh process would (bench/NOTES.md: the gap explained).\n"
         )
     sizes = sorted({int(n) for r in runs for n in r["result"]["sizes"]})
     for n in sizes:
@@ -109,6 +117,26 @@ def section_convergence(out: list[str]) -> None:
                 f"{spread(r['restart_seconds'])} ({r['restart_writes']}) |"
             )
         out.append("")
+        cpu_rows = [
+            (run, arm, phase)
+            for run in runs
+            for arm, phases in until_written(run, n).items()
+            for phase in phases
+        ]
+        if cpu_rows:
+            out.append(
+                f"Until every entity was written ({n:,} VMs; before the read-back both arms "
+                "share): wall time, CPU of the benchmark process (the controller or the raw "
+                "writer, all threads) and of the two switch processes, per round:\n"
+            )
+            out.append("| run | arm | wall s | own CPU s | switches' CPU s |")
+            out.append("|---|---|---|---|---|")
+            for run, arm, phase in cpu_rows:
+                out.append(
+                    f"| {run['label']} | {arm} | {phase['wall_s']:.2f} | "
+                    f"{phase['bench_process_cpu_s']:.2f} | {phase['switches_cpu_s']:.2f} |"
+                )
+            out.append("")
     latest = data["sizes"]
     labels = [f"{int(n):,} VMs" for n in latest]
     bars(
@@ -245,21 +273,25 @@ def section_dataplane(out: list[str]) -> None:
         return
     paths = data["paths"]
     sizes = sorted({r["frame_bytes"] for r in paths.values()})
-    vtep = [r for r in paths.values() if r["path"] != "baseline"]
+    vtep = [r for r in paths.values() if r["path"] not in ("baseline", "fabric")]
+    peer = [r for r in paths.values() if r["path"] == "fabric"]
     out.append(
         "p4vtep / baseline, per round (median (min-max, n)); **target >= 0.5** for every path "
-        "and size:\n"
+        "and size (the peer's row, fabric-tna bridging, has no target: it says where a "
+        "well-known program stands on the same switch):\n"
     )
     out.append("| path | frame B | topspeed | per switch core | no-loss rate |")
     out.append("|---|---|---|---|---|")
-    for r in vtep:
+    for r in vtep + peer:
         ratio = r["ratio"]
         no_loss = spread(ratio["no_loss"]) if "no_loss" in ratio else "-"
+        name = "fabric-tna bridging (peer)" if r["path"] == "fabric" else r["path"]
         out.append(
-            f"| {r['path']} | {r['frame_bytes']} | **{spread(ratio['topspeed'])}** | "
+            f"| {name} | {r['frame_bytes']} | **{spread(ratio['topspeed'])}** | "
             f"{spread(ratio['per_switch_core'])} | {no_loss} |"
         )
     out.append("")
+    peer_section(out, data, paths, sizes)
     out.append("Absolute figures (packets/s at the egress veth; latency with no other load):\n")
     out.append(
         "| program / path | frame B | topspeed pps | pps per switch core | no-loss pps | "
@@ -294,6 +326,7 @@ def section_dataplane(out: list[str]) -> None:
             "\nThe other tables are the ones p4c makes of the straight-line code between "
             "two branches (`tbl_*`); BMv2 runs each as a table apply.\n"
         )
+    cost_section(out)
     previous_section(out, data)
     load_ = data.get("machine_load")
     if load_:
@@ -323,6 +356,70 @@ def section_dataplane(out: list[str]) -> None:
         "ratio",
     )
     out.append("![dataplane](benchmarks/dataplane.png)\n")
+
+
+def cost_section(out: list[str]) -> None:
+    """BMv2's cost per kind of work (bench/dataplane_cost.py)."""
+    data = load("dataplane_cost")
+    if not data:
+        out.append("_BMv2's cost per kind of work: not run yet (`make bench-dataplane-cost`)._\n")
+        return
+    method = data["method"]
+    load_ = data["machine_load"]
+    out.append(
+        "BMv2's cost per kind of P4 work (`bench/dataplane_cost.py`): the baseline with N "
+        "copies of one kind of work added, each variant swapped into one switch and loaded "
+        f"like the paths above ({method['frame_bytes']}-byte frames, {method['rounds']} rounds "
+        f"of {method['seconds']} s, per switch core, against the baselines run either side); "
+        "cost of one item in units of the baseline's whole per-packet cost (1 unit = one "
+        f"packet of the baseline, {data['baseline_pps_per_switch_core']:,.0f} pps per switch "
+        f"core in this run; load average {load_['loadavg_before'][0]:.1f} before, "
+        f"{load_['loadavg_after'][0]:.1f} after):\n"
+    )
+    out.append("| item (N in the variant) | units per item, median (min-max) | variant / base |")
+    out.append("|---|---|---|")
+    for v in data["variants"].values():
+        rounds = v["units_per_item_rounds"]
+        beyond = "" if v["relative_to"] == "baseline" else f" (beyond `{v['relative_to']}`)"
+        out.append(
+            f"| {v['what']}{beyond} ({v['items']}) | {v['units_per_item']:.3f} "
+            f"({min(rounds):.3f}-{max(rounds):.3f}) | "
+            f"{sorted(v['ratio_to_baseline'])[len(v['ratio_to_baseline']) // 2]:.2f} |"
+        )
+    out.append("")
+
+
+def peer_section(out: list[str], data: dict, paths: dict, sizes: list[int]) -> None:
+    """p4vtep's paths against fabric-tna's bridging, per round, when the run
+    had the peer (a user-supplied build; see bench/dataplane_peer.py)."""
+    info = data.get("peer")
+    if not info:
+        out.append(
+            "The peer (stratum/fabric-tna's v1model pipeline bridging) was not in this run: "
+            "`bench/dataplane.py --peer DIR` adds it from a build the user supplies.\n"
+        )
+        return
+    out.append(
+        f"The peer: {info['program']}, commit {info['commit'][:12]} (bmv2 JSON sha256 "
+        f"{info['bmv2_json_sha256'][:12]}), {info['path']}; the project ships none of it "
+        "(`bench/dataplane.py --peer DIR`). p4vtep / fabric-tna bridging, per round "
+        "(above 1: p4vtep forwards more):\n"
+    )
+    out.append("| p4vtep path | frame B | topspeed | per switch core |")
+    out.append("|---|---|---|---|")
+    for size in sizes:
+        fabric = paths.get(f"fabric_{size}")
+        if fabric is None:
+            continue
+        for name in ("local", "encap", "decap"):
+            r = paths[f"{name}_{size}"]
+            top = ratios([w["pps"] for w in r["windows"]], [w["pps"] for w in fabric["windows"]])
+            core = ratios(
+                [w["pps_per_switch_core"] for w in r["windows"]],
+                [w["pps_per_switch_core"] for w in fabric["windows"]],
+            )
+            out.append(f"| {name} | {size} | {spread(top)} | {spread(core)} |")
+    out.append("")
 
 
 def previous_section(out: list[str], data: dict) -> None:
@@ -489,10 +586,14 @@ def main() -> None:
         "re-measured the same build with tcpreplay; the build before the last P4 change,",
         "measured just before this run, is compared below the per-packet work table.",
         "",
-        "Left out: a third program, stratum/fabric-tna's v1model pipeline doing plain",
-        "bridging, as a well-known peer. The project commits no upstream code, no binary",
-        "built from it and no script that would build it, so that comparison is not part",
-        "of the committed benchmark; whether to add it is the lead's call.",
+        "A well-known peer runs in the same rounds when the user supplies it:",
+        "stratum/fabric-tna's v1model pipeline (`fabric_v1model.p4`, profile `fabric`)",
+        "bridging between two ports tagged with one VLAN, programmed through P4Runtime",
+        "as fabric-tna's own bridging test does (`bench/dataplane_peer.py`). The project",
+        "commits no upstream code, no binary built from it and no script that builds it,",
+        "so `make bench-dataplane` includes the peer only when",
+        "`P4VTEP_PEER_FABRIC_TNA` (or `--peer`) names a directory holding the user's",
+        "`bmv2.json` and `p4info.txt` of it.",
         "",
     ]
     section_dataplane(out)

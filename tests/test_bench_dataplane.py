@@ -1,7 +1,10 @@
 """The data-plane benchmark's measuring parts: tcpreplay's sent count against
 the kernel's rx counter, frames received as they were on the wire (VLAN tag
-included), the trace-log counting, and each benchmarked path's output on a
-real BMv2 switch. Figures themselves are the benchmark's business, not tested."""
+included), the trace-log counting, each benchmarked path's output on a
+real BMv2 switch, and how the fabric-tna peer is taken in (the peer itself is
+a user-supplied build, so its forwarding is checked by the benchmark's own
+check frame, not here). Figures themselves are the benchmark's business,
+not tested."""
 
 from __future__ import annotations
 
@@ -11,8 +14,10 @@ import socket
 from pathlib import Path
 
 import pytest
+from dataplane_cost import VARIANTS, Variant, against_baselines, compile_variant, unit_cost
 from dataplane_load import fixed_rate_loss, iface_counter, receive_marked, receiver
-from dataplane_paths import VNI, frame, write_pcap
+from dataplane_paths import VNI, check_output, frame, paths_of, write_pcap
+from dataplane_peer import PEER_ENV, peer_pipeline
 from dataplane_trace import count_work
 from p4vtep.bmv2 import VethSet, find_simple_switch_grpc
 from scapy.layers.l2 import Dot1Q, Ether
@@ -38,6 +43,52 @@ def test_frames_have_the_size_and_marker_asked_for() -> None:
     assert decap[VXLAN].vni == VNI
     assert len(bytes(decap[VXLAN].payload)) == 1024
     assert bytes(decap).endswith(b"P4VT" + (3).to_bytes(4, "big"))
+
+
+def test_cost_variants_are_taken_against_the_baselines_either_side() -> None:
+    runs = [("baseline", 100.0), ("a", 50.0), ("baseline", 80.0), ("b", 45.0), ("baseline", 90.0)]
+    ratios = against_baselines(runs)
+    assert ratios == {"a": 50.0 / 90.0, "b": 45.0 / 85.0}
+    ten = Variant("a", "an item", 10, "", "baseline")
+    assert unit_cost(ratios, ten) == pytest.approx((90.0 / 50.0 - 1) / 10)
+    on_b = Variant("c", "beyond b", 1, "", "b")
+    assert unit_cost({**ratios, "c": 0.4}, on_b) == pytest.approx(1 / 0.4 - 85.0 / 45.0)
+
+
+@pytest.mark.skipif(shutil.which("p4c") is None, reason="p4c not found")
+def test_every_cost_variant_compiles_and_keeps_the_baselines_table(tmp_path: Path) -> None:
+    for variant in VARIANTS:
+        pipeline = compile_variant(variant, tmp_path)
+        assert pipeline.p4info.table("port_forward").preamble.id
+        assert variant.relative_to in {v.name for v in VARIANTS}
+
+
+def test_the_peer_path_wants_its_frame_bridged_unchanged() -> None:
+    sent = bytes(frame("fabric", 64, 5))
+    assert len(sent) == 64
+    assert check_output("fabric", 64, sent) is None
+    retagged = Ether(sent)
+    retagged[Dot1Q].vlan = 20
+    assert check_output("fabric", 64, bytes(retagged)) is not None
+    assert check_output("fabric", 64, sent + b"\0") is not None  # not the size sent
+
+
+def test_the_peer_runs_only_when_its_build_is_supplied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(PEER_ENV, raising=False)
+    assert peer_pipeline(None) is None
+    both = {"baseline": None, "p4vtep": None}
+    assert paths_of(both) == ["baseline", "local", "encap", "decap"]
+    assert paths_of({**both, "fabric-tna": None})[-1] == "fabric"
+    (tmp_path / "p4info.txt").write_text("")
+    monkeypatch.setenv(PEER_ENV, str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=r"bmv2\.json"):
+        peer_pipeline(None)  # named, but half there: an error, not a quiet skip
+    (tmp_path / "bmv2.json").write_text("{}")
+    pipeline = peer_pipeline(None)
+    assert pipeline is not None
+    assert pipeline.device_config_path == tmp_path / "bmv2.json"
 
 
 @needs_root
@@ -110,7 +161,7 @@ def test_trace_lines_are_counted_by_kind() -> None:
 def test_every_benchmarked_path_forwards_its_frame_as_expected() -> None:
     from dataplane_trace import trace_paths
 
-    work = trace_paths(64)  # raises unless each path's frame comes out as check_output wants
+    work = trace_paths(64, None)  # raises unless each path's frame comes out as check_output wants
     assert set(work) == {"baseline", "local", "encap", "decap"}
     assert work["baseline"]["tables"] == ["port_forward"]
     assert "underlay_route" in work["encap"]["tables"]
