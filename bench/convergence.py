@@ -7,12 +7,21 @@ controller start until every entry is installed on both ToRs and a read-back
 diff is empty. Raw writer (B): the same entities, pre-encoded, written in
 batches of 1000 to the same switches in parallel, then the same read-back.
 Rounds alternate A B A B; the ratio is raw time / controller time.
+
+Each round also records where the CPU went until everything was written
+(before the read-back): the benchmark process's own (the controller, or the
+raw writer, with their gRPC threads) and the two switch processes'. On a
+machine where the switches and the controller share the cores, that says
+what the controller's Python costs the switches. ``--switch-cpus`` and
+``--bench-cpus`` pin them apart (both arms alike), as on a deployment where
+the controller has a host of its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
 import tempfile
 import threading
 import time
@@ -20,17 +29,42 @@ from pathlib import Path
 
 import workload
 from common import alternate, ratios, require_switch, summary, switches, write_result
+from dataplane_load import process_cpu_seconds
 from p4vtep.compiler import Allocations, allocate, compile_tor
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.reconciler import Diff, SwitchReader, diff
+from p4vtep.runtime import codec
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.runtime.protos import p4runtime_pb2
 from p4vtep.store import Store
 
 BATCH = 1000
 VNIS = 100
+
+# Per round and arm: wall and CPU seconds until every entity was written.
+PHASES: dict[str, list[dict[str, float]]] = {"controller": [], "raw": []}
+
+
+class CpuClock:
+    """CPU seconds of this process (every thread) and of the switches."""
+
+    def __init__(self, switch_pids: list[int]) -> None:
+        self.switch_pids = switch_pids
+        self.start = self._read()
+
+    def _read(self) -> tuple[float, float, float]:
+        return (
+            time.perf_counter(),
+            time.process_time(),
+            sum(process_cpu_seconds(pid) for pid in self.switch_pids),
+        )
+
+    def lap(self) -> dict[str, float]:
+        now = self._read()
+        wall, own, switches_ = (b - a for a, b in zip(self.start, now, strict=True))
+        return {"wall_s": wall, "bench_process_cpu_s": own, "switches_cpu_s": switches_}
 
 
 def reset(fabric) -> None:
@@ -64,12 +98,17 @@ def prepare(fabric, vms, store_path: Path):
     return compiled, entity_count
 
 
-def run_controller(fabric, store_path: Path, compiled) -> float:
+def run_controller(fabric, store_path: Path, compiled, switch_pids: list[int]) -> float:
     reset(fabric)
+    # As a fresh process would: prepare() and earlier rounds parsed the same
+    # MAC and IP strings in this one.
+    codec.forget_parsed()
+    clock = CpuClock(switch_pids)
     started = time.perf_counter()
     controller = Controller(fabric, bmv2_pipeline(), Store(store_path), resync_seconds=3600)
     controller.start()
     assert controller.wait_converged(600)
+    PHASES["controller"].append(clock.lap())
     verify(fabric, compiled)
     elapsed = time.perf_counter() - started
     controller.stop()
@@ -97,12 +136,13 @@ def encode_raw(fabric, compiled) -> dict[str, list[p4runtime_pb2.WriteRequest]]:
     return requests
 
 
-def run_raw(fabric, compiled, requests) -> float:
+def run_raw(fabric, compiled, requests, switch_pids: list[int]) -> float:
     reset(fabric)
     conns = {}
     for name, tor in fabric.tors.items():
         conns[name] = SwitchConnection(tor.address, tor.device_id, election_id=1)
         assert conns[name].connect()
+    clock = CpuClock(switch_pids)
     started = time.perf_counter()
 
     def write(name: str) -> None:
@@ -114,6 +154,7 @@ def run_raw(fabric, compiled, requests) -> float:
         t.start()
     for t in threads:
         t.join()
+    PHASES["raw"].append(clock.lap())
     verify(fabric, compiled)
     elapsed = time.perf_counter() - started
     for conn in conns.values():
@@ -137,23 +178,43 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--switch-cpus", type=int, nargs="+", help="pin both switch processes to these CPUs"
+    )
+    parser.add_argument(
+        "--bench-cpus", type=int, nargs="+", help="pin this process (controller, raw writer)"
+    )
+    parser.add_argument("--result", default="convergence", help="bench/results/NAME.json")
     args = parser.parse_args()
     require_switch()
-    results = {"sizes": {}}
+    if args.bench_cpus:  # before any thread starts: threads inherit it
+        os.sched_setaffinity(0, set(args.bench_cpus))
+    results: dict = {
+        "sizes": {},
+        "pinning": {"switches": args.switch_cpus, "bench_process": args.bench_cpus},
+    }
     with tempfile.TemporaryDirectory() as tmp, switches(2, Path(tmp) / "logs") as sws:
+        pids = [sw.process.pid for sw in sws if sw.process is not None]
+        if args.switch_cpus:
+            for pid in pids:  # every thread of the switch
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    os.sched_setaffinity(int(task), set(args.switch_cpus))
         fabric = workload.fabric([sw.grpc_address for sw in sws], VNIS)
         for n in args.sizes:
             vms = workload.vms(n, len(fabric.tors), VNIS)
             store_path = Path(tmp) / f"state-{n}.db"
             compiled, entity_count = prepare(fabric, vms, store_path)
             requests = encode_raw(fabric, compiled)
+            for arm in PHASES.values():
+                arm.clear()
             ctl, raw = alternate(
-                functools.partial(run_controller, fabric, store_path, compiled),
-                functools.partial(run_raw, fabric, compiled, requests),
+                functools.partial(run_controller, fabric, store_path, compiled, pids),
+                functools.partial(run_raw, fabric, compiled, requests, pids),
                 args.rounds,
             )
+            written = {arm: list(rounds) for arm, rounds in PHASES.items()}
             # The last controller round left everything installed: restart now.
-            run_controller(fabric, store_path, compiled)
+            run_controller(fabric, store_path, compiled, pids)
             restart_times, restart_writes = zip(
                 *[run_restart(fabric, store_path) for _ in range(args.rounds)], strict=True
             )
@@ -168,6 +229,8 @@ def main() -> None:
                 "restart_seconds": summary(list(restart_times)),
                 "restart_writes": list(restart_writes),
                 "rounds": {"controller": ctl, "raw": raw},
+                # Until everything was written (before the read-back), per round.
+                "until_written": written,
             }
             r = results["sizes"][str(n)]
             print(
@@ -178,7 +241,17 @@ def main() -> None:
                 f"{r['restart_seconds']['median']:.2f} s with writes {list(restart_writes)}",
                 flush=True,
             )
-    write_result("convergence", results)
+            for arm, rounds in written.items():
+                print(
+                    f"  {arm} until written: "
+                    + "; ".join(
+                        f"wall {p['wall_s']:.2f} s, own CPU {p['bench_process_cpu_s']:.2f} s, "
+                        f"switches' CPU {p['switches_cpu_s']:.2f} s"
+                        for p in rounds
+                    ),
+                    flush=True,
+                )
+    write_result(args.result, results)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where the controller's time goes: cProfile over every thread (the caller's,
-each switch supervisor's and, for churn, the callers' inside the
+each switch supervisor's passes and, for churn, the callers' inside the
 controller's methods) while it (a) converges 10,000 VMs onto two empty BMv2
 ToRs, (b) makes 100 VM moves and (c) takes attach / detach / migrate churn
 at 500 events/s over 10,000 VMs in two big VNIs (the churn benchmark's
@@ -38,7 +38,6 @@ from churn_driver import offer_churn
 from switch_fabric import background_vms, two_tor_fabric
 
 PROFILES: list[cProfile.Profile] = []
-_run = supervisor.SwitchSupervisor._run
 _CALLER = threading.local()
 
 
@@ -61,16 +60,12 @@ def _profiled_call(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def _profiled_run(self: supervisor.SwitchSupervisor) -> None:
-    profile = cProfile.Profile(time.thread_time)
-    PROFILES.append(profile)
-    profile.runcall(_run, self)
-
-
 def phase(main: cProfile.Profile) -> str:
-    """Top functions over the main thread and every supervisor thread."""
-    for p in PROFILES:
-        p.disable()
+    """Top functions over the main thread and every supervisor thread.
+    Call it with every other thread idle (between phases): a profile is
+    enabled and disabled only by its own thread (cProfile hooks the thread
+    that calls enable), so the others' are read and cleared here, never
+    switched on or off from this thread."""
     stream = io.StringIO()
     stats = pstats.Stats(main, stream=stream)
     for p in PROFILES:
@@ -79,7 +74,6 @@ def phase(main: cProfile.Profile) -> str:
     stats.sort_stats("cumulative").print_stats(25)
     for p in PROFILES:
         p.clear()
-        p.enable()
     return stream.getvalue()
 
 
@@ -115,7 +109,10 @@ def main() -> None:
     parser.add_argument("--churn-seconds", type=float, default=15.0)
     args = parser.parse_args()
     require_switch()
-    supervisor.SwitchSupervisor._run = _profiled_run  # type: ignore[method-assign]
+    # Each supervisor's passes (the first one included), profiled in its thread.
+    supervisor.SwitchSupervisor._reconcile = _profiled_call(  # type: ignore[method-assign]
+        supervisor.SwitchSupervisor._reconcile
+    )
     report = []
     with tempfile.TemporaryDirectory() as tmp, switches(2, Path(tmp) / "logs") as sws:
         fabric = workload.fabric([sw.grpc_address for sw in sws], 100)
