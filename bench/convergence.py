@@ -205,8 +205,8 @@ def main() -> None:
             store_path = Path(tmp) / f"state-{n}.db"
             compiled, entity_count = prepare(fabric, vms, store_path)
             requests = encode_raw(fabric, compiled)
-            for arm in PHASES.values():
-                arm.clear()
+            for phases in PHASES.values():
+                phases.clear()
             ctl, raw = alternate(
                 functools.partial(run_controller, fabric, store_path, compiled, pids),
                 functools.partial(run_raw, fabric, compiled, requests, pids),

@@ -363,6 +363,7 @@ def main() -> None:
         )
         switch.start()
         assert switch.process is not None
+        switch_pid = switch.process.pid
         host = {port: h for port, (_, h) in enumerate(veths.pairs, start=1)}
         conn = SwitchConnection(switch.grpc_address, 1, election_id=1)
         try:
@@ -373,9 +374,7 @@ def main() -> None:
                 pipeline = programs[name]
                 conn.set_pipeline(pipeline.p4info.message, pipeline.device_config, pipeline.cookie)
                 install_baseline(conn, pipeline)  # every variant keeps port_forward
-                window, _ = topspeed(
-                    host[1], pcap, Sampler(host[2], switch.process.pid), args.seconds
-                )
+                window, _ = topspeed(host[1], pcap, Sampler(host[2], switch_pid), args.seconds)
                 return window.packets / max(window.switch_cpu_s, 1e-9)
 
             for r in range(args.rounds):
@@ -395,17 +394,18 @@ def main() -> None:
     for name in names:
         variant = BY_NAME[name]
         rounds = [unit_cost(ratios, variant) for ratios in per_round]
+        to_baseline = [ratios[name] for ratios in per_round]
         variants[name] = {
             "what": variant.what,
             "items": variant.items,
             "relative_to": variant.relative_to,
-            "ratio_to_baseline": [ratios[name] for ratios in per_round],
+            "ratio_to_baseline": to_baseline,
             "units_per_item": statistics.median(rounds),
             "units_per_item_rounds": rounds,
         }
         print(
-            f"{name:20s} ratio {statistics.median(variants[name]['ratio_to_baseline']):.2f}, "
-            f"{variants[name]['units_per_item']:+.3f} units per item"
+            f"{name:20s} ratio {statistics.median(to_baseline):.2f}, "
+            f"{statistics.median(rounds):+.3f} units per item"
         )
     write_result(
         "dataplane_cost",

@@ -528,7 +528,7 @@ def ran_elsewhere(out: list[str], name: str, header: dict) -> None:
 
 def main() -> None:
     PLOTS.mkdir(parents=True, exist_ok=True)
-    machine = next(
+    machine: dict = next(
         (
             d["machine"]
             for d in (

@@ -31,7 +31,7 @@ from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
 from p4vtep.store import Store
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
-from scapy.packet import Raw
+from scapy.packet import Packet, Raw
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -183,7 +183,7 @@ SOL_PACKET, PACKET_AUXDATA = 263, 8
 TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_TPID_VALID = 0x10, 0x40
 
 
-def frame(src: Vm, dst: Vm, tag: int = 0) -> Ether:
+def frame(src: Vm, dst: Vm, tag: int = 0) -> Packet:
     return (
         Ether(src=src.mac, dst=dst.mac)
         / Dot1Q(vlan=src.vlan)
