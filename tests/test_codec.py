@@ -39,3 +39,15 @@ def test_mac_round_trip():
 def test_canonical_strips_leading_zeros():
     assert codec.canonical(b"\x00\x00\x01\x00") == b"\x01\x00"
     assert codec.canonical(b"\x00\x00") == b"\x00"
+
+
+@pytest.mark.parametrize("text", ["010.0.0.1", "1.2.3", "256.1.1.1", " 10.0.0.1", "10.0.0.1 "])
+def test_malformed_dotted_quads_are_refused(text):
+    # (IPv4 takes a fast path; it must refuse what ipaddress refuses)
+    with pytest.raises(codec.EncodingError):
+        codec.encode(text, 32)
+
+
+def test_ipv6_and_numbers_in_text_still_encode():
+    assert codec.encode("::1", 128) == b"\x01"
+    assert codec.encode("0x10", 16) == b"\x10"

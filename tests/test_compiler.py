@@ -151,6 +151,47 @@ def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
     assert enc.flood_group(11, many) == reference(entries.flood_group(11, many))
 
 
+def test_encoder_gives_the_builders_bytes_for_values_of_any_type():
+    """Memos are shared by fields that serialize alike (the same table's
+    match field, a parameter with the same id and width); a value given as
+    an int, bytes or text gives the builders' bytes wherever it goes."""
+    from p4vtep.compiler import Encoder, identity
+
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    enc = Encoder(entries)
+
+    def reference(message):
+        entity = to_entity(message)
+        return identity(entity), entity.SerializeToString(deterministic=True)
+
+    for mac in ("02:00:00:00:00:07", 0x020000000007, b"\x02\x00\x00\x00\x00\x07", 7):
+        assert enc.mac_to_remote_vtep(70, mac, "10.0.0.9") == reference(
+            entries.mac_to_remote_vtep(70, mac, "10.0.0.9")
+        )
+        assert enc.mac_to_local_vm(70, mac, 2, 7, 7) == reference(
+            entries.mac_to_local_vm(70, mac, 2, 7, 7)
+        )
+        assert enc.access_binding(2, 7, 70, 7, mac) == reference(
+            entries.access_binding(2, 7, 70, 7, mac)
+        )
+        assert enc.replica_to_vm(7, 7, 7) == reference(entries.replica_to_vm(7, 7, 7))
+
+
+def test_exact_entry_takes_fields_in_wire_order_only():
+    import pytest
+    from p4vtep.compiler.encode import ExactEntry
+
+    p4info = bmv2_pipeline().p4info
+    with pytest.raises(ValueError, match="id order"):
+        ExactEntry(
+            p4info, "access_binding", ("vlan_id", "port"), "bind_vm", ("vni", "vm", "vm_mac")
+        )
+    with pytest.raises(ValueError, match="in that order"):
+        ExactEntry(
+            p4info, "access_binding", ("port", "vlan_id"), "bind_vm", ("vm", "vni", "vm_mac")
+        )
+
+
 def test_encoder_refuses_values_that_do_not_fit():
     import pytest
     from p4vtep.compiler import Encoder

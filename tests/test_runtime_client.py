@@ -138,3 +138,19 @@ def test_a_refused_stream_fails_arbitration(switch):
             conn.connect(timeout=5)
     finally:
         conn.close()
+
+
+def test_pipelined_write_sends_a_part_at_once_when_the_switch_is_idle(switch):
+    """A first build is written a part at a time while the rest compiles:
+    a part smaller than a batch goes out as soon as nothing is in flight,
+    instead of waiting for a whole batch (the switch would sit idle)."""
+    with primary_with_pipeline(switch) as conn:
+        writer = conn.pipelined_write(batch_size=1000)
+        writer.add(
+            [Update(type=INSERT, entity=to_entity(arp(i))).SerializeToString() for i in (1, 2)]
+        )
+        assert wait_until(lambda: len(switch.table_entries()) == 2, 5)  # before finish()
+        assert writer.switch_idle
+        writer.add([Update(type=INSERT, entity=to_entity(arp(3))).SerializeToString()])
+        writer.finish()
+        assert len(switch.table_entries()) == 3

@@ -7,6 +7,7 @@ key, ready to diff and to write without encoding again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +19,8 @@ from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
 from .state import MULTICAST, TABLE, Encoded, encoded
 
-MEMO_MAX = 1 << 12  # values remembered per field before starting over (bounds memory)
+MEMO_MAX = 1 << 16  # values remembered per field before starting over (bounds memory;
+# above the VMs of one ToR, so that a first build encodes each value once)
 SHARED_MAX = 1 << 18  # shared per-VM entities remembered before starting over
 
 # A TableEntry, ActionProfileMember/Group, PacketReplicationEngineEntry or
@@ -58,62 +60,129 @@ class ExactEntry:
     VM and ToR), giving the same bytes as ``entities.table_entry`` serialized
     deterministically (fields in number order; the tests compare them), but
     assembled from pre-serialized heads and the values' bytes instead of
-    through protobuf objects."""
+    through protobuf objects. Called with the match values, then the action
+    parameters, positionally, in the order the serialized entry holds them:
+    match fields by id, parameters as the P4Info declares them (checked
+    here, so that assembling is concatenation in call order)."""
 
     def __init__(
-        self, p4info: P4Info, table: str, match: Sequence[str], action: str, params: Sequence[str]
+        self,
+        p4info: P4Info,
+        table: str,
+        match: Sequence[str],
+        action: str,
+        params: Sequence[str],
+        shared_memos: dict[bytes, _FieldMemo] | None = None,
     ) -> None:
+        """``shared_memos``: field memos shared with other entry shapes, by the
+        field's serialized head (a match field of the same table, a
+        parameter with the same id and width serialize a value alike)."""
         wrap = wire.wrap
+        shared = {} if shared_memos is None else shared_memos
         self.table_id = p4info.table(table).preamble.id
         fields = [p4info.match_field(self.table_id, name) for name in match]
         if any(f.match_type != MatchType.EXACT for f in fields):
             raise ValueError(f"{table}: not an exact-match table")
+        if [f.id for f in fields] != sorted(f.id for f in fields):
+            raise ValueError(f"{table}: give the match fields in id order")
         self.action_id = p4info.action(action).preamble.id
-        declared = p4info.params(self.action_id)
-        if sorted(p.name for p in declared) != sorted(params):
-            raise ValueError(f"{action}: parameters are {[p.name for p in declared]}")
-        # Per value (match values, then parameters, as the caller gives them):
-        # a memo of its field's bytes, which encodes on a miss. Match fields go
-        # in field-id order, parameters in the P4Info's order.
-        match_memos, match_order = [], []
-        for i, f in sorted(enumerate(fields), key=lambda m: m[1].id):
+        declared = [p.name for p in p4info.params(self.action_id)]
+        if declared != list(params):
+            raise ValueError(f"{action}: parameters are {declared}, in that order")
+        # Per value: a memo of its field's bytes, which encodes on a miss.
+        memos = []
+        for f in fields:
             head = p4runtime_pb2.FieldMatch(field_id=f.id).SerializeToString()
 
             def match_field(value: bytes, head: bytes = head) -> bytes:
                 exact = wrap(_MATCH_EXACT, wrap(_EXACT_VALUE, value))
                 return wrap(_ENTRY_MATCH, head + exact)
 
-            match_memos.append(_FieldMemo(f.bitwidth, _prefixes(match_field, f.bitwidth)))
-            match_order.append(i)
-        param_memos, param_order = [], []
-        for p in declared:
+            key = b"match %d %d " % (self.table_id, f.bitwidth) + head
+            if key not in shared:
+                shared[key] = _FieldMemo(f.bitwidth, _prefixes(match_field, f.bitwidth))
+            memos.append(shared[key])
+        for p in p4info.params(self.action_id):
             head = p4runtime_pb2.Action.Param(param_id=p.id).SerializeToString()
 
             def param(value: bytes, head: bytes = head) -> bytes:
                 return wrap(_ACTION_PARAMS, head + wrap(_PARAM_VALUE, value))
 
-            param_memos.append(_FieldMemo(p.bitwidth, _prefixes(param, p.bitwidth)))
-            param_order.append(list(params).index(p.name))
-        self._match_memos, self._match_order = match_memos, match_order
-        self._param_memos, self._param_order = param_memos, param_order
-        self._entry_head = p4runtime_pb2.TableEntry(table_id=self.table_id).SerializeToString()
-        self._action_head = p4runtime_pb2.Action(action_id=self.action_id).SerializeToString()
+            key = b"param %d " % p.bitwidth + head
+            if key not in shared:
+                shared[key] = _FieldMemo(p.bitwidth, _prefixes(param, p.bitwidth))
+            memos.append(shared[key])
+        entry_head = p4runtime_pb2.TableEntry(table_id=self.table_id).SerializeToString()
+        action_head = p4runtime_pb2.Action(action_id=self.action_id).SerializeToString()
         self.name = table
+        self._assemble = _assembler(len(fields), entry_head, action_head, memos)
 
-    def __call__(self, match: Sequence[Value], params: Sequence[Value]) -> Encoded:
-        get = _FieldMemo.__getitem__  # (no Python loop: map over the memos)
+    def __call__(self, *values: Value) -> Encoded:
         try:
-            entry = self._entry_head + b"".join(
-                map(get, self._match_memos, [match[i] for i in self._match_order])
-            )
-            action = self._action_head + b"".join(
-                map(get, self._param_memos, [params[i] for i in self._param_order])
-            )
+            return self._assemble(*values)
         except codec.EncodingError as exc:
             raise codec.EncodingError(f"{self.name}: {exc}") from None
-        key = TABLE + entry  # (identity: the entry without its action)
-        entry += wire.wrap(_ENTRY_ACTION, wire.wrap(_TABLE_ACTION_ACTION, action))
-        return key, wire.wrap(_ENTITY_TABLE_ENTRY, entry)
+
+
+def _action_head(length: int) -> bytes:
+    """What precedes an Action message of ``length`` bytes in a TableEntry:
+    the ``action`` field's tag and length, then the TableAction's."""
+    inner = _TABLE_ACTION_ACTION + wire.varint(length)
+    return _ENTRY_ACTION + wire.varint(len(inner) + length) + inner
+
+
+_ACTION_HEADS = [_action_head(n) for n in range(1 << 10)]  # (exact entries' actions are short)
+
+
+def _action_field(action: bytes) -> bytes:
+    n = len(action)
+    return (_ACTION_HEADS[n] if n < len(_ACTION_HEADS) else _action_head(n)) + action
+
+
+def _assembler(
+    matches: int, entry_head: bytes, action_head: bytes, memos: list[_FieldMemo]
+) -> Callable[..., Encoded]:
+    """The function that assembles one entry from its values: unrolled for
+    the shapes the per-VM entries have (a loop over the fields costs more
+    than the assembly itself), a loop for any other."""
+    wrap_entity = functools.partial(wire.wrap, _ENTITY_TABLE_ENTRY)
+
+    def done(entry: bytes, action: bytes) -> Encoded:
+        # (the key: the entry without its action)
+        return TABLE + entry, wrap_entity(entry + _action_field(action))
+
+    shape = (matches, len(memos) - matches)
+    if shape == (1, 2):
+        m0, p0, p1 = memos
+
+        def one_two(a: Value, b: Value, c: Value) -> Encoded:
+            return done(entry_head + m0[a], action_head + p0[b] + p1[c])
+
+        return one_two
+    if shape == (2, 1):
+        m0, m1, p0 = memos
+
+        def two_one(a: Value, b: Value, c: Value) -> Encoded:
+            return done(entry_head + m0[a] + m1[b], action_head + p0[c])
+
+        return two_one
+    if shape == (2, 3):
+        m0, m1, p0, p1, p2 = memos
+
+        def two_three(a: Value, b: Value, c: Value, d: Value, e: Value) -> Encoded:
+            return done(entry_head + m0[a] + m1[b], action_head + p0[c] + p1[d] + p2[e])
+
+        return two_three
+
+    def any_shape(*values: Value) -> Encoded:
+        if len(values) != len(memos):
+            raise TypeError(f"{len(memos)} values expected, {len(values)} given")
+        pieces = [memo[v] for memo, v in zip(memos, values, strict=True)]
+        return done(
+            entry_head + b"".join(pieces[:matches]), action_head + b"".join(pieces[matches:])
+        )
+
+    return any_shape
 
 
 class _FieldMemo(dict[Value, bytes]):
@@ -124,12 +193,16 @@ class _FieldMemo(dict[Value, bytes]):
     def __init__(self, bitwidth: int, prefixes: list[bytes]) -> None:
         super().__init__()
         self.bitwidth = bitwidth
+        self.limit = 1 << bitwidth
         self.prefixes = prefixes
 
     def __missing__(self, value: Value) -> bytes:
         if len(self) >= MEMO_MAX:
             self.clear()
-        raw = codec.encode(value, self.bitwidth)
+        if type(value) is int and 0 <= value < self.limit:  # (indices: most misses)
+            raw = value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
+        else:
+            raw = codec.encode(value, self.bitwidth)
         data = self[value] = self.prefixes[len(raw)] + raw
         return data
 
@@ -152,20 +225,21 @@ class Encoder:
         # Per-VM entities that are the same on every ToR, by their arguments.
         self._shared: dict[tuple[Value, ...], Encoded] = {}
         p4info = entries.p4info
+        memos: dict[bytes, _FieldMemo] = {}  # (a VM's MAC or index in several entries)
         self._binding = ExactEntry(
-            p4info, "access_binding", ("port", "vlan_id"), "bind_vm", ("vni", "vm", "vm_mac")
+            p4info, "access_binding", ("port", "vlan_id"), "bind_vm", ("vni", "vm", "vm_mac"), memos
         )
         self._to_local = ExactEntry(
-            p4info, "mac_table", ("vni", "dst_mac"), "to_local_vm", ("port", "vlan_id", "vm")
+            p4info, "mac_table", ("vni", "dst_mac"), "to_local_vm", ("port", "vlan_id", "vm"), memos
         )
         self._to_remote = ExactEntry(
-            p4info, "mac_table", ("vni", "dst_mac"), "to_remote_vtep", ("vtep_ip",)
+            p4info, "mac_table", ("vni", "dst_mac"), "to_remote_vtep", ("vtep_ip",), memos
         )
         self._replica_to_vm = ExactEntry(
-            p4info, "flood_replica", ("replica_id",), "replicate_to_vm", ("vlan_id", "vm")
+            p4info, "flood_replica", ("replica_id",), "replicate_to_vm", ("vlan_id", "vm"), memos
         )
         self._arp = ExactEntry(
-            p4info, "arp_suppression", ("vni", "target_ip"), "reply", ("target_mac",)
+            p4info, "arp_suppression", ("vni", "target_ip"), "reply", ("target_mac",), memos
         )
 
     @staticmethod
@@ -215,15 +289,15 @@ class Encoder:
     def access_binding(
         self, port: int, vlan_id: int, vni: int, vm_index: int, vm_mac: Value
     ) -> Encoded:
-        return self._binding((port, vlan_id), (vni, vm_index, vm_mac))
+        return self._binding(port, vlan_id, vni, vm_index, vm_mac)
 
     def mac_to_local_vm(
         self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int
     ) -> Encoded:
-        return self._to_local((vni, mac), (port, vlan_id, vm_index))
+        return self._to_local(vni, mac, port, vlan_id, vm_index)
 
     def replica_to_vm(self, replica_id: int, vlan_id: int, vm_index: int) -> Encoded:
-        return self._replica_to_vm((replica_id,), (vlan_id, vm_index))
+        return self._replica_to_vm(replica_id, vlan_id, vm_index)
 
     def arp_suppression(self, vni: int, ip: Value, mac: Value) -> Encoded:
         # The same entity on every ToR hosting the VNI: encoded once, and
@@ -231,14 +305,14 @@ class Encoder:
         args = (vni, ip, mac)
         item = self._shared.get(args)
         if item is None:
-            item = self._share(args, self._arp((vni, ip), (mac,)))
+            item = self._share(args, self._arp(vni, ip, mac))
         return item
 
     def mac_to_remote_vtep(self, vni: int, mac: Value, vtep_ip: Value) -> Encoded:
         args = (vni, mac, vtep_ip)  # (a different arity from the ARP entries')
         item = self._shared.get(args)
         if item is None:
-            item = self._share(args, self._to_remote((vni, mac), (vtep_ip,)))
+            item = self._share(args, self._to_remote(vni, mac, vtep_ip))
         return item
 
     def _share(self, args: tuple[Value, ...], item: Encoded) -> Encoded:

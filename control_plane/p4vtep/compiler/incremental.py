@@ -33,7 +33,9 @@ from ..model import Fabric, Vm
 from . import flooding, local_vm, ports, remote_vm, underlay
 from .encode import Encoder
 from .learned import NOTHING, Learned
-from .state import Encoded, Key, SwitchState
+from .state import METER, Encoded, Key, SwitchState
+
+METER_KIND = METER[0]  # (the first byte of a meter config's key, as an int)
 
 # A group of entities rebuilt together: ("vm", name), ("vni", vni), ("evpn", vni), ...
 Unit = Hashable
@@ -116,6 +118,18 @@ class TorCompiler:
                 self.units[unit] = tuple(key for key, _ in items)
             else:
                 self.units.pop(unit, None)
+
+    def _add_unit(self, unit: Unit, items: list[Encoded]) -> None:
+        """``_set_unit`` for a unit whose keys nobody holds yet (a build from
+        nothing): the same state, units and changes, recorded in bulk."""
+        if not items:
+            return
+        keys = self.units[unit] = tuple([key for key, _ in items])
+        entities, meters = self._state.entities, self._state.meters
+        for key, data in items:
+            # (a VM's units hold table entries and meter configs only)
+            (meters if key[0] == METER_KIND else entities)[key] = data
+        self.dirty.update(dict.fromkeys(keys))  # (each held nothing before)
 
     def snapshot(self) -> SwitchState:
         """A copy of everything the ToR must hold; changes recorded so far
@@ -227,9 +241,10 @@ class TorCompiler:
         for _ in self._rebuild_steps():
             pass
 
-    def _rebuild_steps(self, vms_per_step: int = STEP_VMS) -> Iterator[None]:
+    def _rebuild_steps(self, vms_per_step: int = STEP_VMS, fresh: bool = False) -> Iterator[None]:
         """``rebuild`` in steps: the ToR-wide units first, then the VMs'
-        entities ``vms_per_step`` VMs at a time."""
+        entities ``vms_per_step`` VMs at a time. ``fresh``: the state was
+        emptied just before (no units, nothing held)."""
         self.built = True
         enc, fabric = self.enc, self.d.fabric
         view = self.d.view(self.name)
@@ -264,8 +279,12 @@ class TorCompiler:
         vm_units = {("vm", name) for name in view}
         self._set_units({**{unit: [] for unit in set(self.units) - set(units) - vm_units}, **units})
         yield
+        # From nothing (``snapshot_steps``) no VM unit has keys to drop, so
+        # each is added without the per-key bookkeeping of ``_set_units``
+        # (the larger part of a first build's time after encoding).
+        put = self._add_unit if fresh else self._set_unit
         for count, (name, vm) in enumerate(view.items(), start=1):
-            self._set_unit(("vm", name), self._vm_items(vm))
+            put(("vm", name), self._vm_items(vm))
             if count % vms_per_step == 0:
                 yield
         # A key that passed from a VM's unit to a learned one (a MAC a peer
@@ -294,12 +313,14 @@ class TorCompiler:
         self._building = True
         finished = False
         try:
-            for _ in self._rebuild_steps(vms_per_step):
-                part = SwitchState()
-                for key in self.dirty:
-                    data = self._state.get(key)
-                    if data is not None:
-                        part.add((key, data))
+            state = self._state
+            for _ in self._rebuild_steps(vms_per_step, fresh=True):
+                part = SwitchState(
+                    *(
+                        {key: held[key] for key in self.dirty if key in held}
+                        for held in (state.entities, state.meters, state.defaults)
+                    )
+                )
                 self.dirty = {}
                 yield part
                 if self.epoch != epoch:

@@ -360,6 +360,17 @@ class PipelinedWrite:
         while len(self._pending) >= self.batch_size:
             self._send(self._pending[: self.batch_size])
             del self._pending[: self.batch_size]
+        if self._pending and self.switch_idle:
+            # Nothing for the switch to work on: send what there is now
+            # rather than wait for a whole batch (the first part of a build
+            # goes out while the next compiles).
+            self._send(self._pending)
+            self._pending = []
+
+    @property
+    def switch_idle(self) -> bool:
+        """No batch in flight, or the switch answered it."""
+        return self._in_flight is None or self._in_flight[0].done()
 
     def finish(self) -> None:
         """Send what is left, wait for every answer; raise WriteError listing

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+import socket
 
 Value = int | str | bytes
 
@@ -47,9 +48,11 @@ def to_int(value: Value, bitwidth: int) -> int:
     raise EncodingError(f"cannot encode {type(value).__name__} {value!r}")
 
 
-@functools.lru_cache(maxsize=1 << 18)
 def _str_to_int(value: str, bitwidth: int) -> int:
-    # Cached: a VM's MAC and IP appear in several entries on every ToR.
+    try:  # dotted-quad IPv4, the common case: as strict as ipaddress, 7x faster
+        return int.from_bytes(socket.inet_pton(socket.AF_INET, value), "big")
+    except OSError:
+        pass
     if _MAC_RE.match(value):
         return mac_to_int(value)
     try:
@@ -63,15 +66,26 @@ def _str_to_int(value: str, bitwidth: int) -> int:
 
 
 def forget_parsed() -> None:
-    """Empty the cache of parsed MAC/IP strings, as in a fresh process (a
-    benchmark timing a controller start in a process that already parsed
+    """Empty the cache of encoded MAC/IP strings, as in a fresh process (a
+    benchmark timing a controller start in a process that already encoded
     the same addresses would otherwise time a warm cache)."""
-    _str_to_int.cache_clear()
+    _encode_str.cache_clear()
 
 
 def encode(value: Value, bitwidth: int) -> bytes:
     """Canonical bytes for ``value`` in a field of ``bitwidth`` bits."""
-    number = to_int(value, bitwidth)
+    if type(value) is str:
+        return _encode_str(value, bitwidth)
+    return _encode_int(to_int(value, bitwidth), value, bitwidth)
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _encode_str(value: str, bitwidth: int) -> bytes:
+    # Cached: a VM's MAC and IPs appear in several entries on every ToR.
+    return _encode_int(_str_to_int(value, bitwidth), value, bitwidth)
+
+
+def _encode_int(number: int, value: Value, bitwidth: int) -> bytes:
     if number < 0 or number >= (1 << bitwidth):
         raise EncodingError(f"{value!r} does not fit in {bitwidth} bits")
     return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
