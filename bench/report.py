@@ -92,8 +92,8 @@ def section_convergence(out: list[str]) -> None:
         out.append(
             f'"before" is commit {", ".join(before)} (the code before the change) run from a\n'
             'throwaway worktree in the same session as its "after" rows. The load average\n'
-            "(2 cores) is given per run; the earlier session shared the machine with other jobs.\n"
-            "Since this round each controller round starts with an empty cache of parsed MAC\n"
+            "(2 cores) is given per run; earlier sessions' runs are kept in the JSON\n"
+            "(``history``). Each controller round starts with an empty cache of encoded MAC\n"
             "and IP strings, as a fresh process would (bench/NOTES.md: the gap explained).\n"
         )
     sizes = sorted({int(n) for r in runs for n in r["result"]["sizes"]})
