@@ -53,11 +53,12 @@ from dataplane_paths import (
     compile_baseline,
     frame,
     paths_of,
+    switch_on,
     write_pcap,
 )
 from dataplane_peer import MEASURED_COMMIT, PEER_ENV, peer_pipeline
 from dataplane_trace import trace_paths
-from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
+from p4vtep.bmv2 import Bmv2Switch, VethSet
 from p4vtep.dataplane.artifacts import Pipeline, bmv2_pipeline
 from p4vtep.runtime.client import SwitchConnection
 
@@ -301,14 +302,7 @@ def main() -> None:
             for path in paths
             for size in args.sizes
         }
-        switch = Bmv2Switch(
-            "dp",
-            1,
-            free_port(),
-            free_port(),
-            {port: s for port, (s, _) in enumerate(veths.pairs, start=1)},
-            log_dir=Path(tmp),
-        )
+        switch = switch_on(veths, "dp", Path(tmp))
         switch.start()
         conn = SwitchConnection(switch.grpc_address, 1, election_id=1)
         bench = Bench(switch, conn, {port: h for port, (_, h) in enumerate(veths.pairs, start=1)})

@@ -23,15 +23,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from common import machine, require_switch, write_result
 from dataplane_load import MachineShare, Sampler, find_tcpreplay, topspeed
-from dataplane_paths import install_baseline, write_pcap
-from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
+from dataplane_paths import compile_v1model, install_baseline, switch_on, write_pcap
+from p4vtep.bmv2 import VethSet
 from p4vtep.dataplane.artifacts import Pipeline
 from p4vtep.runtime.client import SwitchConnection
 
@@ -277,24 +276,7 @@ BY_NAME = {v.name: v for v in VARIANTS}
 def compile_variant(variant: Variant, out: Path) -> Pipeline:
     source = out / f"{variant.name}.p4"
     source.write_text(variant.source)
-    p4c = os.environ.get("P4C", "p4c")
-    subprocess.run(
-        [
-            p4c,
-            "--target",
-            "bmv2",
-            "--arch",
-            "v1model",
-            "-o",
-            str(out),
-            "--p4runtime-files",
-            str(out / f"{variant.name}.p4info.txtpb"),
-            str(source),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return Pipeline(out / f"{variant.name}.p4info.txtpb", out / f"{variant.name}.json")
+    return compile_v1model(source, out)
 
 
 def round_order(names: list[str]) -> list[str]:
@@ -353,14 +335,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, VethSet(f"dc{os.getpid() % 1000}", 2) as veths:
         programs = {n: compile_variant(BY_NAME[n], Path(tmp)) for n in ["baseline", *names]}
         pcap = write_pcap(Path(tmp), "baseline", args.size, 64)
-        switch = Bmv2Switch(
-            "dc",
-            1,
-            free_port(),
-            free_port(),
-            {port: s for port, (s, _) in enumerate(veths.pairs, start=1)},
-            log_dir=Path(tmp),
-        )
+        switch = switch_on(veths, "dc", Path(tmp))
         switch.start()
         assert switch.process is not None
         switch_pid = switch.process.pid

@@ -11,9 +11,11 @@ import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from common import BENCH
 from dataplane_peer import install_fabric_bridging
+from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.dataplane.artifacts import Pipeline
 from p4vtep.dataplane.entries import PipelineEntries, PortRole
 from p4vtep.runtime import entities
@@ -59,25 +61,29 @@ def paths_of(programs: Mapping[str, Pipeline]) -> list[str]:
     return [name for name, path in PATHS.items() if path.program in programs]
 
 
-def compile_baseline(out: Path) -> Pipeline:
+def compile_v1model(source: Path, out: Path) -> Pipeline:
+    """A v1model program compiled for BMv2 into ``out`` (JSON and P4Info
+    named after the source)."""
     p4c = os.environ.get("P4C", "p4c")
+    p4info = out / f"{source.stem}.p4info.txtpb"
     subprocess.run(
-        [
-            p4c,
-            "--target",
-            "bmv2",
-            "--arch",
-            "v1model",
-            "-o",
-            str(out),
-            "--p4runtime-files",
-            str(out / "l2fwd.p4info.txtpb"),
-            str(BENCH / "baseline" / "l2fwd.p4"),
-        ],
+        [p4c, "--target", "bmv2", "--arch", "v1model", "-o", str(out)]
+        + ["--p4runtime-files", str(p4info), str(source)],
         check=True,
         capture_output=True,
     )
-    return Pipeline(out / "l2fwd.p4info.txtpb", out / "l2fwd.json")
+    return Pipeline(p4info, out / f"{source.stem}.json")
+
+
+def compile_baseline(out: Path) -> Pipeline:
+    return compile_v1model(BENCH / "baseline" / "l2fwd.p4", out)
+
+
+def switch_on(veths: VethSet, name: str, log_dir: Path, **options: Any) -> Bmv2Switch:
+    """A BMv2 switch (not started) whose port N is the switch side of the
+    Nth veth pair, on free Thrift and gRPC ports."""
+    ports = {port: s for port, (s, _) in enumerate(veths.pairs, start=1)}
+    return Bmv2Switch(name, 1, free_port(), free_port(), ports, log_dir=log_dir, **options)
 
 
 def frame(path: str, size: int, seq: int) -> Packet:

@@ -23,9 +23,17 @@ from typing import Any
 
 from common import require_switch
 from dataplane_load import receive_marked, receiver
-from dataplane_paths import INSTALL, PATHS, check_output, compile_baseline, frame, paths_of
+from dataplane_paths import (
+    INSTALL,
+    PATHS,
+    check_output,
+    compile_baseline,
+    frame,
+    paths_of,
+    switch_on,
+)
 from dataplane_peer import peer_pipeline
-from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
+from p4vtep.bmv2 import VethSet
 from p4vtep.dataplane.artifacts import Pipeline, bmv2_pipeline
 from p4vtep.runtime.client import SwitchConnection
 
@@ -88,13 +96,10 @@ def trace_paths(size: int = 64, peer: Pipeline | None = None) -> dict[str, dict[
         if peer is not None:
             programs["fabric-tna"] = peer
         host = {port: h for port, (_, h) in enumerate(veths.pairs, start=1)}
-        switch = Bmv2Switch(
+        switch = switch_on(
+            veths,
             "trace",
-            1,
-            free_port(),
-            free_port(),
-            {port: s for port, (s, _) in enumerate(veths.pairs, start=1)},
-            log_dir=Path(tmp),
+            Path(tmp),
             debug_log=True,
             extra_args=["--log-level", "trace"],
         )
