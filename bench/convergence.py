@@ -100,7 +100,7 @@ def prepare(fabric, vms, store_path: Path):
 
 def run_controller(fabric, store_path: Path, compiled, switch_pids: list[int]) -> float:
     reset(fabric)
-    # As a fresh process would: prepare() and earlier rounds parsed the same
+    # As a fresh process would: prepare() and earlier rounds encoded the same
     # MAC and IP strings in this one.
     codec.forget_parsed()
     clock = CpuClock(switch_pids)

@@ -177,6 +177,32 @@ def test_encoder_gives_the_builders_bytes_for_values_of_any_type():
         assert enc.replica_to_vm(7, 7, 7) == reference(entries.replica_to_vm(7, 7, 7))
 
 
+def test_exact_entry_of_any_other_shape_gives_the_builders_bytes():
+    """Shapes without an unrolled assembler (one match and four or no
+    parameters here) take the general one."""
+    import pytest
+    from p4vtep.compiler import identity
+    from p4vtep.compiler.encode import ExactEntry
+
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    p4info = entries.p4info
+    params = [p.name for p in p4info.params(p4info.action("set_vni_params").preamble.id)]
+    vni_config = ExactEntry(p4info, "vni_config", ("vni",), "set_vni_params", params)
+    my_vtep = ExactEntry(p4info, "my_vtep", ("vtep_ip",), "terminate", ())
+
+    def reference(message):
+        entity = to_entity(message)
+        return identity(entity), entity.SerializeToString(deterministic=True)
+
+    given = {"vni_index": 7, "traffic_class": 3, "flood_group": 1007, "local_flood_group": 2007}
+    assert vni_config(5000, *(given[name] for name in params)) == reference(
+        entries.vni_config(5000, 7, 3, 1007, 2007)
+    )
+    assert my_vtep("10.0.0.1") == reference(entries.my_vtep("10.0.0.1"))
+    with pytest.raises(TypeError):
+        my_vtep("10.0.0.1", 1)
+
+
 def test_exact_entry_takes_fields_in_wire_order_only():
     import pytest
     from p4vtep.compiler.encode import ExactEntry
