@@ -298,6 +298,9 @@ def test_conflicts_member_loss_and_quorum_loss(
             assert not follower.took_over()
 
             # Quorum lost: writes refused with a clear error; forwarding goes on.
+            # (First let the leader finish the pass its step-down and return
+            # started, so that what the switches hold is not read mid-pass.)
+            assert converged(sf, settings, timeout=30)
             before = read_switches(sf.fabric)
             alive = [i for i, m in enumerate(cluster.members) if m.alive]
             cluster.kill(alive[0])
