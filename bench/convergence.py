@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import os
 import tempfile
 import threading
@@ -205,6 +206,12 @@ def main() -> None:
             store_path = Path(tmp) / f"state-{n}.db"
             compiled, entity_count = prepare(fabric, vms, store_path)
             requests = encode_raw(fabric, compiled)
+            # What this process keeps for checking (the expected compile, the
+            # raw writer's requests) would not be in a controller's process:
+            # out of the collector's sight, so that neither arm's collections
+            # walk it.
+            gc.collect()
+            gc.freeze()
             for phases in PHASES.values():
                 phases.clear()
             ctl, raw = alternate(

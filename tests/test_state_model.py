@@ -14,6 +14,7 @@ from p4vtep.state.rows import (
     change_between,
     vm_from_json,
     vm_to_json,
+    vms_from_json,
 )
 
 VM = Vm("vm1", "02:00:00:00:00:01", ("10.0.0.1", "10.0.0.2"), 100, "s1", 10, "gold", "api")
@@ -24,6 +25,39 @@ def test_vm_json_round_trip():
     assert vm_from_json(vm_to_json(VM).encode()) == VM
 
 
+def test_vms_from_json_builds_the_same_vms_as_one_by_one():
+    other = Vm("vm2", "02:00:00:00:00:02", ("10.0.0.3",), 200, "s2", 11)
+    loaded = vms_from_json([vm_to_json(VM), vm_to_json(other)])
+    assert loaded == [VM, other]
+    assert {hash(vm) for vm in loaded} == {hash(VM), hash(other)}  # (keys of the indexes)
+    assert all(type(vm.ips) is tuple for vm in loaded)
+    with pytest.raises(AttributeError):  # still frozen
+        loaded[0].vlan = 5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        '{"name":"vm1","mac":"02:00:00:00:00:01","ips":[],"vni":1,"server":"s1","vlan":1,'
+        '"qos":null,"source":"api","colour":"red"}',  # a field Vm has not
+        '{"name":"vm1","mac":"02:00:00:00:00:01","ips":[],"vni":1,"vlan":1}',  # no server
+    ],
+)
+def test_vms_from_json_refuses_rows_vm_from_json_refuses(row):
+    with pytest.raises(TypeError):
+        vm_from_json(row)
+    with pytest.raises(TypeError):
+        vms_from_json([vm_to_json(VM), row])
+
+
+def test_vms_from_json_fills_defaults_of_an_older_row():
+    row = (
+        '{"name":"vm1","mac":"02:00:00:00:00:01","ips":["10.0.0.1"],"vni":1,"server":"s1","vlan":1}'
+    )
+    assert vms_from_json([row]) == [vm_from_json(row)]
+    assert vms_from_json([row])[0].source == "inventory"
+
+
 def test_allocation_rows_round_trip():
     rows = {("vni", "100"): 1, ("tor", "tor1"): 0, ("vm@tor1", "vm1"): 7, ("vm@tor2", "vm2"): 3}
     alloc = allocations_from_rows(rows)
@@ -32,6 +66,11 @@ def test_allocation_rows_round_trip():
     assert alloc.vm["tor1"].peek("vm1") == 7
     assert alloc.vm["tor2"].peek("vm2") == 3
     assert allocation_rows(alloc) == rows
+    # Restored indices are taken: the next allocation skips them.
+    low = alloc.vm["tor1"].low
+    space = allocations_from_rows({("vm@tor1", "vm1"): low, ("vm@tor1", "vm2"): low + 1}).vm["tor1"]
+    assert space.get("vm3") == low + 2
+    assert alloc.vni.missing([100, 200, 200, 300]) == 2
     with pytest.raises(ValueError, match="unknown allocation space 'bogus'"):
         allocations_from_rows({("bogus", "x"): 1})
 

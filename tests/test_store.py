@@ -58,3 +58,25 @@ def test_state_store_protocol_commit_and_conflict(tmp_path):
     again = Store(path).load()
     assert set(again.vms) == {"a2"}
     assert dict(again.allocations) == {("vni", "100"): 1}
+
+
+def test_a_restarted_controller_checks_the_first_change_against_stored_vms(tmp_path):
+    """The validation index is built by the first change after a start, not
+    at the start: that change must still see every stored VM."""
+    from p4vtep.controller import Controller
+    from p4vtep.dataplane.artifacts import bmv2_pipeline
+    from p4vtep.validation import ValidationError
+
+    path = tmp_path / "state.db"
+    first = Controller(two_tor_fabric(), bmv2_pipeline(), Store(path))
+    for vm in vms():
+        first.attach(vm)
+    first.store.close()
+    again = Controller(two_tor_fabric(), bmv2_pipeline(), Store(path))
+    assert again.vms == {vm.name: vm for vm in vms()}
+    same_mac = replace(vms()[0], name="a3", ips=("192.168.1.3",), vlan=11)
+    with pytest.raises(ValidationError, match="a1"):
+        again.attach(same_mac)
+    assert again.vms == {vm.name: vm for vm in vms()}
+    again.attach(replace(same_mac, mac="00:00:0a:00:00:03"))
+    assert "a3" in again.vms

@@ -86,6 +86,16 @@ class IndexSpace:
         self._by_key[key] = index
         self._used.add(index)
 
+    def restore_all(self, pairs: Iterable[tuple[Hashable, int]]) -> None:
+        """``restore`` each (key, index): a whole stored space at once."""
+        restored = dict(pairs)
+        self._by_key.update(restored)
+        self._used.update(restored.values())
+
+    def missing(self, keys: Iterable[Hashable]) -> int:
+        """How many of ``keys`` (distinct) have no index yet."""
+        return len(set(keys) - self._by_key.keys())
+
     def items(self) -> list[tuple[Hashable, int]]:
         return list(self._by_key.items())
 

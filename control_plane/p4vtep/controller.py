@@ -95,10 +95,12 @@ class Controller:
         if leadership is None:
             self.revision = self.store.commit(self._pending_change([], []), self.revision)
         # (A replica commits new index rows when it leads: sync_allocations.)
-        self._index_stale = False
         self.version = 1
         self._checked: dict[Vm, list[Problem]] = {}  # per-VM validation results
-        self._index = VmIndex.of(self.vms.values())
+        # Built by the first change, not here: the switches need their
+        # entries before anyone needs the validation index.
+        self._index = VmIndex()
+        self._index_stale = True
         credentials = (
             None if fabric.p4runtime_tls is None else tls.client_credentials(fabric.p4runtime_tls)
         )

@@ -261,20 +261,7 @@ class SwitchSupervisor:
         try:
             if full or self._needs_full:
                 self._needs_full = True  # until this pass succeeds
-                actual = self.reader.read(conn)
-                if actual.entities:
-                    version, desired = self.desired.snapshot(self.tor.name)
-                    delta = reconcile(conn, desired, self.reader, actual, self._check_gate)
-                else:  # nothing to delete first: write while the rest compiles
-                    versions: list[int] = []
-
-                    def parts() -> Iterator[SwitchState]:
-                        for whole_version, part in self.desired.snapshot_steps(self.tor.name):
-                            versions.append(whole_version)
-                            yield part
-
-                    delta, desired = reconcile_in_parts(conn, parts(), actual, self._check_gate)
-                    version = versions[0]
+                delta, desired, version = self._reconcile_whole(conn)
                 entries = len(desired.entities)
             else:
                 # Only what changed since the last pass; the switch held the
@@ -319,6 +306,25 @@ class SwitchSupervisor:
                 seconds=time.monotonic() - started,
             )
         )
+
+    def _reconcile_whole(self, conn: SwitchConnection) -> tuple[Diff, SwitchState, int]:
+        """Read the switch back and bring all of it to the desired state:
+        (what was written, the desired state, its version)."""
+        actual = self.reader.read(conn)
+        if actual.entities:
+            version, desired = self.desired.snapshot(self.tor.name)
+            delta = reconcile(conn, desired, self.reader, actual, self._check_gate)
+            return delta, desired, version
+        # Nothing to delete first: write while the rest compiles.
+        versions: list[int] = []
+
+        def parts() -> Iterator[SwitchState]:
+            for whole_version, part in self.desired.snapshot_steps(self.tor.name):
+                versions.append(whole_version)
+                yield part
+
+        delta, desired = reconcile_in_parts(conn, parts(), actual, self._check_gate)
+        return delta, desired, versions[0]
 
     def _election_id(self) -> int:
         if self.gate is None:

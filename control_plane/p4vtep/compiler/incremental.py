@@ -119,17 +119,25 @@ class TorCompiler:
             else:
                 self.units.pop(unit, None)
 
-    def _add_unit(self, unit: Unit, items: list[Encoded]) -> None:
-        """``_set_unit`` for a unit whose keys nobody holds yet (a build from
-        nothing): the same state, units and changes, recorded in bulk."""
-        if not items:
-            return
-        keys = self.units[unit] = tuple([key for key, _ in items])
-        entities, meters = self._state.entities, self._state.meters
-        for key, data in items:
-            # (a VM's units hold table entries and meter configs only)
-            (meters if key[0] == METER_KIND else entities)[key] = data
-        self.dirty.update(dict.fromkeys(keys))  # (each held nothing before)
+    def _add_units(self, units: dict[Unit, list[Encoded]]) -> SwitchState:
+        """``_set_units`` for units whose keys nobody holds yet (a build from
+        nothing): the same state and units, recorded in bulk. Returns what
+        they added, instead of recording it as changes (the caller writes it
+        as one part of the build)."""
+        added = [item for items in units.values() for item in items]
+        meters = {key: data for key, data in added if key[0] == METER_KIND}
+        # (a VM's units hold table entries and meter configs only)
+        entities = (
+            dict(added)
+            if not meters
+            else {key: data for key, data in added if key[0] != METER_KIND}
+        )
+        self.units.update(
+            (unit, tuple([key for key, _ in items])) for unit, items in units.items() if items
+        )
+        self._state.entities.update(entities)
+        self._state.meters.update(meters)
+        return SwitchState(entities, meters)
 
     def snapshot(self) -> SwitchState:
         """A copy of everything the ToR must hold; changes recorded so far
@@ -241,17 +249,22 @@ class TorCompiler:
         for _ in self._rebuild_steps():
             pass
 
-    def _rebuild_steps(self, vms_per_step: int = STEP_VMS, fresh: bool = False) -> Iterator[None]:
+    def _rebuild_steps(
+        self, vms_per_step: int = STEP_VMS, fresh: bool = False
+    ) -> Iterator[SwitchState]:
         """``rebuild`` in steps: the ToR-wide units first, then the VMs'
         entities ``vms_per_step`` VMs at a time. ``fresh``: the state was
-        emptied just before (no units, nothing held)."""
+        emptied just before (no units, nothing held); each step then yields
+        the VMs' entities it added, not recorded as changes (otherwise it
+        yields nothing: everything is in the changes)."""
         self.built = True
         enc, fabric = self.enc, self.d.fabric
         view = self.d.view(self.name)
+        tor_of = {name: server.tor for name, server in fabric.servers.items()}
         self.local, self.remote = {}, {}
         space = self.d.alloc.vm_space(self.name)
         for name, vm in view.items():
-            if self._tor_of(vm) == self.name:
+            if tor_of[vm.server] == self.name:
                 self.local.setdefault(vm.vni, {})[name] = vm
         self.copies = {
             vni: {n: (fabric.servers[vm.server].port, space[n]) for n, vm in members.items()}
@@ -259,7 +272,7 @@ class TorCompiler:
         }
         self.ordered = {vni: sorted(copies.values()) for vni, copies in self.copies.items()}
         for vm in view.values():
-            tor = self._tor_of(vm)
+            tor = tor_of[vm.server]
             if tor != self.name and vm.vni in self.local:
                 self.remote.setdefault(vm.vni, Counter())[tor] += 1
         for vni in self.local:
@@ -276,22 +289,33 @@ class TorCompiler:
             ("evpn", vni): self._learned_items(vni) for vni in self.local
         }
         units.update(learned)
-        vm_units = {("vm", name) for name in view}
-        self._set_units({**{unit: [] for unit in set(self.units) - set(units) - vm_units}, **units})
-        yield
-        # From nothing (``snapshot_steps``) no VM unit has keys to drop, so
-        # each is added without the per-key bookkeeping of ``_set_units``
-        # (the larger part of a first build's time after encoding).
-        put = self._add_unit if fresh else self._set_unit
-        for count, (name, vm) in enumerate(view.items(), start=1):
-            put(("vm", name), self._vm_items(vm))
-            if count % vms_per_step == 0:
-                yield
+        if not fresh:  # (units no longer built are emptied)
+            gone = set(self.units) - set(units) - {("vm", name) for name in view}
+            units = {**{unit: [] for unit in gone}, **units}
+        self._set_units(units)
+        yield SwitchState()
+        vm_items = self._vm_items
+        if fresh:
+            # From nothing no VM unit has keys to drop, so each step's units
+            # are added in bulk, without the per-key bookkeeping of
+            # ``_set_units`` (the larger part of a first build's time after
+            # encoding).
+            step: dict[Unit, list[Encoded]] = {}
+            for name, vm in view.items():
+                step[("vm", name)] = vm_items(vm)
+                if len(step) == vms_per_step:
+                    yield self._add_units(step)
+                    step = {}
+            added = self._add_units(step)
+        else:
+            for name, vm in view.items():
+                self._set_unit(("vm", name), vm_items(vm))
+            added = SwitchState()
         # A key that passed from a VM's unit to a learned one (a MAC a peer
         # took) was removed again by that VM's step: put the learned units
         # back. (Keys passing the other way are removed first, then put.)
         self._set_units(learned)
-        yield  # (the VMs since the last step)
+        yield added  # (the VMs since the last step)
 
     def snapshot_steps(self, vms_per_step: int = STEP_VMS) -> Generator[SwitchState, None, None]:
         """``snapshot`` a part at a time, for a ToR not built yet (the first
@@ -314,13 +338,12 @@ class TorCompiler:
         finished = False
         try:
             state = self._state
-            for _ in self._rebuild_steps(vms_per_step, fresh=True):
-                part = SwitchState(
-                    *(
-                        {key: held[key] for key in self.dirty if key in held}
-                        for held in (state.entities, state.meters, state.defaults)
-                    )
-                )
+            for part in self._rebuild_steps(vms_per_step, fresh=True):
+                # What the step recorded as changes, as it is now
+                for key in self.dirty:
+                    held = state.bucket(key).get(key)
+                    if held is not None:
+                        part.bucket(key)[key] = held
                 self.dirty = {}
                 yield part
                 if self.epoch != epoch:
@@ -491,18 +514,17 @@ class DesiredState:
 
     def check_room(self, upserts: Iterable[Vm]) -> None:
         """Raise SpaceFull, changing nothing, if the indices would run out."""
-        new_vnis = {vm.vni for vm in upserts if self.alloc.vni.peek(vm.vni) is None}
         vni_space = self.alloc.vni
-        if len(vni_space) + len(new_vnis) > vni_space.high - vni_space.low + 1:
+        new_vnis = vni_space.missing({vm.vni for vm in upserts})
+        if len(vni_space) + new_vnis > vni_space.high - vni_space.low + 1:
             raise SpaceFull(f"vni: all {vni_space.high - vni_space.low + 1} indices in use")
-        arriving: Counter[str] = Counter()
+        servers = self.fabric.servers
+        names_by_tor: dict[str, list[str]] = {}
         for vm in upserts:
-            tor = self.fabric.servers[vm.server].tor
-            if self.alloc.vm_space(tor).peek(vm.name) is None:
-                arriving[tor] += 1
-        for tor, count in arriving.items():
+            names_by_tor.setdefault(servers[vm.server].tor, []).append(vm.name)
+        for tor, names in names_by_tor.items():
             space = self.alloc.vm_space(tor)
-            if len(space) + count > space.high - space.low + 1:
+            if len(space) + space.missing(names) > space.high - space.low + 1:
                 raise SpaceFull(f"{space.name}: all {space.high - space.low + 1} indices in use")
 
     def change(self, upserts: Iterable[Vm], removals: Iterable[str]) -> None:
@@ -557,11 +579,13 @@ class DesiredState:
             for tor in self.tors:
                 for token in self._pinned[tor].pop(name, []):
                     del self._pins[token]
-        self.vms, self.by_vni = {}, {}
         for vni in sorted({vm.vni for vm in new.values()}):
             self.alloc.vni.get(vni)
-        for name in sorted(new):
-            self._set_global(name, new[name])
+        # (what _set_global does for each, in bulk: nothing held before)
+        self.vms = {name: new[name] for name in sorted(new)}
+        self.by_vni = {}
+        for name, vm in self.vms.items():
+            self.by_vni.setdefault(vm.vni, {})[name] = vm
         for tor, compiler in self.tors.items():
             self._allocate_view(tor)
             compiler.built = False
@@ -572,9 +596,10 @@ class DesiredState:
         space = self.alloc.vm_space(tor)
         servers = self.fabric.servers
         local = {n for n, vm in self.view(tor).items() if servers[vm.server].tor == tor}
-        for gone in space.keys() - local:
+        held = space.keys()
+        for gone in held - local:
             space.release(gone)
-        for name in sorted(local):
+        for name in sorted(local - held):  # (the others have theirs)
             space.get(name)
 
     def pin(self, tor: str, name: str) -> int:
