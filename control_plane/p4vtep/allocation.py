@@ -93,8 +93,11 @@ class IndexSpace:
         self._used.update(restored.values())
 
     def missing(self, keys: Iterable[Hashable]) -> int:
-        """How many of ``keys`` (distinct) have no index yet."""
-        return len(set(keys) - self._by_key.keys())
+        """How many of ``keys`` (distinct) have no index yet. (Membership
+        per key: ``set - dict.keys()`` would walk the whole space, on every
+        change.)"""
+        by_key = self._by_key
+        return sum(1 for key in set(keys) if key not in by_key)
 
     def items(self) -> list[tuple[Hashable, int]]:
         return list(self._by_key.items())
