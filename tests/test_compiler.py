@@ -1,10 +1,22 @@
 from dataclasses import replace
 
+import pytest
 from fabric_fixture import two_tor_fabric, vms
-from p4vtep.compiler import Allocations, SwitchState, allocate, compile_tor, flood_groups
+from p4vtep.compiler import (
+    Allocations,
+    Encoder,
+    SwitchState,
+    allocate,
+    compile_tor,
+    flood_groups,
+    identity,
+)
+from p4vtep.compiler.encode import ExactEntry
+from p4vtep.compiler.flooding import OrderedCopies
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.reconciler import diff
+from p4vtep.runtime.codec import EncodingError
 from p4vtep.runtime.entities import to_entity
 from p4vtep.runtime.protos import p4runtime_pb2
 
@@ -119,7 +131,6 @@ def test_vm_indices_are_stable_when_others_come_and_go():
 
 
 def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
-    from p4vtep.compiler import Encoder, identity
 
     entries = PipelineEntries(bmv2_pipeline().p4info)
     enc = Encoder(entries)
@@ -151,11 +162,41 @@ def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
     assert enc.flood_group(11, many) == reference(entries.flood_group(11, many))
 
 
+def test_ordered_copies_give_the_group_of_their_copies_as_they_come_and_go():
+    """A VNI's copies kept in order with their encodings (what a rebuild of
+    its groups joins) give the same group as the builder's, whatever the
+    order of additions and removals, with extra copies merged in order."""
+
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    enc = Encoder(entries)
+
+    def reference(group, copies):
+        entity = to_entity(entries.flood_group(group, copies))
+        return identity(entity), entity.SerializeToString(deterministic=True)
+
+    held = [(1 + i % 3, (i * 7919) % 5003) for i in range(1, 3000)]
+    ordered = OrderedCopies(enc, held[:1000])
+    for copy in held[1000:]:
+        ordered.add(copy)
+    for copy in held[::3]:
+        ordered.remove(copy)
+    kept = [c for i, c in enumerate(held) if i % 3]
+    assert len(ordered) == len(kept)
+    assert enc.flood_group_of(5, ordered.wire) == reference(5, kept)
+    # Remote VTEPs' copies: before, between and after the local ones.
+    extra = [(9, 16385), (0, 16386), (2, 16387)]
+    assert enc.flood_group_of(6, ordered.with_extra(extra)) == reference(6, kept + extra)
+    assert enc.flood_group_of(7, ordered.with_extra([])) == reference(7, kept)
+    empty = OrderedCopies(enc)
+    assert enc.flood_group_of(8, empty.with_extra(extra)) == reference(8, extra)
+    with pytest.raises(KeyError):
+        ordered.remove(held[0])  # (removed above)
+
+
 def test_encoder_gives_the_builders_bytes_for_values_of_any_type():
     """Memos are shared by fields that serialize alike (the same table's
     match field, a parameter with the same id and width); a value given as
     an int, bytes or text gives the builders' bytes wherever it goes."""
-    from p4vtep.compiler import Encoder, identity
 
     entries = PipelineEntries(bmv2_pipeline().p4info)
     enc = Encoder(entries)
@@ -180,9 +221,6 @@ def test_encoder_gives_the_builders_bytes_for_values_of_any_type():
 def test_exact_entry_of_any_other_shape_gives_the_builders_bytes():
     """Shapes without an unrolled assembler (one match and four or no
     parameters here) take the general one."""
-    import pytest
-    from p4vtep.compiler import identity
-    from p4vtep.compiler.encode import ExactEntry
 
     entries = PipelineEntries(bmv2_pipeline().p4info)
     p4info = entries.p4info
@@ -204,8 +242,6 @@ def test_exact_entry_of_any_other_shape_gives_the_builders_bytes():
 
 
 def test_exact_entry_takes_fields_in_wire_order_only():
-    import pytest
-    from p4vtep.compiler.encode import ExactEntry
 
     p4info = bmv2_pipeline().p4info
     with pytest.raises(ValueError, match="id order"):
@@ -219,9 +255,6 @@ def test_exact_entry_takes_fields_in_wire_order_only():
 
 
 def test_encoder_refuses_values_that_do_not_fit():
-    import pytest
-    from p4vtep.compiler import Encoder
-    from p4vtep.runtime.codec import EncodingError
 
     enc = Encoder(PipelineEntries(bmv2_pipeline().p4info))
     with pytest.raises(EncodingError, match="access_binding"):

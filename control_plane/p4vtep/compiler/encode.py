@@ -8,7 +8,7 @@ key, ready to diff and to write without encoding again.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..dataplane.entries import MeterRates, PipelineEntries, PortRole
@@ -271,16 +271,25 @@ class Encoder:
     ) -> Encoded:
         return self.of(self.entries.vni_config(vni, vni_index, traffic_class, group, local_group))
 
-    def flood_group(self, group_id: int, replicas: list[tuple[int, int]]) -> Encoded:
-        """Same bytes as ``entries.flood_group``; a VNI's group holds a copy
-        per VM, so each replica is encoded once and the group is their
-        concatenation after the group id (a repeated field on the wire is
-        its elements one after another), with no protobuf object built."""
+    def flood_group(self, group_id: int, replicas: Iterable[tuple[int, int]]) -> Encoded:
+        """Same bytes as ``entries.flood_group`` for (port, instance) copies
+        in any order."""
         # (map: no Python loop over 1000s of copies, nearly all encoded already)
-        parts = b"".join(map(self._replicas.__getitem__, sorted(replicas)))
+        return self.flood_group_of(group_id, map(self._replicas.__getitem__, sorted(replicas)))
+
+    def flood_group_of(self, group_id: int, replicas: Iterable[bytes]) -> Encoded:
+        """A group from its copies already encoded (``replica``) and in
+        (port, instance) order. A VNI's group holds a copy per VM, so each
+        copy is encoded once and the group is their concatenation after the
+        group id (a repeated field on the wire is its elements one after
+        another), with no protobuf object built."""
         head = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=group_id).SerializeToString()
-        entity = wire.wrap(_ENTITY_PRE, wire.wrap(_PRE_MULTICAST, head + parts))
+        entity = wire.wrap(_ENTITY_PRE, wire.wrap(_PRE_MULTICAST, head + b"".join(replicas)))
         return MULTICAST + b"%d" % group_id, entity
+
+    def replica(self, copy: tuple[int, int]) -> bytes:
+        """One (port, instance) copy as a group's ``replicas`` field."""
+        return self._replicas[copy]
 
     def replica_to_vtep(self, replica_id: int, vtep_ip: Value, next_hop_mac: Value) -> Encoded:
         return self.of(self.entries.replica_to_vtep(replica_id, vtep_ip, next_hop_mac))

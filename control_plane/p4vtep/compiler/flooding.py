@@ -9,6 +9,7 @@ flood_replica entry that encapsulates a copy toward it.
 
 from __future__ import annotations
 
+import bisect
 import zlib
 from collections.abc import Iterable
 
@@ -17,6 +18,47 @@ from ..dataplane.limits import VTEP_REPLICA_BASE
 from ..model import Fabric, Tor, Uplink
 from .encode import Encoder
 from .state import Encoded
+
+
+class OrderedCopies:
+    """A VNI's local copies on one ToR, (port, VM index) kept in order, each
+    with its encoded replica beside it: the VNI's two groups are rewritten
+    whole on every change of its members (a group entry carries all its
+    copies), and joining stored encodings costs a fraction of sorting the
+    copies and looking each one up again."""
+
+    __slots__ = ("enc", "keys", "wire")
+
+    def __init__(self, enc: Encoder, copies: Iterable[tuple[int, int]] = ()) -> None:
+        self.enc = enc
+        self.keys = sorted(copies)
+        self.wire = [enc.replica(copy) for copy in self.keys]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def add(self, copy: tuple[int, int]) -> None:
+        at = bisect.bisect_left(self.keys, copy)
+        self.keys.insert(at, copy)
+        self.wire.insert(at, self.enc.replica(copy))
+
+    def remove(self, copy: tuple[int, int]) -> None:
+        at = bisect.bisect_left(self.keys, copy)
+        if at == len(self.keys) or self.keys[at] != copy:
+            raise KeyError(copy)
+        del self.keys[at], self.wire[at]
+
+    def with_extra(self, extra: Iterable[tuple[int, int]]) -> list[bytes]:
+        """The encoded copies with ``extra`` ones (a few) merged in order."""
+        out: list[bytes] = []
+        done = 0
+        for copy in sorted(extra):
+            at = bisect.bisect_left(self.keys, copy)
+            out += self.wire[done:at]
+            out.append(self.enc.replica(copy))
+            done = at
+        out += self.wire[done:]
+        return out
 
 
 def flood_groups(vni_index: int) -> tuple[int, int]:
@@ -35,7 +77,7 @@ def vni(
     tor_name: str,
     alloc: Allocations,
     vni_id: int,
-    local_copies: Iterable[tuple[int, int]],
+    local_copies: OrderedCopies,
     remote_tors: Iterable[str],
     external: Iterable[str] = (),
 ) -> list[Encoded]:
@@ -48,7 +90,6 @@ def vni(
         return [enc.vni_config(vni_id, index, spec.traffic_class, 0, 0)]
     group, local_group = flood_groups(index)
     tor = fabric.tors[tor_name]
-    local = list(local_copies)
     remote = [
         (flood_uplink(tor, fabric.tors[t].vtep_ip).port, VTEP_REPLICA_BASE + alloc.tor[t])
         for t in remote_tors
@@ -59,8 +100,8 @@ def vni(
     ]
     return [
         enc.vni_config(vni_id, index, spec.traffic_class, group, local_group),
-        enc.flood_group(group, local + remote),
-        enc.flood_group(local_group, local),
+        enc.flood_group_of(group, local_copies.with_extra(remote)),
+        enc.flood_group_of(local_group, local_copies.wire),
     ]
 
 

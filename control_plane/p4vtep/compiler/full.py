@@ -61,7 +61,8 @@ def compile_tor(
         ]
         external = sorted(learned.flood.get(vni, ()))
         tors = sorted(remote_tors_of_vni[vni])
-        add(flooding.vni(enc, fabric, tor_name, alloc, vni, copies, tors, external))
+        ordered = flooding.OrderedCopies(enc, copies)
+        add(flooding.vni(enc, fabric, tor_name, alloc, vni, ordered, tors, external))
     every_remote_tor = {t for tors in remote_tors_of_vni.values() for t in tors}
     every_external = {ip for vni in local_vnis for ip in learned.flood.get(vni, ())}
     add(flooding.replicas(enc, fabric, tor_name, alloc, every_remote_tor, every_external))

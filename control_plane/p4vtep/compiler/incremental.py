@@ -22,7 +22,6 @@ property test checks this over random change sequences).
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections import Counter
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator
@@ -63,10 +62,11 @@ class TorCompiler:
         self.local: dict[int, dict[str, Vm]] = {}  # VNI -> its VMs on this ToR
         self.remote: dict[int, Counter[str]] = {}  # VNI here -> other ToR -> its VMs there
         self.copies: dict[int, dict[str, tuple[int, int]]] = {}  # VNI -> VM -> (port, index)
-        # The same copies per VNI, kept sorted as they come and go: a flood
-        # group is built from them in order (sorting thousands of copies on
-        # every rebuild of a big VNI's groups cost most of a churn pass).
-        self.ordered: dict[int, list[tuple[int, int]]] = {}
+        # The same copies per VNI, kept sorted and encoded as they come and
+        # go: a flood group is their concatenation (sorting and looking up
+        # thousands of copies on every rebuild of a big VNI's groups cost
+        # most of a churn pass).
+        self.ordered: dict[int, flooding.OrderedCopies] = {}
         # Entities changed since a supervisor last took them: key -> what it held then.
         self.dirty: dict[Key, bytes | None] = {}
         # Counts changes to this ToR's view; a step-wise build in progress
@@ -270,7 +270,9 @@ class TorCompiler:
             vni: {n: (fabric.servers[vm.server].port, space[n]) for n, vm in members.items()}
             for vni, members in self.local.items()
         }
-        self.ordered = {vni: sorted(copies.values()) for vni, copies in self.copies.items()}
+        self.ordered = {
+            vni: flooding.OrderedCopies(enc, copies.values()) for vni, copies in self.copies.items()
+        }
         for vm in view.values():
             tor = tor_of[vm.server]
             if tor != self.name and vm.vni in self.local:
@@ -373,8 +375,7 @@ class TorCompiler:
             members = self.local[old.vni]
             del members[name]
             gone = self.copies[old.vni].pop(name)
-            ordered = self.ordered[old.vni]
-            del ordered[bisect.bisect_left(ordered, gone)]
+            self.ordered[old.vni].remove(gone)
             if not members:
                 del self.local[old.vni]
                 del self.copies[old.vni]
@@ -383,7 +384,9 @@ class TorCompiler:
             self.local.setdefault(new.vni, {})[name] = new
             port = fabric.servers[new.server].port
             self.copies.setdefault(new.vni, {})[name] = (port, space[name])
-            bisect.insort(self.ordered.setdefault(new.vni, []), (port, space[name]))
+            if new.vni not in self.ordered:
+                self.ordered[new.vni] = flooding.OrderedCopies(enc)
+            self.ordered[new.vni].add((port, space[name]))
 
         remote_changed = False
         flood_changed: set[int] = set()
