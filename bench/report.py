@@ -526,7 +526,9 @@ def ran_elsewhere(out: list[str], name: str, header: dict) -> None:
             out.append(f"Run on another machine: {describe_machine(data['machine'])}.\n")
 
 
-def main() -> None:
+def render() -> str:
+    """docs/benchmarks.md's text from the results and bench/NOTES.md (the
+    plots are written to ``PLOTS`` on the way)."""
     PLOTS.mkdir(parents=True, exist_ok=True)
     machine: dict = next(
         (
@@ -603,7 +605,11 @@ def main() -> None:
     notes = REPO / "bench" / "NOTES.md"
     if notes.exists():
         out += [notes.read_text()]
-    (DOCS / "benchmarks.md").write_text("\n".join(out).rstrip("\n") + "\n")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main() -> None:
+    (DOCS / "benchmarks.md").write_text(render())
     print("wrote docs/benchmarks.md")
 
 
