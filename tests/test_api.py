@@ -3,10 +3,14 @@ supervisors are not started, so nothing is written anywhere)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import grpc
 import pytest
 from fabric_fixture import two_tor_fabric
 from helpers import api_client
+from p4vtep import events
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.bmv2 import free_port
 from p4vtep.cli import main as cli_main
@@ -164,8 +168,6 @@ def test_cli_prints_aligned_tables(api, capsys):
 def test_watch_events_streams_changes(api):
     _, client, _ = api
     stream = client.WatchEvents(pb.WatchEventsRequest())
-    import threading
-
     attach = threading.Timer(0.3, lambda: client.AttachVM(pb.AttachVMRequest(vm=vm())))
     attach.start()
     event = next(iter(stream))
@@ -220,3 +222,65 @@ def test_evpn_peers_shows_uptime_as_a_duration(seconds, shown):
     from p4vtep.cli import duration
 
     assert duration(seconds) == shown
+
+
+def test_cli_sets_and_clears_qos(api, capsys):
+    controller, client, address = api
+    client.AttachVM(pb.AttachVMRequest(vm=vm()))
+    capsys.readouterr()
+    assert cli_main(["--api", address, "vm", "qos", "a1", "gold"]) == 0
+    row = capsys.readouterr().out.splitlines()[2].split()
+    assert (row[0], row[7]) == ("a1", "gold")
+    assert controller.vms["a1"].qos == "gold"
+    # A policy the fabric file lacks: refused, the VM keeps its policy.
+    assert cli_main(["--api", address, "vm", "qos", "a1", "platinum"]) == 1
+    assert "INVALID_ARGUMENT: vm a1: qos: unknown QoS policy 'platinum'" in capsys.readouterr().err
+    assert controller.vms["a1"].qos == "gold"
+    # Neither a policy nor --clear (or both): nothing is sent.
+    assert cli_main(["--api", address, "vm", "qos", "a1"]) == 2
+    assert cli_main(["--api", address, "vm", "qos", "a1", "gold", "--clear"]) == 2
+    assert "give a policy name or --clear" in capsys.readouterr().err
+    assert controller.vms["a1"].qos == "gold"
+    assert cli_main(["--api", address, "vm", "qos", "a1", "--clear"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].split()[7] == "-"
+    assert controller.vms["a1"].qos is None
+
+
+def test_cli_prints_events_as_they_happen(api, capsys):
+    controller, client, address = api
+    results: list[int] = []
+    watcher = threading.Thread(
+        target=lambda: results.append(
+            cli_main(["--api", address, "events", "--kind", "DesiredStateChanged", "--count", "2"])
+        )
+    )
+    watcher.start()
+    # Changes made before the server subscribed would not be streamed.
+    deadline = time.monotonic() + 10
+    while not controller.bus._subscribers and time.monotonic() < deadline:
+        time.sleep(0.01)
+    controller.bus.publish(events.SwitchConnected("tor1", primary=True))  # (not asked for)
+    client.AttachVM(pb.AttachVMRequest(vm=vm()))
+    client.SetQoS(pb.SetQoSRequest(name="a1", qos="gold"))
+    client.DetachVM(pb.DetachVMRequest(name="a1"))  # (after --count: not shown)
+    watcher.join(timeout=10)
+    assert results == [0]
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    # "YYYY-MM-DD HH:MM:SS.mmm  -  DesiredStateChanged  vm=a1 change=attached"
+    assert [line.split("  ")[1:] for line in lines] == [
+        ["-", "DesiredStateChanged", "vm=a1 change=attached"],
+        ["-", "DesiredStateChanged", "vm=a1 change=qos"],
+    ]
+
+
+def test_cli_events_stops_after_seconds_and_checks_its_options(api, capsys):
+    _, _, address = api
+    started = time.monotonic()
+    assert cli_main(["--api", address, "events", "--seconds", "0.3"]) == 0
+    assert time.monotonic() - started < 5
+    assert capsys.readouterr().out == ""
+    for bad in (["--kind", "Nonsense"], ["--count", "0"], ["--seconds", "-1"]):
+        with pytest.raises(SystemExit) as info:
+            cli_main(["--api", address, "events", *bad])
+        assert info.value.code == 2

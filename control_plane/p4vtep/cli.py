@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from .events import KINDS
+
 if TYPE_CHECKING:
     from .state.etcd_connection import EtcdSettings
 
@@ -218,6 +220,21 @@ def switch_run(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
+def positive(kind: type[int] | type[float]):
+    """An argparse type: a number of ``kind`` above zero."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} is not above zero")
+        return value
+
+    return parse
+
+
 # --- API client commands -------------------------------------------------------------
 def stub(args):
     from .api import overlay_pb2_grpc
@@ -290,6 +307,19 @@ def vm_migrate(args) -> int:
     return 0
 
 
+def vm_qos(args) -> int:
+    """Give a VM a QoS policy of the fabric file, or take its policy away."""
+    from .api import overlay_pb2 as pb
+
+    if (args.policy is None) != args.clear:
+        print("p4vtep: vm qos: give a policy name or --clear (not both)", file=sys.stderr)
+        return 2
+    reply = stub(args).SetQoS(pb.SetQoSRequest(name=args.name, qos=args.policy or ""))
+    print(table(vm_rows([reply.vm]), VM_HEADERS))
+    print(f"version {reply.version}")
+    return 0
+
+
 def vm_list(args) -> int:
     from .api import overlay_pb2 as pb
 
@@ -306,6 +336,35 @@ def vm_show(args) -> int:
         print(f"{key.lower():8} {value}")
     if vm.error:
         print(f"{'error':8} {vm.error}")
+    return 0
+
+
+def watch_events(args) -> int:
+    """Print the controller's events as they happen, one line each, until
+    interrupted, ``--count`` events were shown or ``--seconds`` passed."""
+    from datetime import datetime
+
+    from .api import overlay_pb2 as pb
+
+    stream = stub(args).WatchEvents(pb.WatchEventsRequest(), timeout=args.seconds)
+    kinds = set(args.kind or ())
+    shown = 0
+    try:
+        for event in stream:
+            if kinds and event.kind not in kinds:
+                continue
+            at = datetime.fromtimestamp(event.at).isoformat(sep=" ", timespec="milliseconds")
+            print(f"{at}  {event.switch or '-'}  {event.kind}  {event.detail}".rstrip(), flush=True)
+            shown += 1
+            if shown == args.count:
+                break
+    except grpc.RpcError as exc:
+        if exc.code() != grpc.StatusCode.DEADLINE_EXCEEDED:  # (--seconds ran out)
+            raise
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stream.cancel()
     return 0
 
 
@@ -560,6 +619,11 @@ def parser() -> argparse.ArgumentParser:
     migrate.add_argument("--server", required=True)
     migrate.add_argument("--vlan", type=int)
     migrate.set_defaults(func=vm_migrate)
+    qos = vm.add_parser("qos", help="set a VM's QoS policy, or --clear it")
+    qos.add_argument("name")
+    qos.add_argument("policy", nargs="?", help="a policy name from the fabric file's policies:")
+    qos.add_argument("--clear", action="store_true", help="remove the VM's policy")
+    qos.set_defaults(func=vm_qos)
     listing = vm.add_parser("list")
     listing.add_argument("--vni", type=int)
     listing.add_argument("--server")
@@ -569,6 +633,15 @@ def parser() -> argparse.ArgumentParser:
     show.set_defaults(func=vm_show)
 
     sub.add_parser("status", help="switch sessions").set_defaults(func=status)
+    watch = sub.add_parser(
+        "events", help="print the controller's events as they happen (WatchEvents)"
+    )
+    watch.add_argument(
+        "--kind", action="append", choices=KINDS, help="only events of this kind (repeat)"
+    )
+    watch.add_argument("--count", type=positive(int), help="stop after this many events")
+    watch.add_argument("--seconds", type=positive(float), help="stop after this long")
+    watch.set_defaults(func=watch_events)
     cnt = sub.add_parser("counters", help="per-VM, per-VNI and drop counters")
     cnt.add_argument("--vm", action="append")
     cnt.add_argument("--vni", type=int, action="append")

@@ -90,6 +90,10 @@ class EvpnSessionDown(Event):
     routes_withdrawn: int = 0
 
 
+# Every event's kind, as WatchEvents names it (``Event.kind`` in the API).
+KINDS = tuple(sorted(cls.__name__ for cls in Event.__subclasses__()))
+
+
 class EventBus:
     def __init__(self) -> None:
         self._subscribers: list[queue.Queue[Event]] = []
