@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import grpc
@@ -220,7 +220,7 @@ def switch_run(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
-def positive(kind: type[int] | type[float]):
+def positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
     """An argparse type: a number of ``kind`` above zero."""
 
     def parse(text: str) -> int | float:
