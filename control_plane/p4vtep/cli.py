@@ -621,7 +621,7 @@ def parser() -> argparse.ArgumentParser:
     migrate.set_defaults(func=vm_migrate)
     qos = vm.add_parser("qos", help="set a VM's QoS policy, or --clear it")
     qos.add_argument("name")
-    qos.add_argument("policy", nargs="?", help="a policy name from the fabric file's policies:")
+    qos.add_argument("policy", nargs="?", help="a policy name from the fabric file's qos_policies:")
     qos.add_argument("--clear", action="store_true", help="remove the VM's policy")
     qos.set_defaults(func=vm_qos)
     listing = vm.add_parser("list")
