@@ -271,12 +271,6 @@ class Encoder:
     ) -> Encoded:
         return self.of(self.entries.vni_config(vni, vni_index, traffic_class, group, local_group))
 
-    def flood_group(self, group_id: int, replicas: Iterable[tuple[int, int]]) -> Encoded:
-        """Same bytes as ``entries.flood_group`` for (port, instance) copies
-        in any order."""
-        # (map: no Python loop over 1000s of copies, nearly all encoded already)
-        return self.flood_group_of(group_id, map(self._replicas.__getitem__, sorted(replicas)))
-
     def flood_group_of(self, group_id: int, replicas: Iterable[bytes]) -> Encoded:
         """A group from its copies already encoded (``replica``) and in
         (port, instance) order. A VNI's group holds a copy per VM, so each
