@@ -255,24 +255,17 @@ class TorCompiler:
         """``rebuild`` in steps: the ToR-wide units first, then the VMs'
         entities ``vms_per_step`` VMs at a time. ``fresh``: the state was
         emptied just before (no units, nothing held); each step then yields
-        the VMs' entities it added, not recorded as changes (otherwise it
-        yields nothing: everything is in the changes)."""
+        the VMs' entities it added, not recorded as changes, and the VNIs'
+        flooding and learned units come with the last step (otherwise each
+        step yields nothing: everything is in the changes)."""
         self.built = True
-        enc, fabric = self.enc, self.d.fabric
+        fabric = self.d.fabric
         view = self.d.view(self.name)
         tor_of = {name: server.tor for name, server in fabric.servers.items()}
         self.local, self.remote = {}, {}
-        space = self.d.alloc.vm_space(self.name)
         for name, vm in view.items():
             if tor_of[vm.server] == self.name:
                 self.local.setdefault(vm.vni, {})[name] = vm
-        self.copies = {
-            vni: {n: (fabric.servers[vm.server].port, space[n]) for n, vm in members.items()}
-            for vni, members in self.local.items()
-        }
-        self.ordered = {
-            vni: flooding.OrderedCopies(enc, copies.values()) for vni, copies in self.copies.items()
-        }
         for vm in view.values():
             tor = tor_of[vm.server]
             if tor != self.name and vm.vni in self.local:
@@ -280,28 +273,22 @@ class TorCompiler:
         for vni in self.local:
             self.remote.setdefault(vni, Counter())
         units: dict[Unit, list[Encoded]] = {
-            ("ports",): ports.build(enc, fabric, self.name),
+            ("ports",): ports.build(self.enc, fabric, self.name),
             ("underlay",): self._underlay_items(),
             ("replicas",): self._replica_items(),
         }
         self._stale_vnis = set()
-        for vni in self.local:
-            units[("vni", vni)] = self._vni_items(vni)
-        learned: dict[Unit, list[Encoded]] = {
-            ("evpn", vni): self._learned_items(vni) for vni in self.local
-        }
-        units.update(learned)
-        if not fresh:  # (units no longer built are emptied)
-            gone = set(self.units) - set(units) - {("vm", name) for name in view}
-            units = {**{unit: [] for unit in gone}, **units}
-        self._set_units(units)
-        yield SwitchState()
         vm_items = self._vm_items
         if fresh:
-            # From nothing no VM unit has keys to drop, so each step's units
-            # are added in bulk, without the per-key bookkeeping of
+            # From nothing no unit holds a key another one is given, so the
+            # units can come in any order: the VNIs' flood groups (their
+            # sorted copies are most of a ToR-wide step) after the VMs, so
+            # that the switch gets its first part sooner. Each step's VM
+            # units are added in bulk, without the per-key bookkeeping of
             # ``_set_units`` (the larger part of a first build's time after
             # encoding).
+            self._set_units(units)
+            yield SwitchState()
             step: dict[Unit, list[Encoded]] = {}
             for name, vm in view.items():
                 step[("vm", name)] = vm_items(vm)
@@ -309,15 +296,42 @@ class TorCompiler:
                     yield self._add_units(step)
                     step = {}
             added = self._add_units(step)
-        else:
-            for name, vm in view.items():
-                self._set_unit(("vm", name), vm_items(vm))
-            added = SwitchState()
+            self._set_units(self._vni_units())
+            self._set_units(self._learned_all())
+            yield added  # (the VMs since the last step)
+            return
+        units.update(self._vni_units())
+        learned = self._learned_all()
+        units.update(learned)
+        # (units no longer built are emptied)
+        gone = set(self.units) - set(units) - {("vm", name) for name in view}
+        self._set_units({**{unit: [] for unit in gone}, **units})
+        yield SwitchState()
+        for name, vm in view.items():
+            self._set_unit(("vm", name), vm_items(vm))
         # A key that passed from a VM's unit to a learned one (a MAC a peer
         # took) was removed again by that VM's step: put the learned units
         # back. (Keys passing the other way are removed first, then put.)
         self._set_units(learned)
-        yield added  # (the VMs since the last step)
+        yield SwitchState()
+
+    def _learned_all(self) -> dict[Unit, list[Encoded]]:
+        return {("evpn", vni): self._learned_items(vni) for vni in self.local}
+
+    def _vni_units(self) -> dict[Unit, list[Encoded]]:
+        """Each hosted VNI's flooding unit, from its local copies (sorted
+        and encoded here, kept for the changes after)."""
+        space = self.d.alloc.vm_space(self.name)
+        servers = self.d.fabric.servers
+        self.copies = {
+            vni: {n: (servers[vm.server].port, space[n]) for n, vm in members.items()}
+            for vni, members in self.local.items()
+        }
+        self.ordered = {
+            vni: flooding.OrderedCopies(self.enc, copies.values())
+            for vni, copies in self.copies.items()
+        }
+        return {("vni", vni): self._vni_items(vni) for vni in self.local}
 
     def snapshot_steps(self, vms_per_step: int = STEP_VMS) -> Generator[SwitchState, None, None]:
         """``snapshot`` a part at a time, for a ToR not built yet (the first

@@ -49,12 +49,14 @@ def to_int(value: Value, bitwidth: int) -> int:
 
 
 def _str_to_int(value: str, bitwidth: int) -> int:
-    try:  # dotted-quad IPv4, the common case: as strict as ipaddress, 7x faster
+    # A MAC first: its test is cheaper than the failed inet_pton (an
+    # exception) it would otherwise go through.
+    if len(value) == 17 and _MAC_RE.match(value):
+        return int(value.replace(":", "").replace("-", ""), 16)
+    try:  # dotted-quad IPv4: as strict as ipaddress, 7x faster
         return int.from_bytes(socket.inet_pton(socket.AF_INET, value), "big")
     except OSError:
         pass
-    if _MAC_RE.match(value):
-        return mac_to_int(value)
     try:
         return int(ipaddress.ip_address(value))
     except ValueError:
