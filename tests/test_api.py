@@ -3,8 +3,12 @@ supervisors are not started, so nothing is written anywhere)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -236,10 +240,15 @@ def test_cli_sets_and_clears_qos(api, capsys):
     assert cli_main(["--api", address, "vm", "qos", "a1", "platinum"]) == 1
     assert "INVALID_ARGUMENT: vm a1: qos: unknown QoS policy 'platinum'" in capsys.readouterr().err
     assert controller.vms["a1"].qos == "gold"
-    # Neither a policy nor --clear (or both): nothing is sent.
-    assert cli_main(["--api", address, "vm", "qos", "a1"]) == 2
-    assert cli_main(["--api", address, "vm", "qos", "a1", "gold", "--clear"]) == 2
-    assert "give a policy name or --clear" in capsys.readouterr().err
+    # Neither a policy nor --clear (or both): refused before anything is sent.
+    for bad, why in (
+        ([], "one of the arguments policy --clear is required"),
+        (["bronze", "--clear"], "argument --clear: not allowed with argument policy"),
+    ):
+        with pytest.raises(SystemExit) as info:
+            cli_main(["--api", address, "vm", "qos", "a1", *bad])
+        assert info.value.code == 2
+        assert why in capsys.readouterr().err
     assert controller.vms["a1"].qos == "gold"
     assert cli_main(["--api", address, "vm", "qos", "a1", "--clear"]) == 0
     assert capsys.readouterr().out.splitlines()[2].split()[7] == "-"
@@ -284,3 +293,26 @@ def test_cli_events_stops_after_seconds_and_checks_its_options(api, capsys):
         with pytest.raises(SystemExit) as info:
             cli_main(["--api", address, "events", *bad])
         assert info.value.code == 2
+
+
+def test_cli_events_ends_quietly_when_its_reader_goes(api):
+    """``p4vtep events | head -1``: once the reader closed the pipe, the
+    next event ends the command with status 0 and no traceback."""
+    controller, client, address = api
+    command = [sys.executable, "-m", "p4vtep.cli", "--api", address, "events"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "control_plane")}
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as watcher:
+        deadline = time.monotonic() + 20
+        while not controller.bus._subscribers and time.monotonic() < deadline:
+            time.sleep(0.01)
+        client.AttachVM(pb.AttachVMRequest(vm=vm()))
+        assert watcher.stdout is not None
+        assert watcher.stderr is not None
+        assert b"DesiredStateChanged" in watcher.stdout.readline()
+        watcher.stdout.close()  # (head -1 exits)
+        for policy in ("gold", "", "gold"):  # (each write now meets a closed pipe)
+            client.SetQoS(pb.SetQoSRequest(name="a1", qos=policy))
+        assert watcher.wait(timeout=20) == 0
+        assert watcher.stderr.read() == b""

@@ -311,9 +311,6 @@ def vm_qos(args) -> int:
     """Give a VM a QoS policy of the fabric file, or take its policy away."""
     from .api import overlay_pb2 as pb
 
-    if (args.policy is None) != args.clear:
-        print("p4vtep: vm qos: give a policy name or --clear (not both)", file=sys.stderr)
-        return 2
     reply = stub(args).SetQoS(pb.SetQoSRequest(name=args.name, qos=args.policy or ""))
     print(table(vm_rows([reply.vm]), VM_HEADERS))
     print(f"version {reply.version}")
@@ -621,8 +618,11 @@ def parser() -> argparse.ArgumentParser:
     migrate.set_defaults(func=vm_migrate)
     qos = vm.add_parser("qos", help="set a VM's QoS policy, or --clear it")
     qos.add_argument("name")
-    qos.add_argument("policy", nargs="?", help="a policy name from the fabric file's qos_policies:")
-    qos.add_argument("--clear", action="store_true", help="remove the VM's policy")
+    policy_or_clear = qos.add_mutually_exclusive_group(required=True)
+    policy_or_clear.add_argument(
+        "policy", nargs="?", help="a policy name from the fabric file's qos_policies:"
+    )
+    policy_or_clear.add_argument("--clear", action="store_true", help="remove the VM's policy")
     qos.set_defaults(func=vm_qos)
     listing = vm.add_parser("list")
     listing.add_argument("--vni", type=int)
@@ -665,6 +665,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # The reader went away (``p4vtep events | head``): what it wanted was
+        # shown. Standard output now goes nowhere, so that the interpreter's
+        # flush at exit does not fail on the closed pipe again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except grpc.RpcError as exc:
         print(f"p4vtep: {exc.code().name}: {exc.details()}", file=sys.stderr)
         return 1
