@@ -10,7 +10,10 @@ Rerunning that benchmark replaces the file with a plain run (one row).
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -150,6 +153,148 @@ def section_convergence(out: list[str]) -> None:
         "entities/s",
     )
     out.append("![convergence](benchmarks/convergence.png)\n")
+
+
+# What issue 11 measured on the landed main before the work it asked for
+# (an Intel machine, 2 cores), for the targets table: figures of record, not
+# re-measurable, since that code no longer runs against today's harness.
+BEFORE_ISSUE_11 = {
+    "move_ack": "p99 511 ms",
+    "move_first_frame": "p99 488 ms",
+    "convergence": "0.36",
+    "churn": "50 events/s (the test's rate)",
+    "memory": "1.3 GiB",
+    "dataplane": "0.33 / 0.29 / 0.31 (local / encap / decap, 64 B)",
+}
+
+
+def current_runs(data: dict | None) -> list[dict]:
+    """The runs of the code the results are for: those without ``code``
+    (another commit's figures carry it)."""
+    return [r["result"] for r in runs_of(data) if not r.get("code")] if data else []
+
+
+def verdict(values: list[float], meets: Callable[[float], bool]) -> str:
+    """'met' when every run of this code meets the target; the report says
+    so, it does not pass or fail anything."""
+    if not values:
+        return "not run"
+    return "met" if all(meets(v) for v in values) else "**not met**"
+
+
+def figures(values: list[float], fmt: str, unit: str = "", noun: str = "runs") -> str:
+    if not values:
+        return "-"
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    text = (low if low == high else f"{low}-{high}") + unit
+    return f"{text} ({len(values)} {noun})" if len(values) > 1 else text
+
+
+def section_targets(out: list[str]) -> None:
+    """One row per target of issue 11: the figure before the work, the range
+    over this code's runs in the committed results, met or not."""
+    rows: list[tuple[str, str, str, str]] = []
+    moves = current_runs(load("vm_move"))
+    for key, what, limit, before in (
+        ("ack_seconds", "VM move, every ToR acknowledged: p99 <= 25 ms", 25, "move_ack"),
+        (
+            "first_packet_seconds",
+            "VM move, first frame at the new place: p99 <= 25 ms",
+            25,
+            "move_first_frame",
+        ),
+        ("attach_ack_seconds", "attach acknowledged: p99 <= 10 ms", 10, ""),
+        ("detach_ack_seconds", "detach acknowledged: p99 <= 10 ms", 10, ""),
+    ):
+        values = [r[key]["p99"] * 1e3 for r in moves if key in r]
+        rows.append(
+            (
+                what,
+                BEFORE_ISSUE_11.get(before, "-"),
+                figures(values, "{:.1f}", " ms"),
+                verdict(values, functools.partial(operator.ge, limit)),  # (limit >= v)
+            )
+        )
+    conv = load("convergence")
+    shared = [r for r in current_runs(conv) if not r["pinning"].get("switches")]
+    pinned = [r for r in current_runs(conv) if r["pinning"].get("switches")]
+    for runs, what, targeted in (
+        (
+            shared,
+            "convergence, 10,000 VMs: controller / raw >= 0.8 (cores shared with both switches)",
+            True,
+        ),
+        (
+            pinned,
+            "the same, switches on one core and the controller (or raw writer) on the "
+            "other: no target, for comparison",
+            False,
+        ),
+    ):
+        values = [
+            r["sizes"]["10000"]["controller_over_raw_throughput"]["median"]
+            for r in runs
+            if "10000" in r["sizes"]
+        ]
+        rows.append(
+            (
+                what,
+                BEFORE_ISSUE_11["convergence"] if targeted else "-",
+                figures(values, "{:.2f}"),
+                verdict(values, lambda v: v >= 0.8) if targeted else "-",
+            )
+        )
+    churn = [r for r in current_runs(load("churn")) if r["seconds"] >= 60]
+    values = [r["events_per_s"] for r in churn if r["read_back_exact"]]
+    rows.append(
+        (
+            "churn over 10,000 VMs: >= 500 events/s for 60 s, read-back exact",
+            BEFORE_ISSUE_11["churn"],
+            figures(values, "{:.0f}", " events/s"),
+            verdict(
+                [r["events_per_s"] if r["read_back_exact"] else 0 for r in churn],
+                lambda v: v >= 500 * 0.99,
+            ),
+        )
+    )
+    memory = load("memory")
+    values = [memory["state_100k"]["rss_mib"]] if memory else []
+    rows.append(
+        (
+            "100,000 VMs on 16 ToRs, desired state and compiled entities: <= 500 MiB RSS",
+            BEFORE_ISSUE_11["memory"],
+            figures(values, "{:.0f}", " MiB"),
+            verdict(values, lambda v: v <= 500),
+        )
+    )
+    dataplane = load("dataplane")
+    paths = [
+        r
+        for r in (dataplane or {}).get("paths", {}).values()
+        if r["path"] in ("local", "encap", "decap")
+    ]
+    values = [r["ratio"]["topspeed"]["median"] for r in paths]
+    rows.append(
+        (
+            "data plane / one-table baseline (topspeed): >= 0.5, local, encap and decap "
+            "at 64 and 1024 B",
+            BEFORE_ISSUE_11["dataplane"],
+            figures(values, "{:.2f}", noun="paths and sizes"),
+            verdict(values, lambda v: v >= 0.5),
+        )
+    )
+    out.append(
+        "The targets of issue 11, each with the figure the issue measured before the\n"
+        "work (an Intel machine) and the range over this code's runs in the results\n"
+        'below (medians for ratios). "Met" means every run met it; the sections and\n'
+        "bench/NOTES.md give the spread and the reasons. (Churn at 500/s offered counts\n"
+        "as met within 1 %: the driver offers exactly the rate.)\n"
+    )
+    out.append("| target | before issue 11 | now | |")
+    out.append("|---|---|---|---|")
+    for what, before, now, status in rows:
+        out.append(f"| {what} | {before} | {now} | {status} |")
+    out.append("")
 
 
 def section_memory(out: list[str]) -> None:
@@ -549,6 +694,11 @@ def render() -> str:
         "",
         f"Machine: {describe_machine(machine)}.",
         "",
+        "## Targets at a glance",
+        "",
+    ]
+    section_targets(out)
+    out += [
         "## 1. Convergence against the raw P4Runtime limit",
         "",
         "From controller start to every entry installed on both ToRs and a read-back diff",

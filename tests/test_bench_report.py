@@ -18,3 +18,64 @@ def test_benchmarks_doc_is_rendered_from_the_committed_results(
     monkeypatch.setattr(report, "PLOTS", tmp_path)  # (the plots are not compared)
     committed = (REPO / "docs" / "benchmarks.md").read_text()
     assert report.render() == committed, "docs/benchmarks.md is stale: run `make bench-report`"
+
+
+def _targets_table(results: dict[str, dict], monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
+    """section_targets over ``results`` (benchmark name -> result JSON):
+    target text -> [before, now, verdict]."""
+    monkeypatch.setattr(report, "load", results.get)
+    out: list[str] = []
+    report.section_targets(out)
+    rows = [
+        [cell.strip() for cell in line.strip("|").split(" | ")]
+        for line in out
+        if line.startswith("| ")
+    ][1:]
+    return {row[0]: row[1:] for row in rows}
+
+
+def _move_run(p99_ms: float, code: str | None = None) -> dict:
+    stats = {"p99": p99_ms / 1e3}
+    result = dict.fromkeys(
+        ("ack_seconds", "first_packet_seconds", "attach_ack_seconds", "detach_ack_seconds"), stats
+    )
+    return {"label": "x", "load": "-", "result": result, **({"code": code} if code else {})}
+
+
+def test_targets_are_met_only_when_every_run_of_this_code_meets_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Another commit's run (``code``) far off the target does not count.
+    moves = {"runs": [_move_run(6.0), _move_run(9.5), _move_run(400.0, code="abc1234")]}
+    table = _targets_table({"vm_move": moves}, monkeypatch)
+    ack = table["VM move, every ToR acknowledged: p99 <= 25 ms"]
+    assert ack == ["p99 511 ms", "6.0-9.5 ms (2 runs)", "met"]
+    # One run of this code over 10 ms: attach is not met, moves still are.
+    moves["runs"].append(_move_run(12.0))
+    table = _targets_table({"vm_move": moves}, monkeypatch)
+    assert table["attach acknowledged: p99 <= 10 ms"] == [
+        "-",
+        "6.0-12.0 ms (3 runs)",
+        "**not met**",
+    ]
+    assert table["VM move, every ToR acknowledged: p99 <= 25 ms"][2] == "met"
+    # A benchmark with no result says so instead of a verdict.
+    assert table["100,000 VMs on 16 ToRs, desired state and compiled entities: <= 500 MiB RSS"] == [
+        "1.3 GiB",
+        "-",
+        "not run",
+    ]
+
+
+def test_convergence_target_counts_shared_cores_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    def run(ratio: float, switches: list[int] | None) -> dict:
+        sizes = {"10000": {"controller_over_raw_throughput": {"median": ratio}}}
+        pinning = {"switches": switches, "bench_process": [0] if switches else None}
+        return {"label": "x", "load": "-", "result": {"sizes": sizes, "pinning": pinning}}
+
+    results = {"convergence": {"runs": [run(0.75, None), run(0.81, None), run(0.84, [1])]}}
+    table = _targets_table(results, monkeypatch)
+    shared = next(v for k, v in table.items() if k.startswith("convergence"))
+    pinned = next(v for k, v in table.items() if k.startswith("the same, switches on one core"))
+    assert shared == ["0.36", "0.75-0.81 (2 runs)", "**not met**"]
+    assert pinned == ["-", "0.84", "-"]
