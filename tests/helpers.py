@@ -37,3 +37,23 @@ def api_client(controller: Controller) -> Iterator[tuple[pb_grpc.OverlayStub, st
     finally:
         channel.close()
         server.stop(0)
+
+
+class SwitchedLeadership:
+    """A replica's leadership that the test turns on and off (``term``):
+    without a term the controller's commits raise NotLeader, as on a
+    follower or a replica whose lease lapsed. No leader is known."""
+
+    replica_id = "r1"
+
+    def __init__(self) -> None:
+        self.term: int | None = None
+
+    def leader(self) -> None:
+        return None
+
+    def may_write(self) -> bool:
+        return self.term is not None
+
+    def election_id(self) -> int:
+        return 1 + (self.term or 0)

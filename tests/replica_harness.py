@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 import grpc
 import yaml
+from helpers import wait_until
 from p4vtep.api import messages
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
@@ -98,6 +100,16 @@ def differences(ref: Controller, states: dict[str, SwitchState]) -> dict[str, Di
     return {name: diff(ref.compile_for(name)[1], state) for name, state in states.items()}
 
 
+def switches_converged(fabric: Fabric, settings: EtcdSettings, timeout: float = 90.0) -> bool:
+    """The switches come to hold exactly the full compile of what etcd holds."""
+
+    def check() -> bool:
+        ref = reference(fabric, settings)
+        return not any(len(d) for d in differences(ref, read_switches(fabric)).values())
+
+    return wait_until(check, timeout=timeout, interval=1.0)
+
+
 @dataclass
 class ReplicaProcess:
     replica_id: str
@@ -159,7 +171,9 @@ def start_replica(
     log_dir: Path,
     ttl: int,
     margin: float,
+    extra: Sequence[str] = (),
 ) -> ReplicaProcess:
+    """``extra``: more ``controller run`` arguments (e.g. ``--inventory F``)."""
     api = f"127.0.0.1:{free_port()}"
     log = log_dir / f"{replica_id}.log"
     with log.open("ab") as out:
@@ -186,6 +200,7 @@ def start_replica(
                 str(margin),
                 "--resync",
                 "3600",
+                *extra,
             ],
             stdout=out,
             stderr=subprocess.STDOUT,

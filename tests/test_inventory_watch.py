@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from fabric_fixture import two_tor_fabric
-from helpers import wait_until
+from helpers import SwitchedLeadership, wait_until
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Vm
@@ -55,5 +55,28 @@ def test_edits_apply_and_bad_edits_change_nothing(tmp_path: Path):
         write(path, GOOD)
         assert wait_until(lambda: set(controller.vms) == {"a1", "api-vm"})
         assert controller.vms["api-vm"].source == "api"  # other sources untouched
+    finally:
+        watcher.stop()
+
+
+def test_a_file_the_store_did_not_take_is_read_again(tmp_path: Path):
+    """Started without ``load_now`` (as a replica starts it when it begins
+    to lead), the watcher reads the file at once; a commit refused by the
+    store (here NotLeader: the lease lapsed) leaves the watcher running and
+    the file is read again until it is stored."""
+    path = tmp_path / "inventory.yaml"
+    path.write_text(GOOD)
+    leadership = SwitchedLeadership()
+    controller = Controller(
+        two_tor_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"), leadership=leadership
+    )
+    watcher = InventoryWatcher(controller, path, interval=0.05)
+    watcher.start()
+    try:
+        assert wait_until(lambda: "r1 is not the leader" in watcher.last_error)
+        assert controller.vms == {}
+        leadership.term = 1
+        assert wait_until(lambda: "a1" in controller.vms)
+        assert watcher.last_error == ""
     finally:
         watcher.stop()

@@ -6,7 +6,8 @@ import time
 
 import pytest
 from fabric_fixture import two_tor_fabric
-from helpers import wait_until
+from helpers import SwitchedLeadership, wait_until
+from libvirt_xml import NODE, domain
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Server
@@ -16,31 +17,6 @@ from p4vtep.store import Store
 libvirt = pytest.importorskip(
     "libvirt", reason="libvirt-python not installed: libvirt tests skipped"
 )
-
-NODE = (
-    "<node><cpu><nodes>1</nodes><sockets>1</sockets><cores>2</cores><threads>1</threads>"
-    "</cpu><memory>8388608</memory></node>"
-)
-
-
-def domain(
-    name: str, mac: str, vlan: int, vni: int = 5000, ips=("192.168.1.10",), meta: str | None = None
-) -> str:
-    ip_xml = "".join(f"<p4vtep:ip>{ip}</p4vtep:ip>" for ip in ips)
-    meta = meta if meta is not None else f"<p4vtep:vni>{vni}</p4vtep:vni>{ip_xml}"
-    return f"""<domain type='test'>
-  <name>{name}</name>
-  <memory>1048576</memory>
-  <os><type>hvm</type></os>
-  <metadata><p4vtep:vm xmlns:p4vtep="https://p4vtep.dev/xmlns/vm/1">{meta}</p4vtep:vm></metadata>
-  <devices>
-    <interface type='hostdev' managed='yes'>
-      <mac address='{mac}'/>
-      <source><address type='pci' domain='0x0000' bus='0x03' slot='0x10' function='0x1'/></source>
-      <vlan><tag id='{vlan}'/></vlan>
-    </interface>
-  </devices>
-</domain>"""
 
 
 def test_parse_domain():
@@ -122,3 +98,30 @@ def test_bad_metadata_is_reported_not_applied(source):
     bad.create()
     assert wait_until(lambda: any("web-3" in e for e in src.errors))
     assert "web-3" not in controller.vms
+
+
+def test_bindings_the_store_did_not_take_are_read_again(tmp_path):
+    """A read the store refused (NotLeader: the lease lapsed) is reported
+    and tried again until it is stored; the source keeps running."""
+    from p4vtep.sources.libvirt_domains import RETRY_SECONDS, LibvirtSource
+
+    node = tmp_path / "s11.xml"
+    node.write_text(NODE.replace("</node>", domain("web-1", "52:54:00:aa:00:01", 10) + "</node>"))
+    fabric = two_tor_fabric()
+    s11 = fabric.servers["s11"]
+    uris = {"s11": f"test://{node}"}
+    fabric.servers["s11"] = Server(s11.name, s11.tor, s11.port, uris["s11"])
+    leadership = SwitchedLeadership()
+    controller = Controller(
+        fabric, bmv2_pipeline(), Store(tmp_path / "s.db"), leadership=leadership
+    )
+    src = LibvirtSource(controller, uris)
+    src.start()
+    try:
+        assert any("r1 is not the leader" in e for e in src.errors)
+        assert "web-1" not in controller.vms
+        leadership.term = 1
+        assert wait_until(lambda: "web-1" in controller.vms, timeout=5 * RETRY_SECONDS)
+        assert src.errors == []
+    finally:
+        src.stop()

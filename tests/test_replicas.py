@@ -41,6 +41,7 @@ from replica_harness import (
     reference,
     seed,
     start_replica,
+    switches_converged,
     wait_ready,
 )
 from switch_fabric import (
@@ -63,16 +64,6 @@ KILLS = 3
 def sf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SwitchFabric]:
     with bmv2_fabric(tmp_path_factory.mktemp("bmv2")) as fabric:
         yield fabric
-
-
-def converged(sf: SwitchFabric, settings: EtcdSettings, timeout: float = 90.0) -> bool:
-    """The switches hold exactly the full compile of what etcd holds."""
-
-    def check() -> bool:
-        ref = reference(sf.fabric, settings)
-        return not any(len(d) for d in differences(ref, read_switches(sf.fabric)).values())
-
-    return wait_until(check, timeout=timeout, interval=1.0)
 
 
 def check_acknowledged(driver: ChangeDriver, vms: dict[str, Vm]) -> int:
@@ -160,7 +151,7 @@ def test_leader_killed_while_changes_flow(sf: SwitchFabric, tmp_path: Path, repl
                 driver.resume()
             time.sleep(2.0)
             driver.stop()
-            assert converged(sf, settings)
+            assert switches_converged(sf.fabric, settings)
             ref = reference(sf.fabric, settings)
             checked = check_acknowledged(driver, ref.vms)
             assert checked > 0
@@ -283,7 +274,7 @@ def test_conflicts_member_loss_and_quorum_loss(
             assert rc == 1
             assert "FAILED_PRECONDITION" in err
             assert f"send writes to the leader {leader.replica_id} at {leader.api}" in err
-            assert converged(sf, settings, timeout=30)
+            assert switches_converged(sf.fabric, settings, timeout=30)
 
             # One etcd member killed (the raft leader: the harder case).
             cluster.kill(cluster.raft_leader())
@@ -300,7 +291,7 @@ def test_conflicts_member_loss_and_quorum_loss(
             # Quorum lost: writes refused with a clear error; forwarding goes on.
             # (First let the leader finish the pass its step-down and return
             # started, so that what the switches hold is not read mid-pass.)
-            assert converged(sf, settings, timeout=30)
+            assert switches_converged(sf.fabric, settings, timeout=30)
             before = read_switches(sf.fabric)
             alive = [i for i, m in enumerate(cluster.members) if m.alive]
             cluster.kill(alive[0])
@@ -329,7 +320,7 @@ def test_conflicts_member_loss_and_quorum_loss(
             assert wait_until(lambda: any(_try_attach(p, small_vm(52)) for p in procs), timeout=60)
             print(f"quorum back: writes resume after {time.monotonic() - started:.2f} s")
             find_leader(procs, timeout=30)
-            assert converged(sf, settings)
+            assert switches_converged(sf.fabric, settings)
             ref = reference(sf.fabric, settings)
             assert {"q50", "q52"} <= set(ref.vms)
         finally:

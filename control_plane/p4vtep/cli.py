@@ -16,6 +16,7 @@ import grpc
 from .events import KINDS
 
 if TYPE_CHECKING:
+    from .replica import SourceFactory
     from .state.etcd_connection import EtcdSettings
 
 DEFAULT_API = os.environ.get("P4VTEP_API", "127.0.0.1:50051")
@@ -45,7 +46,10 @@ def run_controller(args: argparse.Namespace) -> int:
     )
     fabric = load_fabric(args.fabric)
     etcd = etcd_settings(args)
+    libvirt_uris = {s.name: s.libvirt for s in fabric.servers.values() if s.libvirt}
     replica = None
+    watcher = None
+    libvirt_source = None
     if etcd is None:
         controller = Controller(
             fabric,
@@ -54,22 +58,20 @@ def run_controller(args: argparse.Namespace) -> int:
             election_id=args.election_id,
             resync_seconds=args.resync,
         )
+        if args.inventory:
+            watcher = InventoryWatcher(controller, args.inventory)
+            watcher.load_now()
+        controller.start()
+        if watcher:
+            watcher.start()
+        if libvirt_uris:
+            from .sources.libvirt_domains import LibvirtSource
+
+            libvirt_source = LibvirtSource(controller, libvirt_uris)
+            libvirt_source.start()
     else:
         from .replica import Replica
 
-        if args.inventory:
-            raise ConfigError(
-                "--inventory is for a single controller: with etcd replicas, only the "
-                "leader may write; attach VMs through the API"
-            )
-        libvirt = sorted(s.name for s in fabric.servers.values() if s.libvirt)
-        if libvirt:
-            # A follower's source would be refused, and a new leader would
-            # have to re-read every server: not built yet.
-            raise ConfigError(
-                f"{args.fabric}: servers {', '.join(libvirt)} have libvirt: sources: "
-                "not supported with etcd replicas yet; attach VMs through the API"
-            )
         if fabric.evpn is not None:
             # Each replica's speaker would learn on its own while only the
             # leader may store the external VTEPs' indices: not built yet.
@@ -86,25 +88,10 @@ def run_controller(args: argparse.Namespace) -> int:
             ttl=args.lease_ttl,
             margin=args.lease_margin,
             resync_seconds=args.resync,
+            sources=leader_sources(args.inventory, libvirt_uris),
         )
         controller = replica.controller
-    watcher = None
-    if args.inventory:
-        watcher = InventoryWatcher(controller, args.inventory)
-        watcher.load_now()
-    if replica is not None:
         replica.start()
-    else:
-        controller.start()
-    if watcher:
-        watcher.start()
-    libvirt_uris = {s.name: s.libvirt for s in fabric.servers.values() if s.libvirt}
-    libvirt_source = None
-    if libvirt_uris:
-        from .sources.libvirt_domains import LibvirtSource
-
-        libvirt_source = LibvirtSource(controller, libvirt_uris)
-        libvirt_source.start()
     credentials = None
     if fabric.api_tls is not None:
         from .tls import server_credentials
@@ -135,6 +122,24 @@ def run_controller(args: argparse.Namespace) -> int:
     else:
         controller.stop()
     return 0
+
+
+def leader_sources(inventory: str | None, libvirt_uris: dict[str, str]) -> list[SourceFactory]:
+    """The inputs a replica runs while it leads: each replica reads its own
+    copy of the inventory file and the fabric file's libvirt URIs. A bad
+    inventory file stops the start here, as it does without etcd."""
+    from .config import load_inventory
+    from .sources.inventory_file import InventoryWatcher
+
+    sources: list[SourceFactory] = []
+    if inventory:
+        load_inventory(inventory)
+        sources.append(lambda controller: InventoryWatcher(controller, inventory))
+    if libvirt_uris:
+        from .sources.libvirt_domains import LibvirtSource
+
+        sources.append(lambda controller: LibvirtSource(controller, libvirt_uris))
+    return sources
 
 
 def etcd_settings(args: argparse.Namespace) -> EtcdSettings | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..config import ConfigError, load_inventory
 from ..controller import Controller
 from ..events import DesiredStateChanged
+from ..state.protocol import StateError
 from ..validation import ValidationError
 
 log = logging.getLogger(__name__)
@@ -18,7 +19,11 @@ log = logging.getLogger(__name__)
 
 class InventoryWatcher:
     """Reloads the file when its mtime/size change. A bad file is refused whole:
-    the error is logged and published, and the VMs it declared stay as they were."""
+    the error is logged and published, and the VMs it declared stay as they were.
+    A file the store could not take (no quorum, leadership lost) is read
+    again on the next tick. The file is read when the watcher starts unless
+    ``load_now`` read it first (a controller replica starts its watcher each
+    time it begins to lead)."""
 
     def __init__(self, controller: Controller, path: str | Path, interval: float = 1.0) -> None:
         self.controller = controller
@@ -43,24 +48,34 @@ class InventoryWatcher:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                stat = os.stat(self.path)
-            except OSError:
-                continue
-            if (stat.st_mtime, stat.st_size) == self._seen:
-                continue
+        while True:
+            self._poll()
+            if self._stop.wait(self.interval):
+                return
+
+    def _poll(self) -> None:
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return
+        if (stat.st_mtime, stat.st_size) == self._seen:
+            return
+        if self._seen is not None:
             # Let a writer that is not atomic finish before reading.
             time.sleep(min(0.1, self.interval))
             try:
                 stat = os.stat(self.path)
             except OSError:
-                continue
-            self._seen = (stat.st_mtime, stat.st_size)
-            try:
-                self.controller.replace_source("inventory", load_inventory(self.path))
-                self.last_error = ""
-            except (ConfigError, ValidationError) as exc:
-                self.last_error = str(exc)
-                log.error("inventory not applied: %s", exc)
-                self.controller.bus.publish(DesiredStateChanged(vm="*", change=f"refused: {exc}"))
+                return
+        self._seen = (stat.st_mtime, stat.st_size)
+        try:
+            self.controller.replace_source("inventory", load_inventory(self.path))
+            self.last_error = ""
+        except (ConfigError, ValidationError) as exc:
+            self.last_error = str(exc)
+            log.error("inventory not applied: %s", exc)
+            self.controller.bus.publish(DesiredStateChanged(vm="*", change=f"refused: {exc}"))
+        except StateError as exc:
+            self.last_error = str(exc)
+            self._seen = None  # (not stored: read it again next time)
+            log.warning("inventory not stored, retrying: %s", exc)

@@ -26,12 +26,15 @@ from typing import Any
 from ..controller import Controller
 from ..events import DesiredStateChanged
 from ..model import Vm
+from ..state.protocol import StateError
 from ..validation import ValidationError, normalise_mac
+from . import SourceError
 
 log = logging.getLogger(__name__)
 
 NAMESPACE = "https://p4vtep.dev/xmlns/vm/1"
 SOURCE = "libvirt"
+RETRY_SECONDS = 1.0  # after a read the store could not take (no quorum, leadership lost)
 _event_loop_started = False
 _event_loop_lock = threading.Lock()
 
@@ -116,12 +119,19 @@ class LibvirtSource:
     def start(self) -> None:
         _ensure_event_loop(self.libvirt)
         for server, uri in self.uris.items():
-            conn = self.libvirt.open(uri)
+            try:
+                conn = self.libvirt.open(uri)
+            except self.libvirt.libvirtError as exc:
+                for opened in self.connections.values():
+                    opened.close()
+                self.connections = {}
+                raise SourceError(f"server {server}: libvirt {uri}: {exc}") from None
             conn.domainEventRegisterAny(
                 None, self.libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_event, server
             )
             self.connections[server] = conn
-        self.resync()
+        if not self.resync():
+            self._dirty.set()  # (the worker tries again)
         self._worker.start()
 
     def stop(self) -> None:
@@ -138,11 +148,13 @@ class LibvirtSource:
         while not self._stop.is_set():
             self._dirty.wait()
             self._dirty.clear()
-            if not self._stop.is_set():
-                self.resync()
+            stored = self._stop.is_set() or self.resync()
+            if not stored and not self._stop.wait(RETRY_SECONDS):
+                self._dirty.set()  # (read again)
 
-    def resync(self) -> None:
-        """Read every server's running domains and apply the result."""
+    def resync(self) -> bool:
+        """Read every server's running domains and apply the result; False
+        if the store could not take it (read again later)."""
         with self._lock:
             found: dict[str, list[Vm]] = {}
             errors = []
@@ -182,3 +194,8 @@ class LibvirtSource:
                 self.errors.append(str(exc))
                 log.error("libvirt bindings refused: %s", exc)
                 self.controller.bus.publish(DesiredStateChanged(vm="*", change=f"refused: {exc}"))
+            except StateError as exc:
+                self.errors.append(str(exc))
+                log.warning("libvirt bindings not stored, retrying: %s", exc)
+                return False
+            return True
