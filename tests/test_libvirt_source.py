@@ -125,3 +125,39 @@ def test_bindings_the_store_did_not_take_are_read_again(tmp_path):
         assert src.errors == []
     finally:
         src.stop()
+
+
+def test_a_source_started_mid_migration_takes_the_destination(tmp_path):
+    """A source that starts while a domain runs on two servers (a controller
+    restarted, or a new leader, during a live migration) sees both at once:
+    the server the desired state already has is the origin, so the other one
+    wins, whatever order libvirt lists them in. (Two servers of one ToR:
+    the move needs no acknowledgement from another ToR, and no switch runs
+    here.)"""
+    from p4vtep.sources.libvirt_domains import LibvirtSource
+
+    fabric = two_tor_fabric()
+    uris = {}
+    for name in ("s11", "s12"):  # (listed in this order: the origin last)
+        uris[name] = f"test://{tmp_path / f'{name}.xml'}"
+        server = fabric.servers[name]
+        fabric.servers[name] = Server(name, server.tor, server.port, uris[name])
+    controller = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
+
+    def run(servers: tuple[str, ...], vlan: dict[str, int]) -> None:
+        for name in ("s11", "s12"):
+            domains = domain("web-9", "52:54:00:aa:00:09", vlan[name]) if name in servers else ""
+            (tmp_path / f"{name}.xml").write_text(NODE.replace("</node>", domains + "</node>"))
+
+    run(("s12",), {"s12": 12})
+    src = LibvirtSource(controller, uris)
+    src.start()
+    src.stop()
+    assert (controller.vms["web-9"].server, controller.vms["web-9"].vlan) == ("s12", 12)
+    run(("s11", "s12"), {"s11": 11, "s12": 12})  # migrating s12 -> s11
+    src = LibvirtSource(controller, uris)
+    src.start()
+    try:
+        assert (controller.vms["web-9"].server, controller.vms["web-9"].vlan) == ("s11", 11)
+    finally:
+        src.stop()

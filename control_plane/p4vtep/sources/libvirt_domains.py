@@ -152,6 +152,16 @@ class LibvirtSource:
             if not stored and not self._stop.wait(RETRY_SECONDS):
                 self._dirty.set()  # (read again)
 
+    def _seen_at(self, vm: Vm) -> float:
+        """When a running domain counts as started: now, unless the desired
+        state already has the VM from libvirt on this server, which makes it
+        the older of two (a source started while a migration runs, e.g. on a
+        new leader, sees both at once: the other one is the destination)."""
+        current = self.controller.vms.get(vm.name)
+        if current is not None and current.source == SOURCE and current.server == vm.server:
+            return 0.0
+        return time.monotonic()
+
     def resync(self) -> bool:
         """Read every server's running domains and apply the result; False
         if the store could not take it (read again later)."""
@@ -167,7 +177,8 @@ class LibvirtSource:
                         continue
                     if vm is not None:
                         found.setdefault(vm.name, []).append(vm)
-                        self._first_seen.setdefault((server, vm.name), time.monotonic())
+                        if (server, vm.name) not in self._first_seen:
+                            self._first_seen[(server, vm.name)] = self._seen_at(vm)
             active = {(vm.server, name) for name, vms in found.items() for vm in vms}
             for key in list(self._first_seen):
                 if key not in active:
