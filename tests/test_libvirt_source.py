@@ -161,3 +161,18 @@ def test_a_source_started_mid_migration_takes_the_destination(tmp_path):
         assert (controller.vms["web-9"].server, controller.vms["web-9"].vlan) == ("s11", 11)
     finally:
         src.stop()
+
+
+def test_a_uri_that_does_not_open_is_named_and_nothing_stays_open(tmp_path):
+    from p4vtep.sources import SourceError
+    from p4vtep.sources.libvirt_domains import LibvirtSource
+
+    good = tmp_path / "s11.xml"
+    good.write_text(NODE)
+    uris = {"s11": f"test://{good}", "s21": f"test://{tmp_path / 'missing.xml'}"}
+    controller = Controller(two_tor_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"))
+    src = LibvirtSource(controller, uris)
+    with pytest.raises(SourceError, match=r"server s21: libvirt test://.*missing\.xml: "):
+        src.start()
+    assert src.connections == {}
+    assert controller.vms == {}
