@@ -6,12 +6,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import grpc
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.api.server import serve
 from p4vtep.bmv2 import free_port
 from p4vtep.controller import Controller
+from p4vtep.state.protocol import LeaderInfo
 
 
 def wait_until(
@@ -39,21 +41,23 @@ def api_client(controller: Controller) -> Iterator[tuple[pb_grpc.OverlayStub, st
         server.stop(0)
 
 
-class SwitchedLeadership:
-    """A replica's leadership that the test turns on and off (``term``):
-    without a term the controller's commits raise NotLeader, as on a
-    follower or a replica whose lease lapsed. No leader is known."""
+@dataclass
+class FixedLeadership:
+    """A replica's leadership that is what the test says it is (and may
+    change): without a ``term`` the controller's commits raise NotLeader,
+    as on a follower or a replica whose lease lapsed; ``current`` is the
+    leader it names."""
 
-    replica_id = "r1"
-
-    def __init__(self) -> None:
-        self.term: int | None = None
-
-    def leader(self) -> None:
-        return None
+    replica_id: str
+    term: int | None = None
+    current: LeaderInfo | None = None
 
     def may_write(self) -> bool:
         return self.term is not None
 
     def election_id(self) -> int:
-        return 1 + (self.term or 0)
+        assert self.term is not None
+        return (1 << 64) + self.term
+
+    def leader(self) -> LeaderInfo | None:
+        return self.current

@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 import yaml
-from helpers import wait_until
+from helpers import FixedLeadership, wait_until
 from p4vtep.api import messages
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
@@ -32,7 +32,6 @@ from p4vtep.reconciler import Diff, SwitchReader, diff
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.state.etcd_connection import EtcdSettings
 from p4vtep.state.etcd_store import EtcdStateStore
-from p4vtep.state.protocol import LeaderInfo
 
 
 def fabric_yaml(fabric: Fabric, path: Path) -> Path:
@@ -61,28 +60,13 @@ def fabric_yaml(fabric: Fabric, path: Path) -> Path:
     return path
 
 
-class _NoLeadership:
-    """Makes a reference Controller read-only: it commits nothing (not
-    even index rows) and its supervisors, never started, would not write."""
-
-    replica_id = "checker"
-    term = None
-
-    def may_write(self) -> bool:
-        return False
-
-    def election_id(self) -> int:
-        raise RuntimeError("read-only")
-
-    def leader(self) -> LeaderInfo | None:
-        return None
-
-
 def reference(fabric: Fabric, settings: EtcdSettings) -> Controller:
-    """A controller over what etcd holds now, for compile_for() and vms."""
+    """A controller over what etcd holds now, for compile_for() and vms;
+    read-only: with a leadership that never leads it commits nothing (not
+    even index rows), and its supervisors are never started."""
     store = EtcdStateStore(settings, "checker")
     try:
-        return Controller(fabric, bmv2_pipeline(), store, leadership=_NoLeadership())  # type: ignore[arg-type]
+        return Controller(fabric, bmv2_pipeline(), store, leadership=FixedLeadership("checker"))
     finally:
         store.close()  # everything is loaded; nothing more is read
 

@@ -4,34 +4,16 @@ naming the leader, and a controller that applies another's commits
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pytest
 from fabric_fixture import two_tor_fabric, vms
+from helpers import FixedLeadership
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.state.protocol import LeaderInfo, NotLeader, StateEvent
 from p4vtep.state.rows import allocation_rows
 from p4vtep.store import Store
-
-
-@dataclass
-class FixedLeadership:
-    """A leadership that is what the test says it is."""
-
-    replica_id: str
-    term: int | None
-    current: LeaderInfo | None
-
-    def may_write(self) -> bool:
-        return self.term is not None
-
-    def election_id(self) -> int:
-        assert self.term is not None
-        return (1 << 64) + self.term
-
-    def leader(self) -> LeaderInfo | None:
-        return self.current
 
 
 def test_follower_refuses_writes_naming_the_leader_and_changes_nothing():

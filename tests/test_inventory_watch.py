@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from fabric_fixture import two_tor_fabric
-from helpers import SwitchedLeadership, wait_until
+from helpers import FixedLeadership, wait_until
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Vm
@@ -66,7 +66,7 @@ def test_a_file_the_store_did_not_take_is_read_again(tmp_path: Path):
     the file is read again until it is stored."""
     path = tmp_path / "inventory.yaml"
     path.write_text(GOOD)
-    leadership = SwitchedLeadership()
+    leadership = FixedLeadership("r1")
     controller = Controller(
         two_tor_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"), leadership=leadership
     )

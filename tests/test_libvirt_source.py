@@ -6,7 +6,7 @@ import time
 
 import pytest
 from fabric_fixture import two_tor_fabric
-from helpers import SwitchedLeadership, wait_until
+from helpers import FixedLeadership, wait_until
 from libvirt_xml import NODE, domain
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -111,7 +111,7 @@ def test_bindings_the_store_did_not_take_are_read_again(tmp_path):
     s11 = fabric.servers["s11"]
     uris = {"s11": f"test://{node}"}
     fabric.servers["s11"] = Server(s11.name, s11.tor, s11.port, uris["s11"])
-    leadership = SwitchedLeadership()
+    leadership = FixedLeadership("r1")
     controller = Controller(
         fabric, bmv2_pipeline(), Store(tmp_path / "s.db"), leadership=leadership
     )
