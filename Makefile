@@ -26,11 +26,10 @@ all: test
 deps: deps-system deps-python gobgp-api toolchain
 
 # p4c and simple_switch_grpc (docs/toolchain.md): on PATH or named by P4C /
-# SIMPLE_SWITCH_GRPC, else this script's prefix, else a prebuilt archive
-# (P4VTEP_TOOLCHAIN_ARCHIVE, or one in the team cache directory beside the
-# checkout), else a build from sources; TOFINO=1 adds the Tofino compiler.
-TOOLCHAIN_CACHE ?= $(abspath ../shared/toolchain)
-TOOLCHAIN := $(PYTHON) toolchain/p4vtep_toolchain.py --team-cache $(TOOLCHAIN_CACHE)
+# SIMPLE_SWITCH_GRPC, else the project's prefix, else an archive the user names
+# (P4VTEP_TOOLCHAIN_ARCHIVE), else upstream's packages where upstream publishes
+# them; TOFINO=1 adds the Tofino compiler. The project never builds them.
+TOOLCHAIN := PYTHONPATH=$(CURDIR)/toolchain $(PYTHON) -m p4toolchain
 # What that made available, as P4C=... SIMPLE_SWITCH_GRPC=... (expanded when a recipe runs).
 TOOLCHAIN_VARS = $(shell $(TOOLCHAIN) env)
 
@@ -38,7 +37,8 @@ toolchain:
 	@$(TOOLCHAIN) ensure
 	@$(if $(TOFINO),$(TOOLCHAIN) ensure --tofino)
 
-# Packs the installed toolchain for other machines (path 3); prints its sha256.
+# Packs the installed toolchain, whatever installed it, for other machines (path 3);
+# prints its sha256.
 toolchain-archive:
 	@$(TOOLCHAIN) archive $(if $(TOFINO),--tofino) $(if $(TOOLCHAIN_ARCHIVE_OUT),--output $(TOOLCHAIN_ARCHIVE_OUT))
 

@@ -64,14 +64,16 @@ from p4vtep.runtime.client import SwitchConnection
 
 
 def bmv2_build() -> dict[str, Any]:
-    """Which simple_switch_grpc, and how it was built when the toolchain
-    left a record of it (docs/toolchain.md installs under /opt/p4)."""
+    """Which simple_switch_grpc, and what the toolchain's manifest records of it when
+    it came from an archive (docs/toolchain.md): the versions the tools report
+    (older manifests: the upstream revisions they were built from)."""
     info = machine()
     binary = shutil.which(os.environ.get("SIMPLE_SWITCH_GRPC", "simple_switch_grpc")) or ""
     record = Path(os.path.realpath(binary)).parent.parent / "p4vtep-toolchain.json"
     build = {"version": info["bmv2"], "binary": os.path.realpath(binary)}
     if record.exists():
-        build["toolchain_record"] = json.loads(record.read_text()).get("revisions", {})
+        manifest = json.loads(record.read_text())
+        build["toolchain_record"] = manifest.get("versions") or manifest.get("revisions", {})
     return build
 
 

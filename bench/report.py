@@ -412,6 +412,12 @@ def section_churn(out: list[str]) -> None:
     out.append("")
 
 
+def bmv2_record(record: dict[str, str]) -> str:
+    """BMv2 as the toolchain's manifest names it: the revision it was built from
+    (older results) or the version it reports."""
+    return record.get("p4lang/behavioral-model") or record.get("simple_switch_grpc") or "?"
+
+
 def section_dataplane(out: list[str]) -> None:
     data = load("dataplane")
     if not data or "topspeed_pps" not in next(iter(data.get("paths", {}).values()), {}):
@@ -484,7 +490,7 @@ def section_dataplane(out: list[str]) -> None:
             f"({others:.1f} of {load_['cores']} cores, upper bound: it includes the kernel's "
             f"softirq work on the benchmark's veths); the benchmark ran at niceness "
             f"{data['method'].get('niceness', 0)}. BMv2: {data['bmv2']['version']} "
-            f"({data['bmv2'].get('toolchain_record', {}).get('p4lang/behavioral-model', '?')}).\n"
+            f"({bmv2_record(data['bmv2'].get('toolchain_record', {}))}).\n"
         )
     bars(
         PLOTS / "dataplane.png",

@@ -53,11 +53,14 @@ class Check:
 
 # The main job never skips silently: without BMv2 it fails and says how to get it.
 TOOLCHAIN_HELP = """\
-The P4 toolchain (p4c, simple_switch_grpc) is missing. Three ways to get it:
+The P4 toolchain (p4c, simple_switch_grpc) is missing. Ways to provide it:
   1. put p4c and simple_switch_grpc on PATH, or name them: P4C=... SIMPLE_SWITCH_GRPC=...
-  2. a prebuilt archive: P4VTEP_TOOLCHAIN_ARCHIVE=<path or URL> make demo (about a minute)
-  3. a build from sources (about 2 h on 2 cores): make demo with access to github.com,
-     or P4VTEP_SOURCES=<directory of local git repositories> make demo
+  2. an archive packed on another machine: P4VTEP_TOOLCHAIN_ARCHIVE=<path or URL> make demo
+  3. upstream's packages p4lang-p4c and p4lang-bmv2 (Ubuntu 20.04+, Debian 11): make demo
+     adds upstream's signed repository and installs them
+Upstream's install pages (packages, Docker images, building from source):
+  https://github.com/p4lang/p4c#installing-packaged-versions-of-p4c
+  https://github.com/p4lang/behavioral-model#installing-bmv2
 See docs/toolchain.md."""
 
 
