@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import grpc
 import pytest
@@ -15,10 +16,11 @@ from helpers import api_client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4vtep.api import overlay_pb2 as pb
-from p4vtep.config import ConfigError, load_inventory
+from p4vtep.config import ConfigError, load_fabric, load_inventory
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Vm
+from p4vtep.routing_checks import check_routing
 from p4vtep.sources.libvirt_domains import MetadataError, parse_domain
 from p4vtep.store import Store
 from p4vtep.validation import ValidationError, validate
@@ -78,6 +80,91 @@ def test_inventory_garbage_text(tmp_path, text):
     path.write_text(text)
     with contextlib.suppress(ConfigError):
         load_inventory(path)
+
+
+# The routing sections of a fabric file (docs/routing.md), with values that
+# reach each check more often than random text would.
+prefixes = st.sampled_from(
+    ["192.168.1.0/24", "192.168.1.128/25", "192.168.2.0/24", "0.0.0.0/0", "192.168.1.1/24",
+     "127.0.0.0/24", "192.168.1.0/31", "10.0.0.0/8", "x", "192.168.1.0"]
+)  # fmt: skip
+addresses = st.sampled_from(
+    ["192.168.1.1", "192.168.1.10", "192.168.2.1", "192.168.1.255", "10.0.0.1", "x"]
+)
+vrf_names = st.sampled_from(["a", "b", ""])
+routing_sections = st.fixed_dictionaries(
+    {},
+    optional={
+        "anycast_gateway_mac": st.one_of(
+            values, st.sampled_from(["00:00:5e:00:01:01", "00:aa:00:00:00:01", "01:00:00:00:00:01"])
+        ),
+        "vrfs": st.one_of(
+            values,
+            st.lists(
+                st.fixed_dictionaries(
+                    {"name": st.one_of(vrf_names, values)},
+                    optional={
+                        "l3vni": st.one_of(st.sampled_from([5000, 50000, 0]), values),
+                        "routes": st.one_of(
+                            values,
+                            st.lists(
+                                st.fixed_dictionaries(
+                                    {},
+                                    optional={
+                                        "prefix": st.one_of(prefixes, values),
+                                        "next_hop": st.one_of(addresses, values),
+                                    },
+                                ),
+                                max_size=3,
+                            ),
+                        ),
+                    },
+                ),
+                max_size=3,
+            ),
+        ),
+        "vnis": st.lists(
+            st.fixed_dictionaries(
+                {"vni": st.sampled_from([5000, 5001, 6000]), "name": st.sampled_from(["w", "d"])},
+                optional={
+                    "vrf": st.one_of(vrf_names, values),
+                    "subnets": st.one_of(
+                        values,
+                        st.lists(
+                            st.fixed_dictionaries(
+                                {},
+                                optional={
+                                    "prefix": st.one_of(prefixes, values),
+                                    "gateway": st.one_of(addresses, values),
+                                },
+                            ),
+                            max_size=2,
+                        ),
+                    ),
+                },
+            ),
+            max_size=3,
+        ),
+    },
+)
+FABRIC = yaml.safe_load(
+    (Path(__file__).resolve().parents[1] / "docs/examples/fabric.yaml").read_text()
+)
+
+
+@SETTINGS
+@given(routing_sections)
+def test_fabric_routing_sections_never_crash(tmp_path, sections):
+    """Any routing section is loaded or refused as file:line: key: why; what
+    loads has no routing problem left for the controller to find."""
+    path = tmp_path / "fabric.yaml"
+    path.write_text(yaml.safe_dump({**FABRIC, **sections}))
+    try:
+        fabric = load_fabric(path)
+    except ConfigError as exc:
+        assert str(exc).startswith(f"{path}:"), str(exc)
+        return
+    assert check_routing(fabric) == []
 
 
 xml_text = st.text(

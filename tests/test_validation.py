@@ -7,7 +7,7 @@ from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.limits import CPU_PORT, DROP_PORT, RESERVED_PORTS, reserved_ports
 from p4vtep.dataplane.targets import Target, profile
-from p4vtep.validation import ValidationError, check_fabric, validate
+from p4vtep.validation import VM_NAME_MAX, ValidationError, check_fabric, validate
 
 
 def problems(vm_list):
@@ -65,6 +65,10 @@ def test_vlan_reused_on_one_server():
 def test_every_problem_is_reported_at_once():
     bad = [replace(vms()[0], vlan=0, vni=0)] + vms()[1:]
     assert len(problems(bad)) == 2
+
+
+NOT_HOST = "is not a unicast host address"
+CTRL = "control or invisible character"
 
 
 def fabric_problems(fabric) -> list[str]:
@@ -177,3 +181,71 @@ def test_a_tor_name_may_not_look_like_an_external_vteps_index_key():
     for server in ("s21", "s22"):
         fabric.servers[server] = replace(fabric.servers[server], tor="vtep:10.0.0.9")
     assert fabric_problems(fabric) == ["tor vtep:10.0.0.9: name: may not start with 'vtep:'"]
+
+
+@pytest.mark.parametrize(
+    "ips,message",
+    [
+        (("0.0.0.0",), f"0.0.0.0 {NOT_HOST} (0.0.0.0/8: this network, unspecified)"),
+        (("0.1.2.3",), f"0.1.2.3 {NOT_HOST} (0.0.0.0/8: this network, unspecified)"),
+        (("127.0.0.1",), f"127.0.0.1 {NOT_HOST} (127.0.0.0/8: loopback)"),
+        (("127.255.0.9",), f"127.255.0.9 {NOT_HOST} (127.0.0.0/8: loopback)"),
+        (("224.0.0.1",), f"224.0.0.1 {NOT_HOST} (224.0.0.0/4: multicast)"),
+        (("239.255.255.250",), f"239.255.255.250 {NOT_HOST} (224.0.0.0/4: multicast)"),
+        (("255.255.255.255",), f"255.255.255.255 {NOT_HOST} (the limited broadcast address)"),
+        (("240.0.0.1",), f"240.0.0.1 {NOT_HOST} (240.0.0.0/4: reserved)"),
+        (("192.168.1.1", "10.0.0.1", "192.168.1.1"), "192.168.1.1 is listed twice"),
+    ],
+)
+def test_a_vm_ip_must_be_a_unicast_host_address_once(ips, message):
+    bad = [replace(vms()[0], ips=ips)] + vms()[1:]
+    assert problems(bad) == [f"vm a1: ips: {message}"]
+
+
+@pytest.mark.parametrize(
+    "ip",
+    [
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.255.255",
+        "100.64.0.1",
+        "169.254.169.254",
+        "192.0.2.7",
+        "8.8.8.8",
+        "1.0.0.0",
+        "223.255.255.254",
+    ],
+)
+def test_private_shared_link_local_and_public_ips_are_accepted_on_an_l2_vni(ip):
+    """An L2-only VNI knows no subnet: x.x.x.255 or x.x.x.0 may be a host of
+    a /23, and a link-local address is on-link (e.g. a metadata service)."""
+    validate(two_tor_fabric(), [replace(vms()[0], ips=(ip,))] + vms()[1:])
+
+
+def test_the_zero_mac_is_refused():
+    bad = [replace(vms()[0], mac="00:00:00:00:00:00")] + vms()[1:]
+    assert problems(bad) == ["vm a1: mac: 00:00:00:00:00:00 is the zero MAC, which no host has"]
+
+
+@pytest.mark.parametrize(
+    "name,message",
+    [
+        ("", "vm '': name: a name is required"),
+        ("web\n1", f"vm 'web\\n1': name: contains U+000A (Cc: {CTRL})"),
+        ("web\t1", f"vm 'web\\t1': name: contains U+0009 (Cc: {CTRL})"),
+        ("web\x7f", f"vm 'web\\x7f': name: contains U+007F (Cc: {CTRL})"),
+        ("web\x85", f"vm 'web\\x85': name: contains U+0085 (Cc: {CTRL})"),
+        ("web\u2028", f"vm 'web\\u2028': name: contains U+2028 (Zl: {CTRL})"),
+        ("web\u202e1", f"vm 'web\\u202e1': name: contains U+202E (Cf: {CTRL})"),
+        ("w" * (VM_NAME_MAX + 1), f"vm {'w' * 65}: name: 65 characters, longer than 64"),
+    ],
+)
+def test_a_vm_name_is_bounded_and_has_no_control_characters(name, message):
+    assert VM_NAME_MAX == 64
+    bad = [replace(vms()[0], name=name)] + vms()[1:]
+    assert problems(bad) == [message]
+
+
+@pytest.mark.parametrize("name", ["w" * VM_NAME_MAX, "web 1", "веб-1", "web_1.example"])
+def test_printable_names_up_to_the_limit_are_accepted(name):
+    validate(two_tor_fabric(), [replace(vms()[0], name=name)] + vms()[1:])

@@ -8,10 +8,25 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from .addressing import ipv4_network, normalise_mac
 from .dataplane.targets import Target
 from .evpn.config import parse_evpn
-from .model import Fabric, QosPolicy, Rates, Server, TlsFiles, Tor, Uplink, Vm, Vni
-from .validation import normalise_mac
+from .model import (
+    Fabric,
+    QosPolicy,
+    Rates,
+    Server,
+    StaticRoute,
+    Subnet,
+    TlsFiles,
+    Tor,
+    Uplink,
+    Vm,
+    Vni,
+    Vrf,
+)
+from .problems import Problem
+from .routing_checks import check_routing
 
 if TYPE_CHECKING:
     from .state.etcd_connection import EtcdSettings
@@ -186,6 +201,11 @@ def load_fabric(path: str | Path) -> Fabric:
             doc.typed(p + ("name",), str),
             doc.typed(p + ("traffic_class",), int, 0),
             doc.typed(p + ("flood",), bool, True),
+            doc.typed(p + ("vrf",), str, None),
+            tuple(
+                Subnet(_prefix(doc, q + ("prefix",)), doc.typed(q + ("gateway",), str))
+                for q in _entries(doc, p + ("subnets",), ("prefix", "gateway"))
+            ),
         )
         if vni.vni in fabric.vnis:
             raise doc.error(p + ("vni",), f"VNI {vni.vni} defined twice")
@@ -199,7 +219,67 @@ def load_fabric(path: str | Path) -> Fabric:
     fabric.p4runtime_tls = _tls_files(doc, ("tls", "p4runtime"))
     fabric.api_tls = _tls_files(doc, ("tls", "api"))
     fabric.evpn = parse_evpn(doc, fabric.vnis, (t.vtep_ip for t in fabric.tors.values()))
+    _load_routing(doc, fabric)
     return fabric
+
+
+def _entries(doc: _Doc, path: tuple, keys: tuple[str, ...]) -> list[tuple]:
+    """The paths of the list at ``path`` (optional), each a mapping with only
+    ``keys``: a misspelt key is named, not ignored."""
+    paths = []
+    for i, item in enumerate(doc.list(path, required=False)):
+        p = path + (i,)
+        if not isinstance(item, dict):
+            raise doc.error(p, f"expected a mapping with {', '.join(keys)}")
+        unknown = sorted(set(item) - set(keys))
+        if unknown:
+            raise doc.error(p + (unknown[0],), f"unknown field (expected {', '.join(keys)})")
+        paths.append(p)
+    return paths
+
+
+def _prefix(doc: _Doc, path: tuple) -> str:
+    """An IPv4 prefix, canonical (a.b.c.d/len) when it parses; one that does
+    not is kept as written for check_routing to report with its line."""
+    text = doc.typed(path, str)
+    try:
+        return str(ipv4_network(text))
+    except ValueError:
+        return text
+
+
+def _load_routing(doc: _Doc, fabric: Fabric) -> None:
+    """The routing model (docs/routing.md): ``vrfs:`` and
+    ``anycast_gateway_mac:``, then every routing check, each problem named
+    with its line (the VNIs' ``vrf`` and ``subnets`` are read with the VNIs)."""
+    for p in _entries(doc, ("vrfs",), ("name", "l3vni", "routes")):
+        routes = tuple(
+            StaticRoute(_prefix(doc, q + ("prefix",)), doc.typed(q + ("next_hop",), str))
+            for q in _entries(doc, p + ("routes",), ("prefix", "next_hop"))
+        )
+        vrf = Vrf(doc.typed(p + ("name",), str), doc.typed(p + ("l3vni",), int), routes)
+        if vrf.name in fabric.vrfs:
+            raise doc.error(p + ("name",), f"VRF {vrf.name!r} defined twice")
+        fabric.vrfs[vrf.name] = vrf
+    mac = doc.typed(("anycast_gateway_mac",), str, None)
+    fabric.anycast_gateway_mac = None if mac is None else normalise_mac(mac)
+    problems = check_routing(fabric)
+    if problems:
+        rows: dict[str, dict[Any, int]] = {
+            "tors": {name: i for i, name in enumerate(fabric.tors)},
+            "vnis": {vni: i for i, vni in enumerate(fabric.vnis)},
+            "vrfs": {name: i for i, name in enumerate(fabric.vrfs)},
+        }
+        raise ConfigError("; ".join(str(_located(doc, rows, p)) for p in problems))
+
+
+def _located(doc: _Doc, rows: dict[str, dict[Any, int]], problem: Problem) -> ConfigError:
+    """The problem as file:line: key: message. Its ``at`` names fabric
+    objects by key (("vnis", 5000, ...)); the file has them by position."""
+    at = problem.at
+    if len(at) >= 2 and at[0] in rows:
+        at = (at[0], rows[str(at[0])][at[1]]) + at[2:]
+    return doc.error(at, problem.message)
 
 
 def load_store(path: str | Path) -> EtcdSettings | None:

@@ -30,7 +30,15 @@ from .state.protocol import Leadership, NotLeader, StateEvent, StateStore
 from .state.rows import allocation_rows, allocations_from_rows, set_row
 from .store import Store
 from .supervisor import SwitchSupervisor
-from .validation import Problem, ValidationError, VmIndex, check_fabric, validate, validate_change
+from .validation import (
+    Problem,
+    ValidationError,
+    VmIndex,
+    check_fabric,
+    validate,
+    validate_change,
+    vrf_of,
+)
 
 if TYPE_CHECKING:
     from .evpn.controller_link import EvpnLink
@@ -99,7 +107,8 @@ class Controller:
         self._checked: dict[Vm, list[Problem]] = {}  # per-VM validation results
         # Built by the first change, not here: the switches need their
         # entries before anyone needs the validation index.
-        self._index = VmIndex()
+        self._vrf_of = vrf_of(fabric)  # (the index's VRF of each routed VNI)
+        self._index = VmIndex(self._vrf_of)
         self._index_stale = True
         credentials = (
             None if fabric.p4runtime_tls is None else tls.client_credentials(fabric.p4runtime_tls)
@@ -196,7 +205,7 @@ class Controller:
     def _rebuild_index(self) -> None:
         """The validation index of the current state, from scratch (after a
         change failed past validation, which updates the index in place)."""
-        self._index = VmIndex.of(self.vms.values())
+        self._index = VmIndex.of(self.vms.values(), self._vrf_of)
         self._reserve_pinned(self._index)
 
     def _pending_change(self, upserts: list[Vm], removals: list[str]) -> StateChange:
@@ -290,11 +299,11 @@ class Controller:
             if whole is not None:
                 validate(self.fabric, whole.values(), self._checked)
                 if pinned:
-                    reserved = VmIndex.of(pinned)
+                    reserved = VmIndex.of(pinned, self._vrf_of)
                     problems = [p for vm in whole.values() for p in reserved.conflicts(vm)]
                     if problems:
                         raise ValidationError(problems)
-                index = VmIndex.of(whole.values())
+                index = VmIndex.of(whole.values(), self._vrf_of)
             else:
                 index = validate_change(
                     self.fabric, self.vms, self._index, upserts, removals, self._checked

@@ -37,11 +37,38 @@ class Server:
 
 
 @dataclass(frozen=True)
+class Subnet:
+    """An IPv4 subnet of a routed VNI and its anycast gateway IP (the same
+    on every ToR, answered with the fabric's anycast_gateway_mac)."""
+
+    prefix: str  # e.g. "192.168.1.0/24"
+    gateway: str  # a host address of prefix
+
+
+@dataclass(frozen=True)
 class Vni:
     vni: int
     name: str
     traffic_class: int = 0
     flood: bool = True  # head-end replication of BUM; False drops BUM
+    vrf: str | None = None  # the VRF it is routed in; None: L2 only
+    subnets: tuple[Subnet, ...] = ()  # only on a routed VNI (docs/routing.md)
+
+
+@dataclass(frozen=True)
+class StaticRoute:
+    prefix: str  # IPv4 network, e.g. "0.0.0.0/0"
+    next_hop: str  # an IP of a VM of the VRF
+
+
+@dataclass(frozen=True)
+class Vrf:
+    """A tenant's IP VRF: its routed VNIs name it; between ToRs its routed
+    traffic travels in the L3 VNI (symmetric IRB)."""
+
+    name: str
+    l3vni: int
+    routes: tuple[StaticRoute, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +124,11 @@ class Fabric:
     p4runtime_tls: TlsFiles | None = None  # controller -> switches, client certificate
     api_tls: TlsFiles | None = None  # service API, requires client certificates
     evpn: EvpnConfig | None = None  # the fabric file's evpn: section (BGP EVPN), if any
+    # Routing (docs/routing.md): VRFs by name, and the one gateway MAC every
+    # ToR answers for every routed subnet's gateway IP. Each ToR's router_mac
+    # is its router MAC (RMAC) for every VRF.
+    vrfs: dict[str, Vrf] = field(default_factory=dict)
+    anycast_gateway_mac: str | None = None
 
     def tor_of(self, vm: Vm) -> Tor:
         return self.tors[self.servers[vm.server].tor]

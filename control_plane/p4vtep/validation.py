@@ -7,40 +7,31 @@ the VM (or fabric object) and the field, so an operator can fix them in one go.
 from __future__ import annotations
 
 import ipaddress
-import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+import unicodedata
+from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
+from . import routing_checks
+from .addressing import MAC_RE as MAC_RE
+from .addressing import VNI_MIN as VNI_MIN
+from .addressing import host_ip_problem, ipv4, mac_problem
+from .addressing import normalise_mac as normalise_mac
 from .allocation import EXTERNAL_VTEP
 from .dataplane import limits
 from .dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
 from .dataplane.targets import Target
 from .model import Fabric, Tor, Vm
+from .problems import Problem as Problem
+from .problems import ValidationError as ValidationError
+from .problems import subject as subject_for
 
-MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
-VNI_MIN = 1
 K = TypeVar("K")
 
-
-@dataclass(frozen=True)
-class Problem:
-    subject: str  # "vm web-1", "tor tor1", ...
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.subject}: {self.field}: {self.message}"
-
-
-class ValidationError(ValueError):
-    def __init__(self, problems: list[Problem]):
-        self.problems = problems
-        super().__init__("; ".join(str(p) for p in problems))
-
-
-def normalise_mac(mac: str) -> str:
-    return mac.strip().lower().replace("-", ":")
+# A VM name is a key in the store, a label in metrics and a word in every log
+# line and error about the VM: bounded, and with no character that breaks a
+# line or hides itself (control, format, line/paragraph separators).
+VM_NAME_MAX = 64
+NAME_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 def _port_problem(port: int, tor: Tor) -> str | None:
@@ -140,21 +131,42 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
                 problems.append(
                     Problem(f"qos {policy.name}", direction, "peak rate below committed rate")
                 )
-    return problems
+    return problems + routing_checks.check_routing(fabric)
+
+
+def vm_name_problem(name: str) -> str | None:
+    if not name:
+        return "a name is required"
+    if len(name) > VM_NAME_MAX:
+        return f"{len(name)} characters, longer than {VM_NAME_MAX}"
+    for char in name:
+        category = unicodedata.category(char)
+        if category in NAME_FORBIDDEN_CATEGORIES:
+            return f"contains U+{ord(char):04X} ({category}: control or invisible character)"
+    return None
 
 
 def check_vm(fabric: Fabric, vm: Vm) -> list[Problem]:
-    subject = f"vm {vm.name}"
+    subject = subject_for("vm", vm.name)
     problems = []
-    if not MAC_RE.match(vm.mac):
-        problems.append(Problem(subject, "mac", f"{vm.mac!r} is not a MAC address"))
-    elif int(vm.mac.split(":")[0], 16) & 1:
-        problems.append(Problem(subject, "mac", f"{vm.mac} is a multicast MAC"))
+    why = vm_name_problem(vm.name)
+    if why is not None:
+        problems.append(Problem(subject, "name", why))
+    why = mac_problem(vm.mac)
+    if why is not None:
+        problems.append(Problem(subject, "mac", why))
+    seen: set[str] = set()
     for ip in vm.ips:
-        try:
-            ipaddress.IPv4Address(ip)
-        except ValueError:
+        address = ipv4(ip)
+        if address is None:
             problems.append(Problem(subject, "ips", f"{ip!r} is not an IPv4 address"))
+            continue
+        why = host_ip_problem(address)
+        if why is not None:
+            problems.append(Problem(subject, "ips", why))
+        if ip in seen:
+            problems.append(Problem(subject, "ips", f"{ip} is listed twice"))
+        seen.add(ip)
     if not VNI_MIN <= vm.vni <= VNI_MAX:
         problems.append(Problem(subject, "vni", f"{vm.vni} outside {VNI_MIN}-{VNI_MAX}"))
     elif vm.vni not in fabric.vnis:
@@ -165,7 +177,7 @@ def check_vm(fabric: Fabric, vm: Vm) -> list[Problem]:
         problems.append(Problem(subject, "server", f"unknown server {vm.server!r}"))
     if vm.qos is not None and vm.qos not in fabric.policies:
         problems.append(Problem(subject, "qos", f"unknown QoS policy {vm.qos!r}"))
-    return problems
+    return problems + routing_checks.vm_problems(fabric, vm)
 
 
 def validate(
@@ -176,12 +188,14 @@ def validate(
     ``checked`` caches the per-VM checks (VMs are immutable values) so that a
     change to one VM among thousands re-checks only that one."""
     problems = check_fabric(fabric)
+    vrfs = vrf_of(fabric)
     macs: dict[tuple[int, str], str] = {}
     ips: dict[tuple[int, str], str] = {}
+    vrf_ips: dict[tuple[str, str], str] = {}  # (see VmIndex)
     vlans: dict[tuple[str, int], str] = {}
     names: set[str] = set()
     for vm in vms:
-        subject = f"vm {vm.name}"
+        subject = subject_for("vm", vm.name)
         if vm.name in names:
             problems.append(Problem(subject, "name", "declared twice"))
         names.add(vm.name)
@@ -199,7 +213,8 @@ def validate(
                 )
             )
         macs.setdefault(key, vm.name)
-        for ip in vm.ips:
+        vrf = vrfs.get(vm.vni)
+        for ip in dict.fromkeys(vm.ips):  # (an IP listed twice is check_vm's to report)
             if (vm.vni, ip) in ips:
                 problems.append(
                     Problem(
@@ -208,7 +223,17 @@ def validate(
                         f"{ip} is already used by vm {ips[(vm.vni, ip)]} in VNI {vm.vni}",
                     )
                 )
+            elif vrf is not None and (vrf, ip) in vrf_ips:
+                problems.append(
+                    Problem(
+                        subject,
+                        "ips",
+                        f"{ip} is already used by vm {vrf_ips[(vrf, ip)]} in VRF {vrf}",
+                    )
+                )
             ips.setdefault((vm.vni, ip), vm.name)
+            if vrf is not None:
+                vrf_ips.setdefault((vrf, ip), vm.name)
         if vm.server in fabric.servers:
             port_key = (vm.server, vm.vlan)
             if port_key in vlans:
@@ -220,56 +245,93 @@ def validate(
                     )
                 )
             vlans.setdefault(port_key, vm.name)
+    # (a next hop the fabric checks refused already is not reported twice)
+    refused = {p.at for p in problems if p.at}
+    problems += [
+        p
+        for p in routing_checks.unowned_next_hops(fabric, lambda vrf, ip: (vrf, ip) in vrf_ips)
+        if p.at not in refused
+    ]
     if problems:
         raise ValidationError(problems)
 
 
-class VmIndex:
-    """Who holds each (VNI, MAC), (VNI, IP) and (server, VLAN), so that a change
-    to a few VMs is checked without walking all of them."""
+def vrf_of(fabric: Fabric) -> dict[int, str]:
+    """The VRF of each routed VNI."""
+    return {v.vni: v.vrf for v in fabric.vnis.values() if v.vrf is not None}
 
-    def __init__(self) -> None:
+
+class VmIndex:
+    """Who holds each (VNI, MAC), (VNI, IP), (VRF, IP) and (server, VLAN), so
+    that a change to a few VMs is checked without walking all of them.
+
+    IPs are unique per VNI and, for a routed VNI, per VRF. (Within a VRF the
+    second follows from the first: a routed VM's IPs lie in its VNI's subnets
+    and no two subnets of a VRF overlap; indexing it anyway keeps the index
+    right if a refused change is undone, and answers who owns a static
+    route's next hop without walking the VMs.)"""
+
+    def __init__(self, vrf_of: Mapping[int, str]) -> None:
+        self.vrf_of = vrf_of  # VNI -> VRF, routed VNIs only (shared, read-only)
         self.macs: dict[tuple[int, str], str] = {}
         self.ips: dict[tuple[int, str], str] = {}
+        self.vrf_ips: dict[tuple[str, str], str] = {}
         self.vlans: dict[tuple[str, int], str] = {}
 
     @classmethod
-    def of(cls, vms: Iterable[Vm]) -> VmIndex:
-        index = cls()
+    def of(cls, vms: Iterable[Vm], vrf_of: Mapping[int, str]) -> VmIndex:
+        index = cls(vrf_of)
         for vm in vms:
             index.add(vm)
         return index
 
     def copy(self) -> VmIndex:
-        other = VmIndex()
+        other = VmIndex(self.vrf_of)
         other.macs, other.ips, other.vlans = dict(self.macs), dict(self.ips), dict(self.vlans)
+        other.vrf_ips = dict(self.vrf_ips)
         return other
+
+    def owns(self, vrf: str, ip: str) -> bool:
+        return (vrf, ip) in self.vrf_ips
 
     def add(self, vm: Vm) -> None:
         self.macs[(vm.vni, vm.mac)] = vm.name
+        vrf = self.vrf_of.get(vm.vni)
         for ip in vm.ips:
             self.ips[(vm.vni, ip)] = vm.name
+            if vrf is not None:
+                self.vrf_ips[(vrf, ip)] = vm.name
         self.vlans[(vm.server, vm.vlan)] = vm.name
 
     def remove(self, vm: Vm) -> None:
         _release(self.macs, (vm.vni, vm.mac), vm.name)
         _release(self.vlans, (vm.server, vm.vlan), vm.name)
+        vrf = self.vrf_of.get(vm.vni)
         for ip in vm.ips:
             _release(self.ips, (vm.vni, ip), vm.name)
+            if vrf is not None:
+                _release(self.vrf_ips, (vrf, ip), vm.name)
 
     def conflicts(self, vm: Vm) -> list[Problem]:
-        subject = f"vm {vm.name}"
+        subject = subject_for("vm", vm.name)
         problems = []
         other = self.macs.get((vm.vni, vm.mac))
         if other is not None and other != vm.name:
             problems.append(
                 Problem(subject, "mac", f"{vm.mac} is already used by vm {other} in VNI {vm.vni}")
             )
-        for ip in vm.ips:
+        vrf = self.vrf_of.get(vm.vni)
+        for ip in dict.fromkeys(vm.ips):  # (an IP listed twice is check_vm's to report)
             other = self.ips.get((vm.vni, ip))
             if other is not None and other != vm.name:
                 problems.append(
                     Problem(subject, "ips", f"{ip} is already used by vm {other} in VNI {vm.vni}")
+                )
+                continue
+            other = None if vrf is None else self.vrf_ips.get((vrf, ip))
+            if other is not None and other != vm.name:
+                problems.append(
+                    Problem(subject, "ips", f"{ip} is already used by vm {other} in VRF {vrf}")
                 )
         other = self.vlans.get((vm.server, vm.vlan))
         if other is not None and other != vm.name:
@@ -302,7 +364,7 @@ def validate_change(
     seen: set[str] = set()
     for vm in upserts:
         if vm.name in seen:
-            problems.append(Problem(f"vm {vm.name}", "name", "declared twice"))
+            problems.append(Problem(subject_for("vm", vm.name), "name", "declared twice"))
         seen.add(vm.name)
         if checked is not None:
             if vm not in checked:
@@ -315,6 +377,8 @@ def validate_change(
         if not conflicts:
             index.add(vm)
             added.append(vm)
+    # Every static route, not only those of the VMs changed: one lookup each.
+    problems += routing_checks.unowned_next_hops(fabric, index.owns, removed)
     if problems:
         for vm in added:
             index.remove(vm)

@@ -1,0 +1,341 @@
+"""Checks on the routing model (docs/routing.md): the anycast gateway MAC,
+the VRFs and their static routes, the routed VNIs' subnets, and what they ask
+of the VMs.
+
+Fabric problems carry where they lie in the fabric file (``Problem.at``), so
+the loader names the line; the controller reports the same problems for a
+fabric built in code. validation.py calls the VM-side checks.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from ipaddress import IPv4Address, IPv4Network
+
+from .addressing import (
+    MAC_RE,
+    NOT_ROUTED_RANGES,
+    VNI_MIN,
+    in_subnet_problem,
+    ipv4,
+    ipv4_network,
+    mac_problem,
+    routed_network_problem,
+)
+from .dataplane.limits import VNI_MAX
+from .model import Fabric, Subnet, Vm, Vni, Vrf
+from .problems import Problem, subject
+
+
+@dataclass(frozen=True)
+class ParsedSubnet:
+    network: IPv4Network
+    gateway: IPv4Address | None  # None: not an address (check_routing says so)
+
+
+@lru_cache(maxsize=65536)  # per VNI value: check_vm asks once per routed VM
+def subnets_of(vni: Vni) -> tuple[ParsedSubnet, ...]:
+    """The VNI's subnets that parse (check_routing reports the others)."""
+    parsed = []
+    for subnet in vni.subnets:
+        try:
+            network = ipv4_network(subnet.prefix)
+        except ValueError:
+            continue
+        parsed.append(ParsedSubnet(network, ipv4(subnet.gateway)))
+    return tuple(parsed)
+
+
+def routing_configured(fabric: Fabric) -> bool:
+    return bool(fabric.vrfs) or any(v.vrf is not None for v in fabric.vnis.values())
+
+
+def check_routing(fabric: Fabric) -> list[Problem]:
+    """Every problem of the fabric's routing model; none for an L2-only fabric."""
+    if not routing_configured(fabric) and fabric.anycast_gateway_mac is None:
+        return []
+    return (
+        _gateway_mac(fabric)
+        + _router_macs(fabric)
+        + _vrfs(fabric)
+        + _routed_vnis(fabric)
+        + _routes(fabric)
+    )
+
+
+def _gateway_mac(fabric: Fabric) -> list[Problem]:
+    at: tuple[str | int, ...] = ("anycast_gateway_mac",)
+    mac = fabric.anycast_gateway_mac
+    if mac is None:
+        routed = next((v for v in fabric.vnis.values() if v.vrf is not None), None)
+        if routed is None:
+            return []
+        message = f"required: vni {routed.name} ({routed.vni}) is routed in VRF {routed.vrf}"
+        return [Problem("fabric", "anycast_gateway_mac", message, at)]
+    why = mac_problem(mac)
+    if why is not None:
+        return [Problem("fabric", "anycast_gateway_mac", why, at)]
+    for tor in fabric.tors.values():
+        if tor.router_mac == mac:
+            message = f"{mac} is the router_mac of tor {tor.name} (the gateway MAC is not a ToR's)"
+            return [Problem("fabric", "anycast_gateway_mac", message, at)]
+    return []
+
+
+def _router_macs(fabric: Fabric) -> list[Problem]:
+    """With routing, each ToR's router_mac is its RMAC in every VRF: a
+    peer refuses a multicast or zero RMAC, and two ToRs cannot share one."""
+    if not routing_configured(fabric):
+        return []
+    problems = []
+    owners: dict[str, str] = {}
+    for tor in fabric.tors.values():
+        at: tuple[str | int, ...] = ("tors", tor.name, "router_mac")
+        if not MAC_RE.match(tor.router_mac):
+            continue  # (check_fabric reports a malformed MAC)
+        why = mac_problem(tor.router_mac)
+        if why is not None:
+            problems.append(
+                Problem(subject("tor", tor.name), "router_mac", f"{why} (the ToR's RMAC)", at)
+            )
+        elif tor.router_mac in owners:
+            message = f"{tor.router_mac} is already the router_mac of tor {owners[tor.router_mac]}"
+            problems.append(Problem(subject("tor", tor.name), "router_mac", message, at))
+        owners.setdefault(tor.router_mac, tor.name)
+    return problems
+
+
+def _vrfs(fabric: Fabric) -> list[Problem]:
+    problems = []
+    l3vnis: dict[int, str] = {}
+    for vrf in fabric.vrfs.values():
+        at: tuple[str | int, ...] = ("vrfs", vrf.name)
+        name = subject("vrf", vrf.name)
+        if not vrf.name or not vrf.name.isprintable():
+            problems.append(Problem(name, "name", "a printable name is required", at + ("name",)))
+        message = None
+        if not VNI_MIN <= vrf.l3vni <= VNI_MAX:
+            message = f"{vrf.l3vni} outside {VNI_MIN}-{VNI_MAX}"
+        elif vrf.l3vni in fabric.vnis:
+            message = f"{vrf.l3vni} is already the VNI of vni {fabric.vnis[vrf.l3vni].name}"
+        elif vrf.l3vni in l3vnis:
+            message = f"{vrf.l3vni} is already the l3vni of vrf {l3vnis[vrf.l3vni]}"
+        if message is not None:
+            problems.append(Problem(name, "l3vni", message, at + ("l3vni",)))
+        l3vnis.setdefault(vrf.l3vni, vrf.name)
+    return problems
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """A subnet that parsed, where it was declared (for overlap reports)."""
+
+    network: IPv4Network
+    order: int  # declaration order over the whole file
+    vni: Vni
+    index: int  # in vni.subnets
+
+
+def _routed_vnis(fabric: Fabric) -> list[Problem]:
+    problems = []
+    by_vrf: dict[str, list[_Placed]] = {}
+    order = itertools.count()
+    for vni in fabric.vnis.values():
+        at: tuple[str | int, ...] = ("vnis", vni.vni)
+        name = subject("vni", vni.name)
+        if vni.vrf is None:
+            if vni.subnets:
+                message = "a VNI without a vrf is L2 only: give it a vrf or remove its subnets"
+                problems.append(Problem(name, "subnets", message, at + ("subnets",)))
+            continue
+        if vni.vrf not in fabric.vrfs:
+            problems.append(Problem(name, "vrf", f"unknown VRF {vni.vrf!r}", at + ("vrf",)))
+        if not vni.subnets:
+            message = f"a routed VNI (vrf {vni.vrf}) needs a subnet with its gateway"
+            problems.append(Problem(name, "subnets", message, at + ("subnets",)))
+        for j, subnet in enumerate(vni.subnets):
+            wrong = _subnet_problem(subnet)
+            if wrong is not None:
+                key, why = wrong
+                where = at + ("subnets", j, key)
+                problems.append(Problem(name, f"subnets[{j}].{key}", why, where))
+            if wrong is None or wrong[0] == "gateway":  # (the prefix is right)
+                network = ipv4_network(subnet.prefix)
+                by_vrf.setdefault(vni.vrf, []).append(_Placed(network, next(order), vni, j))
+    for vrf_name, placed in by_vrf.items():
+        problems += _overlaps(vrf_name, placed)
+    return problems
+
+
+def _subnet_problem(subnet: Subnet) -> tuple[str, str] | None:
+    """(key, why) of what is wrong with a routed subnet: its prefix, or else
+    its gateway (a host address inside the prefix)."""
+    try:
+        network = ipv4_network(subnet.prefix)
+    except ValueError as exc:
+        return "prefix", str(exc)
+    why = routed_network_problem(network)
+    if why is not None:
+        return "prefix", why
+    gateway = ipv4(subnet.gateway)
+    if gateway is None:
+        return "gateway", f"{subnet.gateway!r} is not an IPv4 address"
+    if gateway not in network:
+        return "gateway", f"{gateway} is outside {network}"
+    why = in_subnet_problem(gateway, network, None)
+    return None if why is None else ("gateway", why)
+
+
+def _overlaps(vrf_name: str, placed: list[_Placed]) -> list[Problem]:
+    """One problem per subnet of the VRF that overlaps another, on the one
+    declared later. A sweep by start address: n log n, not every pair."""
+    problems = []
+    reach: _Placed | None = None  # of the subnets so far, the one ending last
+    for current in sorted(placed, key=lambda p: (p.network.network_address, p.network.prefixlen)):
+        if reach is not None and current.network.network_address <= reach.network.broadcast_address:
+            later, earlier = (current, reach) if current.order > reach.order else (reach, current)
+            message = (
+                f"{later.network} overlaps {earlier.network} of vni {earlier.vni.name} "
+                f"in VRF {vrf_name}"
+            )
+            problems.append(
+                Problem(
+                    subject("vni", later.vni.name),
+                    f"subnets[{later.index}].prefix",
+                    message,
+                    ("vnis", later.vni.vni, "subnets", later.index, "prefix"),
+                )
+            )
+        if reach is None or current.network.broadcast_address > reach.network.broadcast_address:
+            reach = current
+    return list(dict.fromkeys(problems))  # (a subnet two others overlap: once per other)
+
+
+def _vrf_subnets(fabric: Fabric) -> dict[str, list[tuple[ParsedSubnet, Vni]]]:
+    """Each VRF's subnets that parse, with their VNI."""
+    subnets: dict[str, list[tuple[ParsedSubnet, Vni]]] = {name: [] for name in fabric.vrfs}
+    for vni in fabric.vnis.values():
+        if vni.vrf in subnets:
+            subnets[vni.vrf] += [(s, vni) for s in subnets_of(vni)]
+    return subnets
+
+
+def _holder(
+    subnets: list[tuple[ParsedSubnet, Vni]], ip: IPv4Address
+) -> tuple[ParsedSubnet, Vni] | None:
+    """The subnet of a VRF that ``ip`` lies in (at most one: they do not overlap)."""
+    return next(((s, vni) for s, vni in subnets if ip in s.network), None)
+
+
+def _routes(fabric: Fabric) -> list[Problem]:
+    problems = []
+    subnets = _vrf_subnets(fabric)
+    for vrf in fabric.vrfs.values():
+        name = subject("vrf", vrf.name)
+        seen: dict[IPv4Network, int] = {}
+        for j, route in enumerate(vrf.routes):
+            at: tuple[str | int, ...] = ("vrfs", vrf.name, "routes", j)
+            why = _route_prefix_problem(route.prefix, subnets[vrf.name], seen, j)
+            if why is not None:
+                problems.append(Problem(name, f"routes[{j}].prefix", why, at + ("prefix",)))
+            why = _next_hop_problem(route.next_hop, vrf, subnets[vrf.name])
+            if why is not None:
+                problems.append(Problem(name, f"routes[{j}].next_hop", why, at + ("next_hop",)))
+    return problems
+
+
+def _route_prefix_problem(
+    prefix: str,
+    subnets: list[tuple[ParsedSubnet, Vni]],
+    seen: dict[IPv4Network, int],
+    index: int,
+) -> str | None:
+    try:
+        network = ipv4_network(prefix)
+    except ValueError as exc:
+        return str(exc)
+    if network in seen:
+        return f"{network} is already routes[{seen[network]}] (one next hop per prefix)"
+    seen[network] = index
+    for reserved, what in NOT_ROUTED_RANGES:
+        if network.subnet_of(reserved):
+            return f"{network} lies in {what}"
+    for subnet, vni in subnets:
+        if network.subnet_of(subnet.network):
+            # Its hosts reach those addresses on-link (ARP), not through the
+            # gateway: the route would hold for routed traffic only.
+            return f"{network} lies inside subnet {subnet.network} of vni {vni.name}"
+    return None
+
+
+def _next_hop_problem(
+    next_hop: str, vrf: Vrf, subnets: list[tuple[ParsedSubnet, Vni]]
+) -> str | None:
+    ip = ipv4(next_hop)
+    if ip is None:
+        return f"{next_hop!r} is not an IPv4 address"
+    held = _holder(subnets, ip)
+    if held is None:
+        return f"{ip} is in none of the subnets of VRF {vrf.name} (the next hop is a VM of the VRF)"
+    why = in_subnet_problem(ip, held[0].network, held[0].gateway)
+    return None if why is None else f"{why}, not a VM's address"
+
+
+def unowned_next_hops(
+    fabric: Fabric, owned: Callable[[str, str], bool], removed: Iterable[Vm] = ()
+) -> list[Problem]:
+    """A problem per static route whose next hop no VM of its VRF has
+    (``owned(vrf, ip)``); ``removed``, the VMs a change takes away, to name
+    the one that had it. One lookup per route, none per VM."""
+    had: dict[tuple[str | None, str], str] = {}
+    for vm in removed:
+        vni = fabric.vnis.get(vm.vni)
+        for ip in vm.ips:
+            had[(None if vni is None else vni.vrf, ip)] = vm.name
+    problems = []
+    for vrf in fabric.vrfs.values():
+        for j, route in enumerate(vrf.routes):
+            if owned(vrf.name, route.next_hop):
+                continue
+            message = (
+                f"{route.next_hop} (route {route.prefix}) is the IP of no VM in VRF {vrf.name}"
+            )
+            gone = had.get((vrf.name, route.next_hop))
+            if gone is not None:
+                message = (
+                    f"{route.next_hop} (route {route.prefix}) would be the IP of no VM in VRF "
+                    f"{vrf.name} without vm {gone} (remove the route first)"
+                )
+            at: tuple[str | int, ...] = ("vrfs", vrf.name, "routes", j, "next_hop")
+            problems.append(Problem(subject("vrf", vrf.name), f"routes[{j}].next_hop", message, at))
+    return problems
+
+
+def vm_problems(fabric: Fabric, vm: Vm) -> list[Problem]:
+    """What routing asks of one VM: not to own the anycast gateway MAC (in
+    any VNI: every ToR answers for it); on a routed VNI, every IP a host
+    address of one of the VNI's subnets, and not its gateway."""
+    name = subject("vm", vm.name)
+    problems = []
+    if fabric.anycast_gateway_mac is not None and vm.mac == fabric.anycast_gateway_mac:
+        problems.append(Problem(name, "mac", f"{vm.mac} is the fabric's anycast_gateway_mac"))
+    vni = fabric.vnis.get(vm.vni)
+    if vni is None or vni.vrf is None:
+        return problems
+    subnets = subnets_of(vni)
+    for text in dict.fromkeys(vm.ips):
+        ip = ipv4(text)
+        if ip is None:
+            continue  # (check_vm reports it)
+        held = next((s for s in subnets if ip in s.network), None)
+        if held is None:
+            prefixes = ", ".join(str(s.network) for s in subnets)
+            why: str | None = f"{ip} is outside the subnets of vni {vni.name} ({prefixes})"
+        else:
+            why = in_subnet_problem(ip, held.network, held.gateway)
+        if why is not None:
+            problems.append(Problem(name, "ips", why))
+    return problems

@@ -1,0 +1,266 @@
+"""The routing model in the fabric file (docs/routing.md): what it loads to,
+and each refusal as file:line: key: what is wrong."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from p4vtep.config import ConfigError, load_fabric
+from p4vtep.model import StaticRoute, Subnet, Vni, Vrf
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+
+BASE = """\
+tors:
+  - name: tor1
+    p4runtime: 127.0.0.1:9560
+    device_id: 1
+    vtep_ip: 10.0.0.1
+    router_mac: "00:aa:00:00:00:01"
+    uplinks: [{port: 3, next_hop_mac: "00:5e:00:01:01:01"}]
+  - name: tor2
+    p4runtime: 127.0.0.1:9561
+    device_id: 2
+    vtep_ip: 10.0.0.2
+    router_mac: "00:aa:00:00:00:02"
+    uplinks: [{port: 3, next_hop_mac: "00:5e:00:02:01:01"}]
+servers:
+  - {name: s11, tor: tor1, port: 1}
+  - {name: s21, tor: tor2, port: 1}
+anycast_gateway_mac: "00:00:5e:00:01:01"
+vrfs:
+  - name: tenant-a
+    l3vni: 50000
+    routes:
+      - {prefix: 0.0.0.0/0, next_hop: 192.168.1.10}
+  - {name: tenant-b, l3vni: 60000}
+vnis:
+  - vni: 5000
+    name: a-web
+    vrf: tenant-a
+    subnets: [{prefix: 192.168.1.0/24, gateway: 192.168.1.1}]
+  - vni: 5001
+    name: a-db
+    vrf: tenant-a
+    subnets: [{prefix: 192.168.2.0/24, gateway: 192.168.2.1}]
+  - vni: 6000
+    name: b-web
+    vrf: tenant-b
+    subnets: [{prefix: 192.168.1.0/24, gateway: 192.168.1.1}]
+  - {vni: 7000, name: storage}
+"""
+
+
+def load(tmp_path: Path, text: str):
+    path = tmp_path / "fabric.yaml"
+    path.write_text(text)
+    return load_fabric(path)
+
+
+def edited(old: str, new: str) -> str:
+    assert BASE.count(old) == 1, old
+    return BASE.replace(old, new)
+
+
+def refusal(tmp_path: Path, text: str) -> str:
+    """The loader's message, with the file's path cut to its name."""
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, text)
+    return str(info.value).replace(str(tmp_path) + "/", "")
+
+
+def line_of(text: str, needle: str) -> int:
+    lines = [i for i, line in enumerate(text.splitlines(), start=1) if needle in line]
+    assert len(lines) == 1, (needle, lines)
+    return lines[0]
+
+
+def test_the_routing_model_loads(tmp_path):
+    fabric = load(tmp_path, BASE)
+    assert fabric.anycast_gateway_mac == "00:00:5e:00:01:01"
+    assert fabric.vrfs == {
+        "tenant-a": Vrf("tenant-a", 50000, (StaticRoute("0.0.0.0/0", "192.168.1.10"),)),
+        "tenant-b": Vrf("tenant-b", 60000, ()),
+    }
+    web = (Subnet("192.168.1.0/24", "192.168.1.1"),)
+    assert fabric.vnis == {
+        5000: Vni(5000, "a-web", vrf="tenant-a", subnets=web),
+        5001: Vni(5001, "a-db", vrf="tenant-a", subnets=(Subnet("192.168.2.0/24", "192.168.2.1"),)),
+        6000: Vni(6000, "b-web", vrf="tenant-b", subnets=web),  # the same subnet, another VRF
+        7000: Vni(7000, "storage"),  # no vrf: L2 only
+    }
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fabric.vrfs["tenant-a"].l3vni = 1  # type: ignore[misc]
+
+
+def test_prefixes_are_kept_canonical(tmp_path):
+    fabric = load(
+        tmp_path,
+        edited("{prefix: 0.0.0.0/0,", "{prefix: 10.0.0.0/255.0.0.0,").replace(
+            "192.168.2.0/24", "192.168.2.0/255.255.255.0"
+        ),
+    )
+    assert fabric.vrfs["tenant-a"].routes[0].prefix == "10.0.0.0/8"
+    assert fabric.vnis[5001].subnets[0].prefix == "192.168.2.0/24"
+
+
+def test_an_l2_only_fabric_has_no_routing(tmp_path):
+    fabric = load_fabric(EXAMPLES / "fabric.yaml")
+    assert fabric.vrfs == {}
+    assert fabric.anycast_gateway_mac is None
+    assert all(v.vrf is None and v.subnets == () for v in fabric.vnis.values())
+
+
+def test_a_vrf_no_vni_uses_needs_no_gateway_mac(tmp_path):
+    """Declared, not yet used: nothing is routed, so nothing is asked."""
+    text = BASE[: BASE.index("anycast_gateway_mac:")] + (
+        "vrfs: [{name: tenant-a, l3vni: 50000}]\nvnis: [{vni: 7000, name: storage}]\n"
+    )
+    fabric = load(tmp_path, text)
+    assert fabric.vrfs == {"tenant-a": Vrf("tenant-a", 50000)}
+    assert fabric.anycast_gateway_mac is None
+    assert fabric.vnis == {7000: Vni(7000, "storage")}
+
+
+# (replace this, with that, then: the key and message, on the line holding `at`)
+CASES = [
+    # anycast_gateway_mac
+    ('anycast_gateway_mac: "00:00:5e:00:01:01"\n', "", "anycast_gateway_mac",
+     "required: vni a-web (5000) is routed in VRF tenant-a", "tors:"),
+    ('"00:00:5e:00:01:01"', '"01:00:5e:00:00:01"', "anycast_gateway_mac",
+     "01:00:5e:00:00:01 is a multicast MAC", "anycast_gateway_mac"),
+    ('"00:00:5e:00:01:01"', '"00:00:00:00:00:00"', "anycast_gateway_mac",
+     "00:00:00:00:00:00 is the zero MAC, which no host has", "anycast_gateway_mac"),
+    ('"00:00:5e:00:01:01"', '"00:AA:00:00:00:02"', "anycast_gateway_mac",
+     "00:aa:00:00:00:02 is the router_mac of tor tor2 (the gateway MAC is not a ToR's)",
+     "anycast_gateway_mac"),
+    ('"00:00:5e:00:01:01"', "gateway", "anycast_gateway_mac",
+     "'gateway' is not a MAC address", "anycast_gateway_mac"),
+    # each ToR's router_mac is its RMAC
+    ('router_mac: "00:aa:00:00:00:02"', 'router_mac: "00:AA:00:00:00:01"', "tors[1].router_mac",
+     "00:aa:00:00:00:01 is already the router_mac of tor tor1", "00:AA:00:00:00:01"),
+    ('router_mac: "00:aa:00:00:00:02"', 'router_mac: "01:aa:00:00:00:02"', "tors[1].router_mac",
+     "01:aa:00:00:00:02 is a multicast MAC (the ToR's RMAC)", "01:aa:00:00:00:02"),
+    # vrfs
+    ("l3vni: 50000", "l3vni: 5000", "vrfs[0].l3vni",
+     "5000 is already the VNI of vni a-web", "l3vni: 5000"),
+    ("l3vni: 50000", "l3vni: 60000", "vrfs[1].l3vni",
+     "60000 is already the l3vni of vrf tenant-a", "{name: tenant-b"),
+    ("l3vni: 50000", "l3vni: 0", "vrfs[0].l3vni", "0 outside 1-16777215", "l3vni: 0"),
+    ("l3vni: 50000", "l3vni: 16777216", "vrfs[0].l3vni",
+     "16777216 outside 1-16777215", "l3vni: 16777216"),
+    ("l3vni: 50000", "l3vni: x", "vrfs[0].l3vni", "expected an integer, got 'x'", "l3vni: x"),
+    ("{name: tenant-b,", "{name: tenant-a,", "vrfs[1].name",
+     "VRF 'tenant-a' defined twice", "{name: tenant-a,"),
+    ("    l3vni: 50000\n", "    l3vni: 50000\n    rd: auto\n", "vrfs[0].rd",
+     "unknown field (expected name, l3vni, routes)", "rd: auto"),
+    # vnis[].vrf and vnis[].subnets
+    ("name: a-db\n    vrf: tenant-a", "name: a-db\n    vrf: tenant-c", "vnis[1].vrf",
+     "unknown VRF 'tenant-c'", "tenant-c"),
+    ("{vni: 7000, name: storage}",
+     "{vni: 7000, name: storage, subnets: [{prefix: 10.7.0.0/16, gateway: 10.7.0.1}]}",
+     "vnis[3].subnets",
+     "a VNI without a vrf is L2 only: give it a vrf or remove its subnets", "vni: 7000"),
+    ("    subnets: [{prefix: 192.168.2.0/24, gateway: 192.168.2.1}]\n", "", "vnis[1].subnets",
+     "a routed VNI (vrf tenant-a) needs a subnet with its gateway", "vni: 5001"),
+    ("192.168.2.0/24,", "192.168.2.1/24,", "vnis[1].subnets[0].prefix",
+     "192.168.2.1/24 has host bits set (the network is 192.168.2.0/24)", "192.168.2.1/24"),
+    ("192.168.2.0/24,", "192.168.2/24,", "vnis[1].subnets[0].prefix",
+     "'192.168.2/24' is not an IPv4 network (expected a.b.c.d/len)", "192.168.2/24"),
+    ("192.168.2.0/24,", "192.168.2.0,", "vnis[1].subnets[0].prefix",
+     "'192.168.2.0' is not an IPv4 network (expected a.b.c.d/len)", "192.168.2.0,"),
+    ("192.168.2.0/24,", "192.168.2.0/31,", "vnis[1].subnets[0].prefix",
+     "192.168.2.0/31 is too small: a routed subnet is /30 or larger", "192.168.2.0/31"),
+    ("{prefix: 192.168.2.0/24, gateway: 192.168.2.1}", "{prefix: 127.0.2.0/24, gateway: 127.0.2.1}",
+     "vnis[1].subnets[0].prefix", "127.0.2.0/24 overlaps 127.0.0.0/8: loopback", "127.0.2.0"),
+    ("{prefix: 192.168.2.0/24, gateway: 192.168.2.1}",
+     "{prefix: 169.254.2.0/24, gateway: 169.254.2.1}", "vnis[1].subnets[0].prefix",
+     "169.254.2.0/24 overlaps 169.254.0.0/16: link-local, never routed", "169.254.2.0"),
+    ("gateway: 192.168.2.1}", "gateway: 192.168.3.1}", "vnis[1].subnets[0].gateway",
+     "192.168.3.1 is outside 192.168.2.0/24", "192.168.3.1"),
+    ("gateway: 192.168.2.1}", "gateway: 192.168.2.0}", "vnis[1].subnets[0].gateway",
+     "192.168.2.0 is the network address of 192.168.2.0/24", "gateway: 192.168.2.0"),
+    ("gateway: 192.168.2.1}", "gateway: 192.168.2.255}", "vnis[1].subnets[0].gateway",
+     "192.168.2.255 is the broadcast address of 192.168.2.0/24", "192.168.2.255"),
+    ("gateway: 192.168.2.1}", "gateway: gw}", "vnis[1].subnets[0].gateway",
+     "'gw' is not an IPv4 address", "gateway: gw"),
+    ("[{prefix: 192.168.2.0/24, gateway: 192.168.2.1}]", "[192.168.2.0/24]", "vnis[1].subnets[0]",
+     "expected a mapping with prefix, gateway", "[192.168.2.0/24]"),
+    ("gateway: 192.168.2.1}", "gateway: 192.168.2.1, vlan: 3}", "vnis[1].subnets[0].vlan",
+     "unknown field (expected prefix, gateway)", "vlan: 3"),
+    # overlapping subnets in one VRF (the one declared later is named)
+    ("{prefix: 192.168.2.0/24, gateway: 192.168.2.1}",
+     "{prefix: 192.168.1.128/25, gateway: 192.168.1.129}", "vnis[1].subnets[0].prefix",
+     "192.168.1.128/25 overlaps 192.168.1.0/24 of vni a-web in VRF tenant-a", "192.168.1.128"),
+    ("{prefix: 192.168.2.0/24, gateway: 192.168.2.1}",
+     "{prefix: 192.168.0.0/16, gateway: 192.168.0.1}", "vnis[1].subnets[0].prefix",
+     "192.168.0.0/16 overlaps 192.168.1.0/24 of vni a-web in VRF tenant-a", "192.168.0.0/16"),
+    ("{prefix: 192.168.2.0/24, gateway: 192.168.2.1}]",
+     "{prefix: 192.168.2.0/24, gateway: 192.168.2.1}, {prefix: 192.168.2.0/24, "
+     "gateway: 192.168.2.254}]", "vnis[1].subnets[1].prefix",
+     "192.168.2.0/24 overlaps 192.168.2.0/24 of vni a-db in VRF tenant-a", "192.168.2.254"),
+    # static routes
+    ("{prefix: 0.0.0.0/0,", "{prefix: 10.0.0.1/8,", "vrfs[0].routes[0].prefix",
+     "10.0.0.1/8 has host bits set (the network is 10.0.0.0/8)", "10.0.0.1/8"),
+    ("{prefix: 0.0.0.0/0,", "{prefix: ten,", "vrfs[0].routes[0].prefix",
+     "'ten' is not an IPv4 network (expected a.b.c.d/len)", "prefix: ten"),
+    ("      - {prefix: 0.0.0.0/0, next_hop: 192.168.1.10}\n",
+     "      - {prefix: 0.0.0.0/0, next_hop: 192.168.1.10}\n"
+     "      - {prefix: 0.0.0.0/0, next_hop: 192.168.2.10}\n", "vrfs[0].routes[1].prefix",
+     "0.0.0.0/0 is already routes[0] (one next hop per prefix)", "192.168.2.10"),
+    ("{prefix: 0.0.0.0/0,", "{prefix: 192.168.2.128/25,", "vrfs[0].routes[0].prefix",
+     "192.168.2.128/25 lies inside subnet 192.168.2.0/24 of vni a-db", "192.168.2.128/25"),
+    ("{prefix: 0.0.0.0/0,", "{prefix: 224.0.0.0/8,", "vrfs[0].routes[0].prefix",
+     "224.0.0.0/8 lies in 224.0.0.0/4: multicast", "224.0.0.0/8"),
+    ("next_hop: 192.168.1.10}", "next_hop: fw}", "vrfs[0].routes[0].next_hop",
+     "'fw' is not an IPv4 address", "next_hop: fw"),
+    ("next_hop: 192.168.1.10}", "next_hop: 10.1.1.1}", "vrfs[0].routes[0].next_hop",
+     "10.1.1.1 is in none of the subnets of VRF tenant-a (the next hop is a VM of the VRF)",
+     "10.1.1.1"),
+    ("{name: tenant-b, l3vni: 60000}",
+     "{name: tenant-b, l3vni: 60000, routes: [{prefix: 10.0.0.0/8, next_hop: 192.168.2.10}]}",
+     "vrfs[1].routes[0].next_hop",
+     "192.168.2.10 is in none of the subnets of VRF tenant-b (the next hop is a VM of the VRF)",
+     "192.168.2.10"),
+    ("next_hop: 192.168.1.10}", "next_hop: 192.168.1.1}", "vrfs[0].routes[0].next_hop",
+     "192.168.1.1 is the gateway of 192.168.1.0/24, not a VM's address", "next_hop: 192.168.1.1}"),
+    ("next_hop: 192.168.1.10}", "next_hop: 192.168.1.255}", "vrfs[0].routes[0].next_hop",
+     "192.168.1.255 is the broadcast address of 192.168.1.0/24, not a VM's address",
+     "192.168.1.255"),
+    ("{prefix: 0.0.0.0/0, next_hop: 192.168.1.10}", "{prefix: 0.0.0.0/0}",
+     "vrfs[0].routes[0].next_hop", "missing", "{prefix: 0.0.0.0/0}"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("old,new,key,message,at", CASES)
+def test_each_refusal_names_file_line_and_key(tmp_path, old, new, key, message, at):
+    text = edited(old, new)
+    assert refusal(tmp_path, text) == f"fabric.yaml:{line_of(text, at)}: {key}: {message}"
+
+
+def test_every_routing_problem_is_reported_at_once(tmp_path):
+    text = edited("l3vni: 50000", "l3vni: 5000").replace(
+        "gateway: 192.168.2.1", "gateway: 10.0.0.1"
+    )
+    assert refusal(tmp_path, text) == (
+        f"fabric.yaml:{line_of(text, 'l3vni: 5000')}: vrfs[0].l3vni: "
+        "5000 is already the VNI of vni a-web; "
+        f"fabric.yaml:{line_of(text, '10.0.0.1}')}: vnis[1].subnets[0].gateway: "
+        "10.0.0.1 is outside 192.168.2.0/24"
+    )
+
+
+def test_the_routed_example_loads():
+    fabric = load_fabric(EXAMPLES / "fabric-routed.yaml")
+    assert fabric.anycast_gateway_mac == "00:00:5e:00:01:01"
+    assert {n: v.l3vni for n, v in fabric.vrfs.items()} == {"tenant-a": 50000, "tenant-b": 60000}
+    assert {v.vni: (v.name, v.vrf, v.subnets) for v in fabric.vnis.values()} == {
+        5000: ("a-web", "tenant-a", (Subnet("192.168.1.0/24", "192.168.1.1"),)),
+        5001: ("a-db", "tenant-a", (Subnet("192.168.2.0/24", "192.168.2.1"),)),
+        6000: ("b-web", "tenant-b", (Subnet("192.168.1.0/24", "192.168.1.1"),)),
+        6001: ("b-db", "tenant-b", (Subnet("192.168.2.0/24", "192.168.2.1"),)),
+        7000: ("storage", None, ()),
+    }
+    assert fabric.vrfs["tenant-a"].routes == (StaticRoute("0.0.0.0/0", "192.168.1.10"),)

@@ -1,0 +1,333 @@
+"""What routing asks of the VMs (docs/routing.md): IPs inside their routed
+VNI's subnets, no gateway or subnet network/broadcast address, not the
+anycast gateway MAC, and an owner for every static route's next hop; checked
+alike for a whole state (validate), a change (validate_change), the
+controller and the API, and a refused change changes nothing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import grpc
+import pytest
+from fabric_fixture import two_tor_fabric, vms
+from helpers import api_client
+from p4vtep.api import overlay_pb2 as pb
+from p4vtep.config import load_fabric, load_inventory
+from p4vtep.controller import Controller
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.model import Fabric, StaticRoute, Subnet, Vm, Vni, Vrf
+from p4vtep.store import Store
+from p4vtep.validation import (
+    ValidationError,
+    VmIndex,
+    check_fabric,
+    validate,
+    validate_change,
+    vrf_of,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+GATEWAY_MAC = "00:00:5e:00:01:01"
+
+
+def routed_fabric(*routes: StaticRoute) -> Fabric:
+    """two_tor_fabric with routing: VNI 5000 (192.168.1.0/24) and a new VNI
+    5001 (192.168.2.0/24) in VRF tenant-a (L3 VNI 50000), VNI 6000 with the
+    same 192.168.1.0/24 in VRF tenant-b (L3 VNI 60000); gateways at .254.
+    ``routes`` are tenant-a's static routes. vms() is valid in it."""
+    fabric = two_tor_fabric()
+    fabric.anycast_gateway_mac = GATEWAY_MAC
+    fabric.vrfs["tenant-a"] = Vrf("tenant-a", 50000, routes)
+    fabric.vrfs["tenant-b"] = Vrf("tenant-b", 60000)
+    web = (Subnet("192.168.1.0/24", "192.168.1.254"),)
+    fabric.vnis[5000] = replace(fabric.vnis[5000], vrf="tenant-a", subnets=web)
+    db = (Subnet("192.168.2.0/24", "192.168.2.254"),)
+    fabric.vnis[5001] = Vni(5001, "tenant-a-db", vrf="tenant-a", subnets=db)
+    fabric.vnis[6000] = replace(fabric.vnis[6000], vrf="tenant-b", subnets=web)
+    return fabric
+
+
+DEFAULT_VIA_A2 = StaticRoute("0.0.0.0/0", "192.168.1.2")  # a2: VNI 5000, VRF tenant-a
+A1, A2, B1, B2 = vms()
+D1 = Vm("d1", "00:00:0a:00:02:01", ("192.168.2.1",), 5001, "s22", 50)  # tenant-a's db VNI
+
+
+def problems(vm_list, fabric=None) -> list[str]:
+    with pytest.raises(ValidationError) as info:
+        validate(fabric or routed_fabric(), vm_list)
+    return [str(p) for p in info.value.problems]
+
+
+def test_the_routed_fixture_and_its_vms_pass():
+    fabric = routed_fabric(DEFAULT_VIA_A2)
+    assert check_fabric(fabric) == []
+    validate(fabric, vms() + [D1])
+
+
+OUTSIDE_WEB = "is outside the subnets of vni tenant-a (192.168.1.0/24)"
+
+
+@pytest.mark.parametrize(
+    "vm,ip,message",
+    [
+        (A1, "10.1.1.5", OUTSIDE_WEB),
+        (A1, "192.168.2.5", OUTSIDE_WEB),  # tenant-a's other subnet
+        (A1, "169.254.0.9", OUTSIDE_WEB),
+        (A1, "192.168.1.254", "is the gateway of 192.168.1.0/24"),
+        (A1, "192.168.1.0", "is the network address of 192.168.1.0/24"),
+        (A1, "192.168.1.255", "is the broadcast address of 192.168.1.0/24"),
+        (B1, "192.168.1.254", "is the gateway of 192.168.1.0/24"),  # tenant-b's gateway
+    ],
+)
+def test_a_routed_vms_ips_are_host_addresses_of_its_subnets(vm, ip, message):
+    others = [v for v in vms() if v.name != vm.name]
+    assert problems(others + [replace(vm, ips=(ip,))]) == [f"vm {vm.name}: ips: {ip} {message}"]
+
+
+def test_every_ip_of_a_routed_vm_is_checked():
+    vm = replace(A1, ips=("192.168.1.1", "10.0.0.9", "192.168.1.254"))
+    assert problems([vm]) == [
+        "vm a1: ips: 10.0.0.9 is outside the subnets of vni tenant-a (192.168.1.0/24)",
+        "vm a1: ips: 192.168.1.254 is the gateway of 192.168.1.0/24",
+    ]
+
+
+def test_the_same_addresses_are_fine_on_an_l2_vni():
+    """An L2-only VNI knows no subnet or gateway: as before routing."""
+    fabric = routed_fabric()
+    fabric.vnis[6000] = replace(fabric.vnis[6000], vrf=None, subnets=())
+    validate(fabric, [replace(B1, ips=("192.168.1.254", "192.168.1.255", "10.9.9.9"))])
+
+
+def test_the_anycast_gateway_mac_is_no_vms_in_any_vni():
+    assert problems([replace(A1, mac=GATEWAY_MAC)]) == [
+        f"vm a1: mac: {GATEWAY_MAC} is the fabric's anycast_gateway_mac"
+    ]
+    fabric = routed_fabric()
+    fabric.vnis[6000] = replace(fabric.vnis[6000], vrf=None, subnets=())  # L2 only
+    assert problems([replace(B1, mac=GATEWAY_MAC)], fabric) == [
+        f"vm b1: mac: {GATEWAY_MAC} is the fabric's anycast_gateway_mac"
+    ]
+
+
+def test_ips_are_unique_in_a_vrf_and_may_repeat_across_vrfs():
+    # a1 and b1 share 192.168.1.1: tenant-a and tenant-b are apart.
+    validate(routed_fabric(), [A1, B1])
+    # Within tenant-a an IP of VNI 5000's subnet cannot be taken in VNI 5001:
+    # it lies outside 5001's subnets, which do not overlap 5000's.
+    twin = replace(D1, ips=("192.168.1.1",))
+    assert problems([A1, twin]) == [
+        "vm d1: ips: 192.168.1.1 is outside the subnets of vni tenant-a-db (192.168.2.0/24)",
+        "vm d1: ips: 192.168.1.1 is already used by vm a1 in VRF tenant-a",
+    ]
+
+
+def test_a_route_needs_a_vm_of_its_vrf_owning_the_next_hop():
+    fabric = routed_fabric(DEFAULT_VIA_A2)
+    validate(fabric, [A2])
+    message = (
+        "vrf tenant-a: routes[0].next_hop: 192.168.1.2 (route 0.0.0.0/0) is the IP of no VM "
+        "in VRF tenant-a"
+    )
+    assert problems([A1], fabric) == [message]
+    # b2 has 192.168.1.2 too, but in tenant-b: it is not tenant-a's next hop.
+    assert problems([A1, B2], fabric) == [message]
+
+
+def test_a_bad_next_hop_is_reported_once():
+    fabric = routed_fabric(StaticRoute("0.0.0.0/0", "10.0.0.1"))
+    assert problems([A1], fabric) == [
+        "vrf tenant-a: routes[0].next_hop: 10.0.0.1 is in none of the subnets of VRF tenant-a "
+        "(the next hop is a VM of the VRF)"
+    ]
+
+
+# --- changes: validate_change and its index ---------------------------------
+
+
+class NoWalk(dict):
+    """The current VMs, refusing to be walked: a change is checked by
+    looking up the VMs it names, never by reading all of them."""
+
+    def __iter__(self):
+        raise AssertionError("walked the VMs")
+
+    def values(self):
+        raise AssertionError("walked the VMs")
+
+    def items(self):
+        raise AssertionError("walked the VMs")
+
+    def keys(self):
+        raise AssertionError("walked the VMs")
+
+
+def index_state(index: VmIndex):
+    return (index.macs, index.ips, index.vrf_ips, index.vlans)
+
+
+@pytest.fixture
+def state():
+    """(fabric, current VMs, their index) of a valid routed state: a2 owns the
+    next hop of tenant-a's default route."""
+    fabric = routed_fabric(DEFAULT_VIA_A2)
+    current = {vm.name: vm for vm in vms() + [D1]}
+    validate(fabric, current.values())
+    return fabric, current, VmIndex.of(current.values(), vrf_of(fabric))
+
+
+def refused_change(state, upserts, removals) -> list[str]:
+    fabric, current, index = state
+    before = tuple(dict(d) for d in index_state(index))
+    with pytest.raises(ValidationError) as info:
+        validate_change(fabric, NoWalk(current), index, upserts, removals)
+    assert index_state(index) == before  # a refused change leaves the index as it was
+    return [str(p) for p in info.value.problems]
+
+
+GONE_A2 = (
+    "vrf tenant-a: routes[0].next_hop: 192.168.1.2 (route 0.0.0.0/0) would be the IP of no VM "
+    "in VRF tenant-a without vm a2 (remove the route first)"
+)
+
+
+def test_removing_the_next_hops_last_owner_is_refused(state):
+    assert refused_change(state, [], ["a2"]) == [GONE_A2]
+
+
+def test_taking_the_next_hop_ip_away_is_refused(state):
+    assert refused_change(state, [replace(A2, ips=("192.168.1.3",))], []) == [GONE_A2]
+    assert refused_change(state, [replace(A2, vni=5001, ips=("192.168.2.2",))], []) == [GONE_A2]
+
+
+def test_a_next_hop_may_change_owner_in_one_change(state):
+    fabric, current, index = state
+    heir = Vm("a3", "00:00:0a:00:00:03", ("192.168.1.2",), 5000, "s22", 60)
+    validate_change(fabric, NoWalk(current), index, [heir], ["a2"])
+    assert index.vrf_ips[("tenant-a", "192.168.1.2")] == "a3"
+    assert index.ips[(5000, "192.168.1.2")] == "a3"
+
+
+def test_moving_the_next_hop_vm_and_other_changes_pass(state):
+    fabric, current, index = state
+    validate_change(fabric, NoWalk(current), index, [replace(A2, server="s12", vlan=70)], [])
+    validate_change(fabric, NoWalk(current), index, [], ["b2"])  # tenant-b's 192.168.1.2
+    assert ("tenant-b", "192.168.1.2") not in index.vrf_ips
+    assert index.vrf_ips[("tenant-a", "192.168.1.2")] == "a2"
+
+
+def test_a_change_is_refused_for_a_routed_vm_like_a_whole_state(state):
+    assert refused_change(state, [replace(D1, ips=("192.168.2.255",))], []) == [
+        "vm d1: ips: 192.168.2.255 is the broadcast address of 192.168.2.0/24"
+    ]
+    # Refused and undone: the VRF index keeps a1 as the owner of its IP.
+    assert refused_change(state, [replace(D1, ips=("192.168.1.1",))], []) == [
+        "vm d1: ips: 192.168.1.1 is outside the subnets of vni tenant-a-db (192.168.2.0/24)",
+        "vm d1: ips: 192.168.1.1 is already used by vm a1 in VRF tenant-a",
+    ]
+    assert state[2].vrf_ips[("tenant-a", "192.168.1.1")] == "a1"
+
+
+def test_a_route_without_an_owner_refuses_every_change_until_one_comes(state):
+    """An accepted state has an owner for every next hop, whichever path it
+    came by: after a start with a route no VM owns yet (an empty store), the
+    first change must bring the owner."""
+    fabric = routed_fabric(DEFAULT_VIA_A2)
+    index = VmIndex(vrf_of(fabric))
+    with pytest.raises(ValidationError) as info:
+        validate_change(fabric, NoWalk(), index, [A1], [])
+    assert [str(p) for p in info.value.problems] == [
+        "vrf tenant-a: routes[0].next_hop: 192.168.1.2 (route 0.0.0.0/0) is the IP of no VM "
+        "in VRF tenant-a"
+    ]
+    validate_change(fabric, NoWalk(), index, [A1, A2], [])
+
+
+# --- the controller and the API -------------------------------------------------
+
+
+@pytest.fixture
+def controller(tmp_path):
+    controller = Controller(
+        routed_fabric(DEFAULT_VIA_A2), bmv2_pipeline(), Store(tmp_path / "s.db")
+    )
+    for vm in (A2, A1):  # (a2 first: it owns the next hop)
+        controller.attach(replace(vm, source="api"))
+    return controller
+
+
+def snapshot(controller: Controller):
+    return (
+        dict(controller.vms),
+        controller.version,
+        {tor: controller.snapshot(tor)[1] for tor in controller.fabric.tors},
+        controller.store.load_vms(),
+    )
+
+
+def test_the_controller_refuses_a_routing_fabric_with_problems():
+    fabric = routed_fabric()
+    fabric.anycast_gateway_mac = fabric.tors["tor1"].router_mac
+    with pytest.raises(ValidationError) as info:
+        Controller(fabric, bmv2_pipeline())
+    assert str(info.value) == (
+        "fabric: anycast_gateway_mac: 00:aa:00:00:00:01 is the router_mac of tor tor1 "
+        "(the gateway MAC is not a ToR's)"
+    )
+
+
+@pytest.mark.parametrize(
+    "mac,ip,message",
+    [
+        ("00:00:0a:00:00:09", "10.0.0.9", f"vm a9: ips: 10.0.0.9 {OUTSIDE_WEB}"),
+        (
+            "00:00:0a:00:00:09",
+            "192.168.1.254",
+            "vm a9: ips: 192.168.1.254 is the gateway of 192.168.1.0/24",
+        ),
+        (
+            GATEWAY_MAC,
+            "192.168.1.9",
+            f"vm a9: mac: {GATEWAY_MAC} is the fabric's anycast_gateway_mac",
+        ),
+    ],
+)
+def test_the_api_refuses_a_routed_vm_and_changes_nothing(controller, mac, ip, message):
+    vm = pb.VM(name="a9", mac=mac, ips=[ip], vni=5000, server="s12", vlan=90)
+    before = snapshot(controller)
+    with api_client(controller) as (client, _), pytest.raises(grpc.RpcError) as info:
+        client.AttachVM(pb.AttachVMRequest(vm=vm))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == message
+    assert snapshot(controller) == before
+
+
+def test_the_api_refuses_to_detach_the_next_hops_owner(controller):
+    before = snapshot(controller)
+    with api_client(controller) as (client, _):
+        with pytest.raises(grpc.RpcError) as info:
+            client.DetachVM(pb.DetachVMRequest(name="a2"))
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert info.value.details() == GONE_A2
+        assert snapshot(controller) == before
+        client.DetachVM(pb.DetachVMRequest(name="a1"))  # not a next hop: detached
+    assert set(controller.vms) == {"a2"}
+
+
+def test_an_inventory_without_the_next_hop_is_refused(tmp_path):
+    fabric = load_fabric(EXAMPLES / "fabric-routed.yaml")
+    inventory = load_inventory(EXAMPLES / "inventory-routed.yaml")
+    validate(fabric, inventory)
+    controller = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
+    without_fw = [vm for vm in inventory if vm.name != "a-fw"]
+    with pytest.raises(ValidationError) as info:
+        controller.replace_source("inventory", without_fw)
+    assert str(info.value) == (
+        "vrf tenant-a: routes[0].next_hop: 192.168.1.10 (route 0.0.0.0/0) is the IP of no VM "
+        "in VRF tenant-a"
+    )
+    assert controller.vms == {}
+    controller.replace_source("inventory", inventory)
+    assert set(controller.vms) == {vm.name for vm in inventory}
