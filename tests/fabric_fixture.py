@@ -33,3 +33,37 @@ def vms() -> list[Vm]:
         Vm("b1", "00:00:0b:00:00:01", ("192.168.1.1",), 6000, "s12", 30),
         Vm("b2", "00:00:0b:00:00:02", ("192.168.1.2",), 6000, "s12", 40),
     ]
+
+
+ANYCAST_MAC = "00:00:5e:00:01:01"
+
+
+def routed_fabric() -> Fabric:
+    """two_tor_fabric with tenant A routed (docs/routing.md): VNI 5000
+    (192.168.1.0/24) and VNI 5001 (192.168.2.0/24) in VRF "red", L3 VNI 50000,
+    and a default route through 192.168.1.3; VNI 6000 stays L2 only."""
+    from dataclasses import replace
+
+    from p4vtep.model import StaticRoute, Subnet, Vrf
+
+    fabric = two_tor_fabric()
+    fabric.anycast_gateway_mac = ANYCAST_MAC
+    fabric.vrfs["red"] = Vrf("red", 50000, (StaticRoute("0.0.0.0/0", "192.168.1.3"),))
+    fabric.vnis[5000] = replace(
+        fabric.vnis[5000], vrf="red", subnets=(Subnet("192.168.1.0/24", "192.168.1.254"),)
+    )
+    fabric.vnis[5001] = Vni(
+        5001, "tenant-a-db", vrf="red", subnets=(Subnet("192.168.2.0/24", "192.168.2.254"),)
+    )
+    return fabric
+
+
+def routed_vms() -> list[Vm]:
+    """web-1 on tor1, db-1 on tor2 (the other subnet), fw (the default route's
+    next hop) on tor2, and tenant B's b1 (L2 only) on tor1."""
+    return [
+        Vm("web-1", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10),
+        Vm("db-1", "00:00:0a:00:01:01", ("192.168.2.1",), 5001, "s21", 20),
+        Vm("fw", "00:00:0a:00:00:03", ("192.168.1.3",), 5000, "s22", 30),
+        Vm("b1", "00:00:0b:00:00:01", ("192.168.1.1",), 6000, "s12", 30),
+    ]

@@ -31,6 +31,10 @@ def test_tenants_reach_each_other_and_never_the_other_tenant(fabric):
     assert_check(fabric.check_arp_suppression(before))
 
 
+def test_tenant_subnets_route_on_the_tors(fabric):
+    assert_check(fabric.check_routing())
+
+
 def test_both_uplinks_carry_traffic(fabric):
     assert_check(fabric.check_ecmp())
 

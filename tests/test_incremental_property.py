@@ -1,7 +1,8 @@
 """The incremental compiler against the whole-state reference.
 
 Random sequences of attaches, detaches, moves, QoS changes and
-make-before-break pins, and of what EVPN taught us about external VTEPs
+make-before-break pins (among them VMs of two VNIs routed in one VRF, with a
+static route through one of them), and of what EVPN taught us about external VTEPs
 (learned MACs, some with our VMs' MACs or IPs, and flood lists), are applied
 change by change; afterwards every ToR's
 incrementally kept state must equal a fresh full compile of that ToR's view,
@@ -14,14 +15,14 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from fabric_fixture import two_tor_fabric
+from fabric_fixture import routed_fabric
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4vtep.allocation import Allocations, external_vtep_key
 from p4vtep.compiler import DesiredState, Encoder, Learned, LearnedMac, compile_tor
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
-from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
+from p4vtep.model import Fabric, Server, StaticRoute, Tor, Uplink, Vm, Vni, Vrf
 
 EXAMPLES = int(os.environ.get("P4VTEP_PROPERTY_EXAMPLES", "3000"))
 NAMES = [f"v{i}" for i in range(8)]
@@ -29,7 +30,9 @@ ENCODER = Encoder(PipelineEntries(bmv2_pipeline().p4info))
 
 
 def three_tor_fabric() -> Fabric:
-    fabric = two_tor_fabric()
+    fabric = routed_fabric()  # VNIs 5000 and 5001 routed in VRF "red"
+    # the default route's next hop is a VM of the sequences (v3)
+    fabric.vrfs["red"] = Vrf("red", 50000, (StaticRoute("0.0.0.0/0", "192.168.0.3"),))
     fabric.tors["tor3"] = Tor(
         "tor3",
         "127.0.0.1:9599",
@@ -44,6 +47,7 @@ def three_tor_fabric() -> Fabric:
 
 
 FABRIC = three_tor_fabric()
+VNIS = [5000, 5001, 6000, 7000]
 EXTERNAL = ["192.0.2.10", "192.0.2.20", "192.0.2.30"]
 SERVERS = sorted(FABRIC.servers)
 
@@ -51,7 +55,7 @@ op = st.one_of(
     st.tuples(
         st.just("put"),
         st.sampled_from(NAMES),
-        st.sampled_from([5000, 6000, 7000]),
+        st.sampled_from(VNIS),
         st.sampled_from(SERVERS),
         st.integers(1, 4),
         st.sampled_from([None, "gold"]),
@@ -69,16 +73,14 @@ op = st.one_of(
         st.just("learn"),
         st.lists(
             st.tuples(
-                st.sampled_from([5000, 6000, 7000]),
+                st.sampled_from(VNIS),
                 st.integers(0, 9),
                 st.sampled_from(EXTERNAL),
                 st.integers(0, 9),
             ),
             max_size=4,
         ),
-        st.lists(
-            st.tuples(st.sampled_from([5000, 6000, 7000]), st.sampled_from(EXTERNAL)), max_size=4
-        ),
+        st.lists(st.tuples(st.sampled_from(VNIS), st.sampled_from(EXTERNAL)), max_size=4),
     ),
     # Supervisors take deltas often (each ToR's pending rebuilds then run)
     # or rarely (changes coalesce): both happen.

@@ -58,7 +58,31 @@ def test_binding_is_canonical(e):
         b"\x13\x88",
         b"\x01",
         b"\x0a\x00\x00\x01",
+        b"\x00",  # vrf 0: an L2-only VNI (the BMv2 pipeline routes)
     ]
+    routed = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01", vrf=50000)
+    assert routed.action.action.params[3].value == b"\xc3\x50"
+
+
+def test_routes_are_canonical_and_a_default_route_leaves_its_prefix_out(e):
+    from p4vtep.dataplane.entries import LocalVmHop, RemoteVtepHop
+
+    host = e.host_route(
+        50000, "192.168.1.10", RemoteVtepHop("10.0.0.2", "00:aa:00:00:00:02", 50000)
+    )
+    assert [m.exact.value for m in host.match] == [b"\xc3\x50", b"\xc0\xa8\x01\x0a"]
+    assert [p.value for p in host.action.action.params] == [
+        b"\x0a\x00\x00\x02",
+        b"\xaa\x00\x00\x00\x02",
+        b"\xc3\x50",
+    ]
+    prefix = e.prefix_route(50000, "10.1.2.3", 8, LocalVmHop(1, 10, 1, 2, "00:00:0a:00:00:01"))
+    assert prefix.match[1].lpm.value == b"\x0a\x00\x00\x00"
+    assert prefix.match[1].lpm.prefix_len == 8
+    default = e.prefix_route(50000, "0.0.0.0", 0, LocalVmHop(1, 10, 1, 2, "00:00:0a:00:00:01"))
+    assert [m.field_id for m in default.match] == [prefix.match[0].field_id]
+    with pytest.raises(codec.EncodingError, match="vrf"):
+        e.host_route(1 << 24, "192.168.1.10", RemoteVtepHop("10.0.0.2", "00:aa:00:00:00:02", 5))
 
 
 def test_lpm_value_is_masked(e):

@@ -231,6 +231,11 @@ CASES = [
      "192.168.1.255"),
     ("{prefix: 0.0.0.0/0, next_hop: 192.168.1.10}", "{prefix: 0.0.0.0/0}",
      "vrfs[0].routes[0].next_hop", "missing", "{prefix: 0.0.0.0/0}"),
+    # a ToR whose pipeline does not route yet (docs/routing.md)
+    ('    router_mac: "00:aa:00:00:00:02"\n',
+     '    router_mac: "00:aa:00:00:00:02"\n    target: tofino\n', "tors[1].target",
+     "tofino does not route between subnets yet, and this fabric has routed VNIs "
+     "(docs/routing.md)", "target: tofino"),
 ]  # fmt: skip
 
 

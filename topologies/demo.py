@@ -210,15 +210,30 @@ class Demo:
         return total
 
     def reached(self, src: str, dst: str) -> bool:
-        """src pings dst's IP and the answer comes from dst's MAC."""
+        """src pings dst's IP and the answer comes from dst's MAC (same subnet)
+        or, routed, through the anycast gateway with the TTL the ToRs lowered."""
         vm, target = self.layout.vms[src], self.layout.vms[dst]
         host = self.host(src)
         host.cmd(f"ip neigh flush to {target.ips[0]}")
         out = host.cmd(f"ping -c 1 -W 1 {target.ips[0]}")
         if " 0% packet loss" not in out:
             return False
+        if self.routed_pair(src, dst):
+            # The reply was routed by dst's ToR and, across the fabric, by
+            # src's ToR too (symmetric IRB): its TTL 64 less one per ToR.
+            fabric = self.layout.fabric
+            hops = 1 if fabric.tor_of(vm) == fabric.tor_of(target) else 2
+            gateway = host.cmd("ip route show default").split()[2]
+            neigh = host.cmd(f"ip neigh show to {gateway}")
+            return fabric.anycast_gateway_mac in neigh and f"ttl={64 - hops}" in out
         neigh = host.cmd(f"ip neigh show to {target.ips[0]}")
         return target.mac in neigh and vm.ips[0] != target.ips[0]
+
+    def routed_pair(self, src: str, dst: str) -> bool:
+        """Two VMs in different VNIs of one VRF: routed by the ToRs."""
+        vnis = self.layout.fabric.vnis
+        a, b = self.layout.vms[src].vni, self.layout.vms[dst].vni
+        return a != b and vnis[a].vrf is not None and vnis[a].vrf == vnis[b].vrf
 
     def iperf_mbps(self, client: str, server: str, seconds: int = 3, parallel: int = 1) -> float:
         srv = self.host(server)
@@ -242,7 +257,9 @@ class Demo:
             for dst in names:
                 if src == dst:
                     continue
-                same_tenant = self.layout.vms[src].vni == self.layout.vms[dst].vni
+                # the same tenant: the same VNI, or VNIs of one VRF (routed)
+                same_vni = self.layout.vms[src].vni == self.layout.vms[dst].vni
+                same_tenant = same_vni or self.routed_pair(src, dst)
                 got = self.reached(src, dst)
                 same += same_tenant
                 cross += not same_tenant
@@ -255,6 +272,23 @@ class Demo:
             not wrong,
             f"same tenant {same_ok}/{same} reached, other tenant {cross_ok}/{cross}"
             + (f"; wrong: {', '.join(wrong)}" if wrong else ""),
+        )
+
+    def check_routing(self) -> Check:
+        """Tenant A's subnets route to each other across the ToRs and on one
+        ToR: ping replies come back through the anycast gateway, one TTL less
+        per ToR that routed them."""
+        vms, fabric = self.layout.vms, self.layout.fabric
+        pairs = [(s, d) for s in sorted(vms) for d in sorted(vms) if self.routed_pair(s, d)]
+        across = [(s, d) for s, d in pairs if fabric.tor_of(vms[s]) != fabric.tor_of(vms[d])]
+        ok = [(s, d) for s, d in pairs if self.reached(s, d)]
+        ok_across = [p for p in ok if p in across]
+        failed = [f"{s}->{d}" for s, d in pairs if (s, d) not in ok]
+        return Check(
+            "routing",
+            bool(pairs) and not failed and bool(across),
+            f"{len(ok)}/{len(pairs)} routed pairs reached ({len(ok_across)}/{len(across)} "
+            "across ToRs, over the L3 VNI)" + (f"; failed: {', '.join(failed)}" if failed else ""),
         )
 
     def check_arp_suppression(self, before: int) -> Check:
@@ -442,6 +476,7 @@ class Demo:
     def run_checks(self) -> list[Check]:
         arp_before = self.arp_replies()
         checks = [self.check_ping_matrix()]
+        checks.append(self.check_routing())
         checks.append(self.check_arp_suppression(arp_before))
         if self.frr_plan is not None:
             # Before the migration moves a3: the FDB check knows each VM's ToR.

@@ -146,6 +146,7 @@ def configure(layout: LeafSpine) -> None:
         host.cmd(f"ip addr flush dev {intf}")
         host.cmd(f"ip addr add {vm.ips[0]}/{SUBNET_PREFIX} dev {intf}")
         host.cmd(f"ip link set {intf} up")
+        set_gateway(layout, vm, intf)
     if layout.frr is not None:
         configure_frr_host(layout, layout.frr)
 
@@ -258,6 +259,16 @@ def move_vm(layout: LeafSpine, name: str, server: str, vlan: int) -> None:
         f"ip addr add {old.ips[0]}/{SUBNET_PREFIX} dev {new_intf}; "
         f"ip link set {new_intf} up"
     )
+    set_gateway(layout, moved, new_intf)
+
+
+def set_gateway(layout: LeafSpine, vm: Vm, intf: str) -> None:
+    """A VM of a routed VNI sends off-subnet traffic to its subnet's gateway, the
+    anycast gateway every ToR answers for (docs/routing.md)."""
+    ip = ipaddress.ip_address(vm.ips[0])
+    for subnet in layout.fabric.vnis[vm.vni].subnets:
+        if ip in ipaddress.ip_network(subnet.prefix):
+            layout.vm(vm.name).cmd(f"ip route replace default via {subnet.gateway} dev {intf}")
 
 
 def subnet_of(vm: Vm) -> ipaddress.IPv4Network:

@@ -506,6 +506,42 @@ def evpn_routes(args) -> int:
     return 0
 
 
+def vrf_list(args) -> int:
+    from .api import overlay_pb2 as pb
+
+    reply = stub(args).ListVrfs(pb.ListVrfsRequest())
+    rows = [
+        [
+            v.name,
+            v.l3vni,
+            ",".join(map(str, v.vnis)),
+            ",".join(v.subnets),
+            ",".join(v.tors) or "-",
+            v.vms,
+        ]
+        for v in reply.vrfs
+    ]
+    print(table(rows, ["VRF", "L3VNI", "VNIS", "SUBNETS", "TORS", "VMS"]))
+    return 0
+
+
+def route_list(args) -> int:
+    from .api import overlay_pb2 as pb
+
+    reply = stub(args).ListRoutes(pb.ListRoutesRequest(vrf=args.vrf or ""))
+
+    def leads_to(r) -> str:
+        if r.kind == "gateway":
+            return f"gateway of VNI {r.vni}, on every ToR of the VRF"
+        if not r.vm:
+            return f"no VM owns {r.next_hop}: not installed"
+        return f"{r.vm} (VNI {r.vni}) on {r.tor}, VTEP {r.vtep}"
+
+    rows = [[r.vrf, r.prefix, r.kind, r.next_hop or "-", leads_to(r)] for r in reply.routes]
+    print(table(rows, ["VRF", "PREFIX", "KIND", "VIA", "LEADS TO"]))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="p4vtep", description="VXLAN overlay offload to P4 ToRs")
     p.add_argument("--api", default=DEFAULT_API, help="controller API address (P4VTEP_API)")
@@ -663,6 +699,19 @@ def parser() -> argparse.ArgumentParser:
     )
     routes.add_argument("--vni", type=int, help="only this VNI")
     routes.set_defaults(func=evpn_routes)
+
+    vrf = sub.add_parser("vrf", help="tenants' IP VRFs (routing)").add_subparsers(
+        dest="action", required=True
+    )
+    vrf.add_parser("list", help="VRFs: L3 VNI, VNIs, subnets, ToRs, VMs").set_defaults(
+        func=vrf_list
+    )
+    route = sub.add_parser("route", help="routes between a tenant's subnets").add_subparsers(
+        dest="action", required=True
+    )
+    rlist = route.add_parser("list", help="host, static and gateway routes, and where each leads")
+    rlist.add_argument("--vrf", help="only this VRF")
+    rlist.set_defaults(func=route_list)
     return p
 
 

@@ -16,6 +16,7 @@ from . import events
 from .controller import Controller
 from .counters import CounterReader
 from .evpn import status as evpn_status
+from .tenant_routes import route_counts
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +126,27 @@ class EvpnCollector(Collector):
         yield from (sessions, up, routes, refused)
 
 
+class RoutingCollector(Collector):
+    """Scrape-time routes per VRF, from the desired state (docs/routing.md)."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+
+    def collect(self) -> Iterator[Metric]:
+        routes = GaugeMetricFamily(
+            "p4vtep_vrf_routes",
+            "Routes per VRF: host (VM IPs), static (with a VM owning the next hop), gateway",
+            labels=["vrf", "kind"],
+        )
+        c = self.controller
+        for (vrf, kind), count in sorted(route_counts(c.fabric, c.vms.values()).items()):
+            routes.add_metric([vrf, kind], count)
+        yield routes
+
+
 def start_metrics(controller: Controller, port: int, address: str = "127.0.0.1") -> None:
     REGISTRY.register(DataPlaneCollector(controller))
+    REGISTRY.register(RoutingCollector(controller))
     REGISTRY.register(EvpnCollector(controller))
     subscription = controller.bus.subscribe()
 

@@ -10,7 +10,6 @@ fabric built in code. validation.py calls the VM-side checks.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from ipaddress import IPv4Address, IPv4Network
@@ -59,6 +58,7 @@ def check_routing(fabric: Fabric) -> list[Problem]:
         return []
     return (
         _gateway_mac(fabric)
+        + _routing_targets(fabric)
         + _router_macs(fabric)
         + _vrfs(fabric)
         + _routed_vnis(fabric)
@@ -83,6 +83,28 @@ def _gateway_mac(fabric: Fabric) -> list[Problem]:
             message = f"{mac} is the router_mac of tor {tor.name} (the gateway MAC is not a ToR's)"
             return [Problem("fabric", "anycast_gateway_mac", message, at)]
     return []
+
+
+# The targets whose pipeline routes between subnets (docs/routing.md: the
+# Tofino program does not yet).
+ROUTING_TARGETS = ("bmv2",)
+
+
+def _routing_targets(fabric: Fabric) -> list[Problem]:
+    """A routed fabric needs ToRs whose pipeline routes."""
+    if not any(v.vrf is not None for v in fabric.vnis.values()):
+        return []
+    return [
+        Problem(
+            subject("tor", tor.name),
+            "target",
+            f"{tor.target} does not route between subnets yet, and this fabric has routed "
+            "VNIs (docs/routing.md)",
+            ("tors", tor.name, "target"),
+        )
+        for tor in fabric.tors.values()
+        if tor.target not in ROUTING_TARGETS
+    ]
 
 
 def _router_macs(fabric: Fabric) -> list[Problem]:
@@ -282,36 +304,6 @@ def _next_hop_problem(
         return f"{ip} is in none of the subnets of VRF {vrf.name} (the next hop is a VM of the VRF)"
     why = in_subnet_problem(ip, held[0].network, held[0].gateway)
     return None if why is None else f"{why}, not a VM's address"
-
-
-def unowned_next_hops(
-    fabric: Fabric, owned: Callable[[str, str], bool], removed: Iterable[Vm] = ()
-) -> list[Problem]:
-    """A problem per static route whose next hop no VM of its VRF has
-    (``owned(vrf, ip)``); ``removed``, the VMs a change takes away, to name
-    the one that had it. One lookup per route, none per VM."""
-    had: dict[tuple[str | None, str], str] = {}
-    for vm in removed:
-        vni = fabric.vnis.get(vm.vni)
-        for ip in vm.ips:
-            had[(None if vni is None else vni.vrf, ip)] = vm.name
-    problems = []
-    for vrf in fabric.vrfs.values():
-        for j, route in enumerate(vrf.routes):
-            if owned(vrf.name, route.next_hop):
-                continue
-            message = (
-                f"{route.next_hop} (route {route.prefix}) is the IP of no VM in VRF {vrf.name}"
-            )
-            gone = had.get((vrf.name, route.next_hop))
-            if gone is not None:
-                message = (
-                    f"{route.next_hop} (route {route.prefix}) would be the IP of no VM in VRF "
-                    f"{vrf.name} without vm {gone} (remove the route first)"
-                )
-            at: tuple[str | int, ...] = ("vrfs", vrf.name, "routes", j, "next_hop")
-            problems.append(Problem(subject("vrf", vrf.name), f"routes[{j}].next_hop", message, at))
-    return problems
 
 
 def vm_problems(fabric: Fabric, vm: Vm) -> list[Problem]:

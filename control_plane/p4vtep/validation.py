@@ -245,13 +245,6 @@ def validate(
                     )
                 )
             vlans.setdefault(port_key, vm.name)
-    # (a next hop the fabric checks refused already is not reported twice)
-    refused = {p.at for p in problems if p.at}
-    problems += [
-        p
-        for p in routing_checks.unowned_next_hops(fabric, lambda vrf, ip: (vrf, ip) in vrf_ips)
-        if p.at not in refused
-    ]
     if problems:
         raise ValidationError(problems)
 
@@ -377,8 +370,6 @@ def validate_change(
         if not conflicts:
             index.add(vm)
             added.append(vm)
-    # Every static route, not only those of the VMs changed: one lookup each.
-    problems += routing_checks.unowned_next_hops(fabric, index.owns, removed)
     if problems:
         for vm in added:
             index.remove(vm)

@@ -12,6 +12,7 @@ typedef bit<16>  vni_index_t;   // dense per-switch index of a VNI (counters)
 typedef bit<16>  vm_index_t;    // dense per-switch index of a local VM (meters, counters)
 typedef bit<16>  mcast_group_t;
 typedef bit<8>   drop_reason_t;
+typedef bit<24>  vrf_t;         // a tenant's IP VRF, named by its L3 VNI; 0 = not routed
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<16> ETHERTYPE_ARP  = 0x0806;
@@ -19,6 +20,7 @@ const bit<16> ETHERTYPE_VLAN = 0x8100;
 const bit<16> ETHERTYPE_QINQ = 0x88a8;
 const bit<16> ETHERTYPE_IPV6 = 0x86dd;
 
+const bit<8> IP_PROTO_ICMP = 1;
 const bit<8> IP_PROTO_TCP = 6;
 const bit<8> IP_PROTO_UDP = 17;
 
@@ -27,6 +29,10 @@ const bit<8>  VXLAN_FLAG_VNI_VALID = 0x08;  // the "I" flag of RFC 7348
 // RFC 7348: the outer UDP source port is a hash of the inner flow, kept in the
 // dynamic range 49152-65535, i.e. the top two bits set and 14 bits of hash.
 const bit<2> VXLAN_SRC_PORT_TOP_BITS = 0b11;
+
+// ICMP type and code as one word (what the echo reply's checksum update needs).
+const bit<16> ICMP_ECHO_REQUEST = 0x0800;
+const bit<16> ICMP_ECHO_REPLY   = 0x0000;
 
 const bit<16> ARP_OPER_REQUEST = 1;
 const bit<16> ARP_OPER_REPLY   = 2;
@@ -84,6 +90,13 @@ const drop_reason_t DROP_NESTED_VXLAN      = 18;  // a VM's own VXLAN cannot be 
 const drop_reason_t DROP_NO_LOCAL_VTEP     = 19;  // encap needed but the VTEP is not configured
 const drop_reason_t DROP_NOT_IPV4_FABRIC   = 20;  // non-IPv4 frame on a fabric port
 const drop_reason_t DROP_OVERSIZE          = 21;  // tenant frame longer than MAX_TENANT_FRAME
+// Routing between a tenant's subnets (l3_forwarding.p4)
+const drop_reason_t DROP_TENANT_TTL_EXPIRED = 22; // routed frame with IPv4 TTL <= 1
+const drop_reason_t DROP_NO_TENANT_ROUTE   = 23;  // no host or prefix route in the VRF
+const drop_reason_t DROP_NOT_IPV4_ROUTED   = 24;  // non-IPv4 frame to the gateway/router MAC
+const drop_reason_t DROP_WRONG_ROUTER_MAC  = 25;  // L3 VNI frame not to this ToR's router MAC
+const drop_reason_t DROP_ROUTED_TRANSIT    = 26;  // routed fabric to fabric: no transit
+const drop_reason_t DROP_TO_GATEWAY        = 27;  // to a gateway IP, not an echo request
 const bit<32> DROP_REASON_COUNT = 32;
 
 const bit<8> PUNT_REASON_L2_TRAP = 1;  // l2 entry asked for the frame to go to the controller

@@ -91,6 +91,12 @@ header tcp_t {
     bit<16> urgent_ptr;
 }
 
+// The first word of every ICMP message: all the gateway's echo reply rewrites.
+header icmp_t {
+    bit<16> type_code;
+    bit<16> checksum;
+}
+
 header vxlan_t {
     bit<8>  flags;
     bit<24> reserved;
@@ -138,8 +144,14 @@ struct headers_t {
     ipv6_t       ipv6;
     udp_t        udp;
     tcp_t        tcp;
+#ifdef P4VTEP_ROUTING
+    icmp_t       icmp;
+#endif
     vxlan_t      vxlan;
     ethernet_t   inner_ethernet;
+#ifdef P4VTEP_ROUTING
+    ipv4_t       inner_ipv4;     // moved into ipv4 when a decapsulated frame is routed
+#endif
 }
 
 // Every control reads the ingress port, and writes its forwarding decision
@@ -176,6 +188,16 @@ struct local_metadata_t {
     bit<2>        tx_color;
     bit<2>        rx_color;
     drop_reason_t drop_reason;
+#ifdef P4VTEP_ROUTING
+    // Routing (l3_forwarding.p4)
+    vrf_t         vrf;             // the VRF routed frames use (VM binding, or L3 VNI)
+    bool          is_l3vni;        // a VRF's L3 VNI (from the fabric)
+    bool          to_router;       // the MAC lookup sent the frame to the router
+    bool          to_gateway;      // addressed to a gateway IP
+    bool          routed;          // routed: RoutedRewrite in egress
+    mac_addr_t    gateway_mac;     // the anycast gateway MAC (source of routed frames)
+    mac_addr_t    route_dst_mac;   // the VM's MAC, or the remote VTEP's router MAC
+#endif
     ARCH_METADATA
 }
 

@@ -73,6 +73,9 @@ parser VtepHeaderParser(packet_in packet,
                           hdr.ipv4.protocol) {
             (4, 5, 0, IP_PROTO_UDP): parse_udp;
             (4, 5, 0, IP_PROTO_TCP): parse_tcp;
+#ifdef P4VTEP_ROUTING
+            (4, 5, 0, IP_PROTO_ICMP): parse_icmp;
+#endif
             (4, 0 &&& 0xC, _, _): malformed_ipv4;   // ihl 0..3
             (4, 4, _, _): malformed_ipv4;
             (4, _, _, _): accept;
@@ -94,6 +97,13 @@ parser VtepHeaderParser(packet_in packet,
         }
     }
 
+#ifdef P4VTEP_ROUTING
+    state parse_icmp {
+        packet.extract(hdr.icmp);
+        transition accept;
+    }
+#endif
+
     state parse_tcp {
         packet.extract(hdr.tcp);
         transition accept;
@@ -113,10 +123,21 @@ parser VtepHeaderParser(packet_in packet,
     }
 
     // The tenant frame inside VXLAN is parsed as far as fabric ingress reads
-    // it (its Ethernet header: destination MAC, and the EtherType that refuses
-    // tagged inner frames). The rest is payload, delivered as it came.
+    // it: its Ethernet header (destination MAC, and the EtherType that refuses
+    // tagged inner frames) and, for routing, its IPv4 header. The rest is
+    // payload, delivered as it came.
     state parse_inner_ethernet {
         packet.extract(hdr.inner_ethernet);
+#ifdef P4VTEP_ROUTING
+        transition select(hdr.inner_ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_inner_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_inner_ipv4 {
+        packet.extract(hdr.inner_ipv4);
+#endif
         transition accept;
     }
 }
@@ -131,8 +152,14 @@ control VtepHeaderDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.ipv6);
         packet.emit(hdr.udp);
         packet.emit(hdr.tcp);
+#ifdef P4VTEP_ROUTING
+        packet.emit(hdr.icmp);
+#endif
         packet.emit(hdr.vxlan);
         packet.emit(hdr.inner_ethernet);
+#ifdef P4VTEP_ROUTING
+        packet.emit(hdr.inner_ipv4);
+#endif
     }
 }
 

@@ -5,6 +5,10 @@
 // Egress: flood replica -> VXLAN encap or RX policing + VF tagging.
 // docs/pipeline.md walks through every table.
 #include <core.p4>
+// Routing between a tenant's subnets (l3_forwarding.p4, docs/routing.md). The
+// shared controls hold it under this switch until the Tofino program has it
+// too (docs/tofino.md): without it they are the L2 pipeline, unchanged.
+#define P4VTEP_ROUTING
 // The v1model whose counters and meters take their index type (arch.p4).
 #define V1MODEL_VERSION 20200408
 #include <v1model.p4>
@@ -21,6 +25,7 @@
 #include "../include/control/flow_hash.p4"
 #include "../include/control/arp_suppression.p4"
 #include "../include/control/l2_forwarding.p4"
+#include "../include/control/l3_forwarding.p4"
 #include "../include/control/underlay.p4"
 #include "../include/control/policing.p4"
 #include "../include/control/replication.p4"
@@ -70,6 +75,7 @@ control VtepIngress(inout headers_t hdr,
     TxPolicing(VM_COUNT) tx_policing;
     ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
+    L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
     PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
@@ -116,6 +122,9 @@ control VtepIngress(inout headers_t hdr,
             arp_suppression.apply(hdr, meta);
             if (!meta.arp_replied) {
                 l2_forwarding.apply(hdr, meta);
+                if (meta.to_router) {
+                    l3_forwarding.apply(hdr, meta);
+                }
             }
         }
         // Only what may be tunnelled needs the flow hash (ECMP member, outer
@@ -149,6 +158,7 @@ control VtepEgress(inout headers_t hdr,
     VxlanEncap() vxlan_encap;
     RxPolicing(VM_COUNT, VNI_COUNT) rx_policing;
     VfTagging() vf_tagging;
+    RoutedRewrite() routed_rewrite;
     PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
     PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
@@ -168,6 +178,9 @@ control VtepEgress(inout headers_t hdr,
             replication.apply(meta, std.egress_port, std.egress_rid);
         }
         if (meta.drop_reason == DROP_NONE) {
+            if (meta.routed) {
+                routed_rewrite.apply(hdr, meta);
+            }
             if (meta.do_encap) {
                 vxlan_encap.apply(hdr, meta, (bit<16>) std.packet_length);
             } else {

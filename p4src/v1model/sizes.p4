@@ -13,5 +13,7 @@
 #define UNDERLAY_ROUTE_TABLE_SIZE  4096    // remote VTEP routes
 #define ECMP_MEMBER_COUNT          4096    // next-hop members behind up to 1K ECMP groups
 #define REPLICA_TABLE_SIZE         32768   // flood replicas: local VFs + remote VTEPs
+#define HOST_ROUTE_TABLE_SIZE      65536   // (VRF, IP) host routes: every VM of the ToR's VRFs
+#define PREFIX_ROUTE_TABLE_SIZE    8192    // (VRF, prefix) routes: subnets, static routes
 
 #endif  // P4VTEP_V1MODEL_SIZES_P4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model import Vm
+from ..tenant_routes import RouteRow, VrfRow
 from ..validation import Problem, ValidationError, normalise_mac
 from . import overlay_pb2 as pb
 
@@ -37,4 +38,28 @@ def vm_from_pb(message: pb.VM, source: str) -> Vm:
         vlan=message.vlan,
         qos=message.qos or None,
         source=source,
+    )
+
+
+def vrf_to_pb(row: VrfRow) -> pb.Vrf:
+    return pb.Vrf(
+        name=row.name,
+        l3vni=row.l3vni,
+        vnis=list(row.vnis),
+        subnets=list(row.subnets),
+        tors=list(row.tors),
+        vms=row.vms,
+    )
+
+
+def route_to_pb(row: RouteRow) -> pb.Route:
+    return pb.Route(
+        vrf=row.vrf,
+        prefix=row.prefix,
+        kind=row.kind,
+        vm=row.vm,
+        vni=row.vni,
+        tor=row.tor,
+        vtep=row.vtep,
+        next_hop=row.next_hop,
     )

@@ -299,3 +299,61 @@ class EvpnRoutesResponse(_message.Message):
     ROUTES_FIELD_NUMBER: _ClassVar[int]
     routes: _containers.RepeatedCompositeFieldContainer[EvpnRoute]
     def __init__(self, routes: _Optional[_Iterable[_Union[EvpnRoute, _Mapping]]] = ...) -> None: ...
+
+class ListVrfsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Vrf(_message.Message):
+    __slots__ = ("name", "l3vni", "vnis", "subnets", "tors", "vms")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    L3VNI_FIELD_NUMBER: _ClassVar[int]
+    VNIS_FIELD_NUMBER: _ClassVar[int]
+    SUBNETS_FIELD_NUMBER: _ClassVar[int]
+    TORS_FIELD_NUMBER: _ClassVar[int]
+    VMS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    l3vni: int
+    vnis: _containers.RepeatedScalarFieldContainer[int]
+    subnets: _containers.RepeatedScalarFieldContainer[str]
+    tors: _containers.RepeatedScalarFieldContainer[str]
+    vms: int
+    def __init__(self, name: _Optional[str] = ..., l3vni: _Optional[int] = ..., vnis: _Optional[_Iterable[int]] = ..., subnets: _Optional[_Iterable[str]] = ..., tors: _Optional[_Iterable[str]] = ..., vms: _Optional[int] = ...) -> None: ...
+
+class ListVrfsResponse(_message.Message):
+    __slots__ = ("vrfs",)
+    VRFS_FIELD_NUMBER: _ClassVar[int]
+    vrfs: _containers.RepeatedCompositeFieldContainer[Vrf]
+    def __init__(self, vrfs: _Optional[_Iterable[_Union[Vrf, _Mapping]]] = ...) -> None: ...
+
+class ListRoutesRequest(_message.Message):
+    __slots__ = ("vrf",)
+    VRF_FIELD_NUMBER: _ClassVar[int]
+    vrf: str
+    def __init__(self, vrf: _Optional[str] = ...) -> None: ...
+
+class Route(_message.Message):
+    __slots__ = ("vrf", "prefix", "kind", "vm", "vni", "tor", "vtep", "next_hop")
+    VRF_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    VM_FIELD_NUMBER: _ClassVar[int]
+    VNI_FIELD_NUMBER: _ClassVar[int]
+    TOR_FIELD_NUMBER: _ClassVar[int]
+    VTEP_FIELD_NUMBER: _ClassVar[int]
+    NEXT_HOP_FIELD_NUMBER: _ClassVar[int]
+    vrf: str
+    prefix: str
+    kind: str
+    vm: str
+    vni: int
+    tor: str
+    vtep: str
+    next_hop: str
+    def __init__(self, vrf: _Optional[str] = ..., prefix: _Optional[str] = ..., kind: _Optional[str] = ..., vm: _Optional[str] = ..., vni: _Optional[int] = ..., tor: _Optional[str] = ..., vtep: _Optional[str] = ..., next_hop: _Optional[str] = ...) -> None: ...
+
+class ListRoutesResponse(_message.Message):
+    __slots__ = ("routes",)
+    ROUTES_FIELD_NUMBER: _ClassVar[int]
+    routes: _containers.RepeatedCompositeFieldContainer[Route]
+    def __init__(self, routes: _Optional[_Iterable[_Union[Route, _Mapping]]] = ...) -> None: ...

@@ -89,6 +89,16 @@ class OverlayStub:
                 request_serializer=p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesRequest.SerializeToString,
                 response_deserializer=p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesResponse.FromString,
                 _registered_method=True)
+        self.ListVrfs = channel.unary_unary(
+                '/p4vtep.v1.Overlay/ListVrfs',
+                request_serializer=p4vtep_dot_api_dot_overlay__pb2.ListVrfsRequest.SerializeToString,
+                response_deserializer=p4vtep_dot_api_dot_overlay__pb2.ListVrfsResponse.FromString,
+                _registered_method=True)
+        self.ListRoutes = channel.unary_unary(
+                '/p4vtep.v1.Overlay/ListRoutes',
+                request_serializer=p4vtep_dot_api_dot_overlay__pb2.ListRoutesRequest.SerializeToString,
+                response_deserializer=p4vtep_dot_api_dot_overlay__pb2.ListRoutesResponse.FromString,
+                _registered_method=True)
 
 
 class OverlayServicer:
@@ -167,6 +177,21 @@ class OverlayServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListVrfs(self, request, context):
+        """Routing between a tenant's subnets (docs/routing.md): the VRFs of the
+        fabric file, and each VRF's routes with where they lead, from the desired
+        state. ListRoutes: NOT_FOUND for an unknown VRF.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRoutes(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OverlayServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -224,6 +249,16 @@ def add_OverlayServicer_to_server(servicer, server):
                     servicer.EvpnRoutes,
                     request_deserializer=p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesRequest.FromString,
                     response_serializer=p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesResponse.SerializeToString,
+            ),
+            'ListVrfs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListVrfs,
+                    request_deserializer=p4vtep_dot_api_dot_overlay__pb2.ListVrfsRequest.FromString,
+                    response_serializer=p4vtep_dot_api_dot_overlay__pb2.ListVrfsResponse.SerializeToString,
+            ),
+            'ListRoutes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRoutes,
+                    request_deserializer=p4vtep_dot_api_dot_overlay__pb2.ListRoutesRequest.FromString,
+                    response_serializer=p4vtep_dot_api_dot_overlay__pb2.ListRoutesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -523,6 +558,60 @@ class Overlay:
             '/p4vtep.v1.Overlay/EvpnRoutes',
             p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesRequest.SerializeToString,
             p4vtep_dot_api_dot_overlay__pb2.EvpnRoutesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListVrfs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/p4vtep.v1.Overlay/ListVrfs',
+            p4vtep_dot_api_dot_overlay__pb2.ListVrfsRequest.SerializeToString,
+            p4vtep_dot_api_dot_overlay__pb2.ListVrfsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRoutes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/p4vtep.v1.Overlay/ListRoutes',
+            p4vtep_dot_api_dot_overlay__pb2.ListRoutesRequest.SerializeToString,
+            p4vtep_dot_api_dot_overlay__pb2.ListRoutesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -17,6 +17,7 @@ from ..evpn import status as evpn_status
 from ..model import Vm
 from ..runtime.client import P4RuntimeError
 from ..state.protocol import Conflict, NotLeader, StoreUnavailable
+from ..tenant_routes import route_rows, vrf_rows
 from ..tls import server_credentials
 from ..validation import ValidationError
 from . import messages
@@ -213,6 +214,18 @@ class OverlayService(pb_grpc.OverlayServicer):
                 refused=r.refused,
             )
         return response
+
+    @_errors
+    def ListVrfs(self, request, context):
+        rows = vrf_rows(self.c.fabric, self.c.vms.values())
+        return pb.ListVrfsResponse(vrfs=[messages.vrf_to_pb(r) for r in rows])
+
+    @_errors
+    def ListRoutes(self, request, context):
+        if request.vrf and request.vrf not in self.c.fabric.vrfs:
+            raise NotFound(f"no VRF named {request.vrf!r}")
+        rows = route_rows(self.c.fabric, self.c.vms.values(), request.vrf or None)
+        return pb.ListRoutesResponse(routes=[messages.route_to_pb(r) for r in rows])
 
     def WatchEvents(self, request, context):
         subscription = self.c.bus.subscribe()

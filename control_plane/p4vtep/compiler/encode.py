@@ -226,8 +226,10 @@ class Encoder:
         self._shared: dict[tuple[Value, ...], Encoded] = {}
         p4info = entries.p4info
         memos: dict[bytes, _FieldMemo] = {}  # (a VM's MAC or index in several entries)
+        # (a routing pipeline binds each VM to its VNI's VRF too)
+        binding = ("vni", "vm", "vm_mac") + (("vrf",) if entries.routing else ())
         self._binding = ExactEntry(
-            p4info, "access_binding", ("port", "vlan_id"), "bind_vm", ("vni", "vm", "vm_mac"), memos
+            p4info, "access_binding", ("port", "vlan_id"), "bind_vm", binding, memos
         )
         self._to_local = ExactEntry(
             p4info, "mac_table", ("vni", "dst_mac"), "to_local_vm", ("port", "vlan_id", "vm"), memos
@@ -290,8 +292,12 @@ class Encoder:
 
     # --- VMs ------------------------------------------------------------------
     def access_binding(
-        self, port: int, vlan_id: int, vni: int, vm_index: int, vm_mac: Value
+        self, port: int, vlan_id: int, vni: int, vm_index: int, vm_mac: Value, vrf: int = 0
     ) -> Encoded:
+        if self.entries.routing:
+            return self._binding(port, vlan_id, vni, vm_index, vm_mac, vrf)
+        if vrf:
+            raise ValueError(f"VNI {vni}: this pipeline does not route (no VRF {vrf})")
         return self._binding(port, vlan_id, vni, vm_index, vm_mac)
 
     def mac_to_local_vm(

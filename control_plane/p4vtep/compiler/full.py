@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from ..allocation import Allocations
 from ..dataplane.entries import PipelineEntries
 from ..model import Fabric, Vm
-from . import flooding, local_vm, ports, remote_vm, underlay
+from . import flooding, local_vm, ports, remote_vm, routing, underlay
 from .encode import Encoder
 from .learned import NOTHING, Learned
 from .state import Encoded, SwitchState
@@ -75,4 +75,13 @@ def compile_tor(
     for vni in sorted(local_vnis):
         in_vni = [vm for vm in vms if vm.vni == vni]
         add(remote_vm.learned(enc, learned.macs.get(vni, {}).values(), in_vni))
+
+    vrfs = routing.vrfs_of(fabric, local_vnis)
+    for vni in sorted(local_vnis):
+        add(routing.vni_items(enc, fabric, vni))
+    for vrf in sorted(vrfs):
+        in_vrf = [vm for vm in vms if fabric.vnis[vm.vni].vrf == vrf]
+        add(routing.vrf_items(enc, fabric, tor_name, vrf, alloc, routing.ip_owners(in_vrf)))
+        for vm in in_vrf:
+            add(routing.host_routes(enc, fabric, tor_name, vm, alloc))
     return out

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..allocation import Allocations, SpaceFull, external_vtep_key
 from ..model import Fabric, Vm
-from . import flooding, local_vm, ports, remote_vm, underlay
+from . import flooding, local_vm, ports, remote_vm, routing, underlay
 from .encode import Encoder
 from .learned import NOTHING, Learned
 from .state import METER, Encoded, Key, SwitchState
@@ -61,6 +61,7 @@ class TorCompiler:
         self.units: dict[Unit, tuple[Key, ...]] = {}
         self.local: dict[int, dict[str, Vm]] = {}  # VNI -> its VMs on this ToR
         self.remote: dict[int, Counter[str]] = {}  # VNI here -> other ToR -> its VMs there
+        self.vrfs: set[str] = set()  # VRFs held here: those of the routed VNIs hosted here
         self.copies: dict[int, dict[str, tuple[int, int]]] = {}  # VNI -> VM -> (port, index)
         # The same copies per VNI, kept sorted and encoded as they come and
         # go: a flood group is their concatenation (sorting and looking up
@@ -175,7 +176,21 @@ class TorCompiler:
             copies,
             sorted(self.remote[vni]),
             sorted(self.d.learned.flood.get(vni, ())),
-        )
+        ) + routing.vni_items(self.enc, self.d.fabric, vni)
+
+    def _vrf_members(self, vrf: str) -> list[Vm]:
+        """The VMs of a VRF as this ToR sees them (every VNI routed in it)."""
+        return [
+            vm
+            for vni in routing.vnis_of(self.d.fabric, vrf)
+            for vm in self.d.members(self.name, vni)
+        ]
+
+    def _vrf_items(self, vrf: str) -> list[Encoded]:
+        fabric = self.d.fabric
+        # (the next hops' owners only where there are static routes: a walk of the VRF)
+        owners = routing.ip_owners(self._vrf_members(vrf)) if fabric.vrfs[vrf].routes else {}
+        return routing.vrf_items(self.enc, fabric, self.name, vrf, self.d.alloc, owners)
 
     def _replica_items(self) -> list[Encoded]:
         tors = {t for counts in self.remote.values() for t in counts}
@@ -232,14 +247,20 @@ class TorCompiler:
     def _vm_items(self, vm: Vm | None) -> list[Encoded]:
         if vm is None:
             return []
+        fabric = self.d.fabric
         if self._tor_of(vm) == self.name:
             index = self.d.alloc.vm[self.name][vm.name]
             moved = self.d.learned.holds(vm.vni, vm.mac)
-            return local_vm.build(self.enc, self.d.fabric, vm, index, moved)
-        if vm.vni in self.local:
+            items = local_vm.build(self.enc, fabric, vm, index, moved)
+        elif vm.vni in self.local:
             moved = self.d.learned.holds(vm.vni, vm.mac)
-            return remote_vm.build(self.enc, self.d.fabric, vm, moved)
-        return []
+            items = remote_vm.build(self.enc, fabric, vm, moved)
+        else:
+            items = []
+        vrf = fabric.vnis[vm.vni].vrf
+        if vrf is not None and vrf in self.vrfs:
+            items += routing.host_routes(self.enc, fabric, self.name, vm, self.d.alloc)
+        return items
 
     # --- whole rebuild (start, bulk reload) ----------------------------------------
     def rebuild(self) -> None:
@@ -272,10 +293,12 @@ class TorCompiler:
                 self.remote.setdefault(vm.vni, Counter())[tor] += 1
         for vni in self.local:
             self.remote.setdefault(vni, Counter())
+        self.vrfs = routing.vrfs_of(fabric, self.local)
         units: dict[Unit, list[Encoded]] = {
             ("ports",): ports.build(self.enc, fabric, self.name),
             ("underlay",): self._underlay_items(),
             ("replicas",): self._replica_items(),
+            **{("vrf", vrf): self._vrf_items(vrf) for vrf in sorted(self.vrfs)},
         }
         self._stale_vnis = set()
         vm_items = self._vm_items
@@ -402,6 +425,9 @@ class TorCompiler:
                 self.ordered[new.vni] = flooding.OrderedCopies(enc)
             self.ordered[new.vni].add((port, space[name]))
 
+        # The VRFs held here follow the routed VNIs hosted here; a VRF that
+        # comes or goes brings or takes the host routes of all its VMs.
+        vrfs_before, self.vrfs = self.vrfs, routing.vrfs_of(fabric, self.local)
         remote_changed = False
         flood_changed: set[int] = set()
         for x in vnis:
@@ -411,8 +437,8 @@ class TorCompiler:
                 self._set_unit(("vni", x), [])
                 self._set_unit(("evpn", x), [])
                 for vm in self.d.members(self.name, x):
-                    if vm.name != name:
-                        self._set_unit(("vm", vm.name), [])
+                    if vm.name != name:  # (host routes stay while the VRF is held)
+                        self._set_unit(("vm", vm.name), self._vm_items(vm))
                 remote_changed = True
             elif now and not before:  # the VNI arrived: its remote VMs come too
                 counts: Counter[str] = Counter()
@@ -421,9 +447,7 @@ class TorCompiler:
                     if tor != self.name:
                         counts[tor] += 1
                         if vm.name != name:
-                            moved = self.d.learned.holds(vm.vni, vm.mac)
-                            items = remote_vm.build(enc, fabric, vm, moved)
-                            self._set_unit(("vm", vm.name), items)
+                            self._set_unit(("vm", vm.name), self._vm_items(vm))
                 self.remote[x] = counts
                 remote_changed = True
                 flood_changed.add(x)
@@ -446,6 +470,16 @@ class TorCompiler:
 
         if copy(old, old_local) != copy(new, new_local):
             flood_changed.update(vm.vni for vm in (old, new) if vm is not None)
+
+        for vrf in sorted(vrfs_before ^ self.vrfs):
+            self._set_unit(("vrf", vrf), self._vrf_items(vrf) if vrf in self.vrfs else [])
+            for vm in self._vrf_members(vrf):
+                if vm.name != name:
+                    self._set_unit(("vm", vm.name), self._vm_items(vm))
+        # A static route follows the VM that owns its next hop.
+        for vrf in routing.vrfs_of(fabric, vnis) & vrfs_before & self.vrfs:
+            if fabric.vrfs[vrf].routes:
+                self._set_unit(("vrf", vrf), self._vrf_items(vrf))
 
         # The VM's entries and the learned MACs of its VNI(s) that it shadows
         # (or stops shadowing) change together.

@@ -19,7 +19,9 @@ def build(
     """``moved_away``: a remote VTEP won the VM's MAC (EVPN mobility); its
     MAC entry is the learned one (``remote_vm.learned``), the rest stays."""
     port = fabric.servers[vm.server].port
-    out = [enc.access_binding(port, vm.vlan, vm.vni, index, vm.mac)]
+    vrf = fabric.vnis[vm.vni].vrf
+    l3vni = fabric.vrfs[vrf].l3vni if vrf is not None else 0  # (the VRF's id: routing.py)
+    out = [enc.access_binding(port, vm.vlan, vm.vni, index, vm.mac, l3vni)]
     if not moved_away:
         out.append(enc.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index))
     out.append(enc.replica_to_vm(index, vm.vlan, index))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..model import Rates
 from ..runtime import entities
@@ -36,6 +37,55 @@ VM_RX_METER = "vm_rx_meter"
 ECMP_SELECTOR = "ecmp_selector"
 
 
+def routing_supported(p4info: P4Info) -> bool:
+    """Whether a pipeline routes between subnets (has the routing tables)."""
+    try:
+        p4info.table("host_route")
+    except KeyError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class LocalVmHop:
+    """A routed frame's next hop on this ToR: the VM's VF, in the VM's own VNI."""
+
+    port: int
+    vlan_id: int
+    vm_index: int
+    vni_index: int
+    vm_mac: Value
+
+    def action(self) -> tuple[str, dict[str, Value]]:
+        return "route_to_local_vm", {
+            "port": self.port,
+            "vlan_id": self.vlan_id,
+            "vm": self.vm_index,
+            "vni_index": self.vni_index,
+            "vm_mac": self.vm_mac,
+        }
+
+
+@dataclass(frozen=True)
+class RemoteVtepHop:
+    """A routed frame's next hop behind another VTEP (symmetric IRB): the VRF's
+    L3 VNI, and that VTEP's router MAC as the inner destination."""
+
+    vtep_ip: Value
+    router_mac: Value
+    l3vni: int
+
+    def action(self) -> tuple[str, dict[str, Value]]:
+        return "route_to_remote_vtep", {
+            "vtep_ip": self.vtep_ip,
+            "router_mac": self.router_mac,
+            "l3vni": self.l3vni,
+        }
+
+
+RouteHop = LocalVmHop | RemoteVtepHop
+
+
 # A meter's configuration is the model's QoS rates (RFC 2698 trTCM, bytes/s
 # and bytes); MeterRates is the same class under the name the PTF suite uses.
 MeterRates = Rates
@@ -44,6 +94,9 @@ MeterRates = Rates
 class PipelineEntries:
     def __init__(self, p4info: P4Info) -> None:
         self.p4info = p4info
+        # Routing is in the BMv2 program only for now (docs/tofino.md): a
+        # pipeline without it has no VRF on its VNIs.
+        self.routing = routing_supported(p4info)
 
     def _table(
         self,
@@ -88,14 +141,15 @@ class PipelineEntries:
 
     # --- VMs and VNIs --------------------------------------------------------
     def access_binding(
-        self, port: int, vlan_id: int, vni: int, vm_index: int, vm_mac: Value
+        self, port: int, vlan_id: int, vni: int, vm_index: int, vm_mac: Value, vrf: int = 0
     ) -> p4runtime_pb2.TableEntry:
-        return self._table(
-            "access_binding",
-            {"port": port, "vlan_id": vlan_id},
-            "bind_vm",
-            {"vni": vni, "vm": vm_index, "vm_mac": vm_mac},
-        )
+        """`vrf`: the VRF of a routed VNI (its L3 VNI), 0 for an L2-only VNI."""
+        params: dict[str, Value] = {"vni": vni, "vm": vm_index, "vm_mac": vm_mac}
+        if self.routing:
+            params["vrf"] = vrf
+        elif vrf:
+            raise ValueError(f"VNI {vni}: this pipeline does not route (no VRF {vrf})")
+        return self._table("access_binding", {"port": port, "vlan_id": vlan_id}, "bind_vm", params)
 
     def vni_config(
         self, vni: int, vni_index: int, traffic_class: int, flood_group: int, local_flood_group: int
@@ -111,6 +165,44 @@ class PipelineEntries:
                 "local_flood_group": local_flood_group,
             },
         )
+
+    def l3vni_config(
+        self, l3vni: int, vni_index: int, traffic_class: int
+    ) -> p4runtime_pb2.TableEntry:
+        """A VRF's L3 VNI (symmetric IRB): nothing flooded, frames to this ToR's
+        router MAC routed in the VRF the L3 VNI names."""
+        return self._table(
+            "vni_config",
+            {"vni": l3vni},
+            "set_l3vni_params",
+            {"vni_index": vni_index, "traffic_class": traffic_class},
+        )
+
+    def mac_to_router(self, vni: int, mac: Value, gateway_mac: Value) -> p4runtime_pb2.TableEntry:
+        """Frames to `mac` in `vni` are routed: the anycast gateway MAC in a routed
+        VNI, this ToR's router MAC in an L3 VNI. `gateway_mac` is the source of
+        routed frames delivered to local VMs."""
+        return self._table(
+            "mac_table", {"vni": vni, "dst_mac": mac}, "to_router", {"gateway_mac": gateway_mac}
+        )
+
+    # --- routing ---------------------------------------------------------------
+    def host_route(self, vrf: int, ip: Value, hop: RouteHop) -> p4runtime_pb2.TableEntry:
+        action, params = hop.action()
+        return self._table("host_route", {"vrf": vrf, "dst_ip": ip}, action, params)
+
+    def gateway_address(self, vrf: int, ip: Value) -> p4runtime_pb2.TableEntry:
+        """A gateway IP of the VRF: the ToR answers echo requests to it."""
+        return self._table("host_route", {"vrf": vrf, "dst_ip": ip}, "to_gateway")
+
+    def prefix_route(
+        self, vrf: int, prefix: Value, prefix_len: int, hop: RouteHop
+    ) -> p4runtime_pb2.TableEntry:
+        action, params = hop.action()
+        match: dict[str, entities.MatchValue] = {"vrf": vrf}
+        if prefix_len:  # (P4Runtime: a /0 LPM match is left out, a wildcard)
+            match["dst_prefix"] = entities.Lpm(prefix, prefix_len)
+        return self._table("prefix_route", match, action, params)
 
     def mac_to_local_vm(
         self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int

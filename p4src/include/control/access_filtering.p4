@@ -11,8 +11,17 @@ control AccessFiltering(inout headers_t hdr,
                         bit<32> vm_count) {
     PACKET_BYTE_COUNTER(vm_tx_counter, vm_count, vm_index_t);
 
-    action bind_vm(vni_t vni, vm_index_t vm, mac_addr_t vm_mac) {
+    // `vrf`: the VRF of the VM's VNI when it is routed, else 0. Known here, with
+    // the VNI, the routing lookups can run beside the MAC lookup.
+    action bind_vm(vni_t vni, vm_index_t vm, mac_addr_t vm_mac
+#ifdef P4VTEP_ROUTING
+                   , vrf_t vrf
+#endif
+                  ) {
         meta.vni = vni;
+#ifdef P4VTEP_ROUTING
+        meta.vrf = vrf;
+#endif
         meta.src_vm = vm;
         // The XOR, not the MAC: Tofino compares at most 44 bits of PHV in one
         // condition, so the check below tests the difference in two halves.

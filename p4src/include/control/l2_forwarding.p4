@@ -3,6 +3,15 @@
 #ifndef P4VTEP_L2_FORWARDING_P4
 #define P4VTEP_L2_FORWARDING_P4
 
+// An L3 VNI floods nothing: a frame in it that is not to this ToR's router
+// MAC (the only MAC it routes) is dropped as such.
+#ifdef P4VTEP_ROUTING
+#define NOT_FOR_ROUTER_MAC(meta) \
+    if (meta.is_l3vni) { meta.drop_reason = DROP_WRONG_ROUTER_MAC; } else
+#else
+#define NOT_FOR_ROUTER_MAC(meta)
+#endif
+
 // The flooding decision, written once for the two branches that flood.
 // Split horizon: BUM from the fabric only goes to local VFs. (Each branch
 // tests its own group: no temporary to wait for.)
@@ -10,6 +19,7 @@
     if (meta.drop_reason != DROP_NONE) { \
         /* Dropped already (the TX meter): the first reason stands. */ \
     } else if (meta.from_fabric) { \
+        NOT_FOR_ROUTER_MAC(meta) \
         if (meta.local_flood_group == 0) { \
             meta.drop_reason = DROP_NO_FLOOD_GROUP; \
         } else { \
@@ -35,6 +45,16 @@ control L2Forwarding(in headers_t hdr,
         meta.do_encap = true;
     }
 
+#ifdef P4VTEP_ROUTING
+    // The anycast gateway MAC in a routed VNI, or this ToR's router MAC in an
+    // L3 VNI: routed (l3_forwarding.p4). The split-horizon check below cannot
+    // match it: no VF has VLAN 0.
+    action to_router(mac_addr_t gateway_mac) {
+        meta.to_router = true;
+        meta.gateway_mac = gateway_mac;
+    }
+#endif
+
     action punt_to_cpu() {
         meta.egress_port = CPU_PORT;
     }
@@ -49,6 +69,9 @@ control L2Forwarding(in headers_t hdr,
         actions = {
             to_local_vm;
             to_remote_vtep;
+#ifdef P4VTEP_ROUTING
+            to_router;
+#endif
             punt_to_cpu;
             @defaultonly flood;
         }
@@ -82,5 +105,6 @@ control L2Forwarding(in headers_t hdr,
 }
 
 #undef FLOOD_IN_VNI
+#undef NOT_FOR_ROUTER_MAC
 
 #endif  // P4VTEP_L2_FORWARDING_P4

@@ -85,6 +85,12 @@ control VxlanEncap(inout headers_t hdr,
             meta.drop_reason = DROP_NESTED_VXLAN;
         } else {
             local_vtep.apply();
+#ifdef P4VTEP_ROUTING
+            if (meta.routed) {
+                // Symmetric IRB: the inner source is this ToR's router MAC.
+                hdr.ethernet.src_addr = hdr.encap_ethernet.src_addr;
+            }
+#endif
             if (meta.tx_color == METER_YELLOW) {
                 hdr.encap_ipv4.tos = DSCP_YELLOW ++ 2w0;
             } else if (!hdr.ipv4.isValid()) {

@@ -1,5 +1,7 @@
 // Per-VNI parameters: the dense index used by counters, the traffic class and
-// the two flood groups (head-end replication).
+// the two flood groups (head-end replication). A VRF's L3 VNI (symmetric IRB)
+// has an action of its own: no flooding, and only frames to this ToR's router
+// MAC are taken (l2_forwarding.p4).
 #ifndef P4VTEP_VNI_LOOKUP_P4
 #define P4VTEP_VNI_LOOKUP_P4
 
@@ -17,6 +19,14 @@ control VniLookup(inout local_metadata_t meta)
         meta.local_flood_group = local_flood_group;
     }
 
+#ifdef P4VTEP_ROUTING
+    action set_l3vni_params(vni_index_t vni_index, bit<3> traffic_class) {
+        meta.vni_index = vni_index;
+        meta.traffic_class = traffic_class;
+        meta.is_l3vni = true;
+    }
+#endif
+
     action unknown_vni() {
         meta.drop_reason = DROP_UNKNOWN_VNI;
     }
@@ -27,6 +37,9 @@ control VniLookup(inout local_metadata_t meta)
         }
         actions = {
             set_vni_params;
+#ifdef P4VTEP_ROUTING
+            set_l3vni_params;
+#endif
             @defaultonly unknown_vni;
         }
         const default_action = unknown_vni();

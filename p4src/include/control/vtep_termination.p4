@@ -15,6 +15,11 @@ control VtepTermination(in headers_t hdr,
     action terminate() {
         meta.from_fabric = true;
         meta.vni = hdr.vxlan.vni;
+#ifdef P4VTEP_ROUTING
+        // A VRF's id is its L3 VNI (routing.py): routed frames between ToRs
+        // travel in it. (An L2 VNI has no routes under its number.)
+        meta.vrf = hdr.vxlan.vni;
+#endif
     }
 
     table my_vtep {

@@ -1,0 +1,120 @@
+"""Builder: routing between a tenant's subnets (symmetric IRB, docs/routing.md).
+
+A ToR holds a VRF when it hosts a VM of one of the VRF's routed VNIs. Then it
+holds, per routed VNI it hosts, the anycast gateway (the gateway MAC routed,
+its IP answered for ARP and echo); per VRF, the L3 VNI (decapsulated and
+routed when sent to this ToR's router MAC) and the static routes; and per VM
+of the VRF, wherever it runs, a host route for each of its IPs: to its VF
+here, or over the L3 VNI to its ToR's router MAC.
+
+The switch's VRF id is the VRF's L3 VNI: unique, and the same on every ToR and
+across restarts, so no index is allocated for it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+
+from ..allocation import Allocations
+from ..dataplane.entries import LocalVmHop, RemoteVtepHop, RouteHop
+from ..model import Fabric, Vm, Vrf
+from .encode import Encoder
+from .state import Encoded
+
+TRAFFIC_CLASS_L3VNI = 0  # routed frames keep the class their sender's VNI gave them
+
+
+def vrf_of(fabric: Fabric, vni: int) -> Vrf | None:
+    """The VRF a VNI is routed in; None for an L2-only VNI."""
+    spec = fabric.vnis.get(vni)
+    if spec is None or spec.vrf is None:
+        return None
+    return fabric.vrfs[spec.vrf]
+
+
+def vrfs_of(fabric: Fabric, vnis: Iterable[int]) -> set[str]:
+    """The VRFs a ToR hosting these VNIs holds."""
+    return {vrf.name for vni in vnis if (vrf := vrf_of(fabric, vni)) is not None}
+
+
+def vnis_of(fabric: Fabric, vrf_name: str) -> list[int]:
+    return sorted(v.vni for v in fabric.vnis.values() if v.vrf == vrf_name)
+
+
+def _anycast_mac(fabric: Fabric) -> str:
+    # (validation requires it as soon as one VNI is routed)
+    assert fabric.anycast_gateway_mac is not None, "routed VNI without anycast_gateway_mac"
+    return fabric.anycast_gateway_mac
+
+
+def vni_items(enc: Encoder, fabric: Fabric, vni: int) -> list[Encoded]:
+    """A routed VNI hosted here: frames to the anycast MAC are routed, and each
+    subnet's gateway IP is answered (ARP with the anycast MAC, echo)."""
+    vrf = vrf_of(fabric, vni)
+    if vrf is None:
+        return []
+    anycast = _anycast_mac(fabric)
+    out = [enc.of(enc.entries.mac_to_router(vni, anycast, anycast))]
+    for subnet in fabric.vnis[vni].subnets:
+        out.append(enc.arp_suppression(vni, subnet.gateway, anycast))
+        out.append(enc.of(enc.entries.gateway_address(vrf.l3vni, subnet.gateway)))
+    return out
+
+
+def hop_to(fabric: Fabric, tor_name: str, vm: Vm, alloc: Allocations) -> RouteHop:
+    """Where this ToR sends what is routed to `vm`."""
+    server = fabric.servers[vm.server]
+    if server.tor == tor_name:
+        index = alloc.vm[tor_name][vm.name]
+        return LocalVmHop(server.port, vm.vlan, index, alloc.vni[vm.vni], vm.mac)
+    vrf = vrf_of(fabric, vm.vni)
+    assert vrf is not None
+    tor = fabric.tors[server.tor]
+    return RemoteVtepHop(tor.vtep_ip, tor.router_mac, vrf.l3vni)
+
+
+def host_routes(
+    enc: Encoder, fabric: Fabric, tor_name: str, vm: Vm, alloc: Allocations
+) -> list[Encoded]:
+    """One host route per IP of a VM of a routed VNI, for a ToR holding its VRF."""
+    vrf = vrf_of(fabric, vm.vni)
+    if vrf is None or not vm.ips:
+        return []
+    hop = hop_to(fabric, tor_name, vm, alloc)
+    return [enc.of(enc.entries.host_route(vrf.l3vni, ip, hop)) for ip in vm.ips]
+
+
+def vrf_items(
+    enc: Encoder,
+    fabric: Fabric,
+    tor_name: str,
+    vrf_name: str,
+    alloc: Allocations,
+    owners: Mapping[str, Vm],
+) -> list[Encoded]:
+    """A VRF this ToR holds: its L3 VNI, and its static routes towards the VM
+    that owns each next hop (`owners`: the VRF's VMs by IP, as this ToR sees
+    them; a route whose next hop no VM owns now is left out)."""
+    vrf = fabric.vrfs[vrf_name]
+    rmac = fabric.tors[tor_name].router_mac
+    out = [
+        enc.of(enc.entries.l3vni_config(vrf.l3vni, 0, TRAFFIC_CLASS_L3VNI)),
+        enc.of(enc.entries.mac_to_router(vrf.l3vni, rmac, _anycast_mac(fabric))),
+    ]
+    for route in vrf.routes:
+        owner = owners.get(route.next_hop)
+        if owner is None:
+            continue
+        net = ipaddress.IPv4Network(route.prefix)
+        hop = hop_to(fabric, tor_name, owner, alloc)
+        out.append(
+            enc.of(
+                enc.entries.prefix_route(vrf.l3vni, str(net.network_address), net.prefixlen, hop)
+            )
+        )
+    return out
+
+
+def ip_owners(vms: Iterable[Vm]) -> dict[str, Vm]:
+    return {ip: vm for vm in vms for ip in vm.ips}

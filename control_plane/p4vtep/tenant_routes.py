@@ -1,0 +1,108 @@
+"""What each VRF routes, and where each route leads, read from the desired state
+(`p4vtep vrf list`, `p4vtep route list`, the API's ListVrfs / ListRoutes, the
+route metrics). The ToRs hold the same routes (compiler/routing.py); this is
+the operator's view of them, not a read of the switches."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .model import Fabric, Vm
+
+# A route's kind: to a VM's IP, a static route via a VM, or a subnet's gateway
+# (answered by every ToR holding the VRF).
+HOST, STATIC, GATEWAY = "host", "static", "gateway"
+
+
+@dataclass(frozen=True)
+class VrfRow:
+    name: str
+    l3vni: int
+    vnis: tuple[int, ...]
+    subnets: tuple[str, ...]
+    tors: tuple[str, ...]  # the ToRs holding it: those hosting a VM of its VNIs
+    vms: int
+
+
+@dataclass(frozen=True)
+class RouteRow:
+    vrf: str
+    prefix: str
+    kind: str  # HOST, STATIC or GATEWAY
+    vm: str  # the VM it leads to ("" for a gateway, or a static route with no owner)
+    vni: int  # the VM's VNI, or the gateway's
+    tor: str  # the ToR the VM is on ("" for a gateway: every ToR of the VRF)
+    vtep: str  # that ToR's VTEP, where the other ToRs tunnel to
+    next_hop: str = ""  # a static route's next hop IP
+
+
+def vrf_rows(fabric: Fabric, vms: Iterable[Vm]) -> list[VrfRow]:
+    vms = list(vms)
+    rows = []
+    for name in sorted(fabric.vrfs):
+        vrf = fabric.vrfs[name]
+        vnis = tuple(sorted(v.vni for v in fabric.vnis.values() if v.vrf == name))
+        members = [vm for vm in vms if vm.vni in vnis]
+        rows.append(
+            VrfRow(
+                name,
+                vrf.l3vni,
+                vnis,
+                tuple(s.prefix for vni in vnis for s in fabric.vnis[vni].subnets),
+                tuple(sorted({fabric.servers[vm.server].tor for vm in members})),
+                len(members),
+            )
+        )
+    return rows
+
+
+def route_rows(fabric: Fabric, vms: Iterable[Vm], vrf: str | None = None) -> list[RouteRow]:
+    """Every route of one VRF (or all), sorted by VRF and prefix."""
+    names = [vrf] if vrf is not None else sorted(fabric.vrfs)
+    by_vni: dict[int, list[Vm]] = {}
+    for vm in vms:
+        by_vni.setdefault(vm.vni, []).append(vm)
+    rows = []
+    for name in names:
+        vnis = sorted(v.vni for v in fabric.vnis.values() if v.vrf == name)
+        owners = {ip: vm for vni in vnis for vm in by_vni.get(vni, ()) for ip in vm.ips}
+        for vni in vnis:
+            for subnet in fabric.vnis[vni].subnets:
+                rows.append(RouteRow(name, f"{subnet.gateway}/32", GATEWAY, "", vni, "", ""))
+        for ip, vm in owners.items():
+            rows.append(_to_vm(fabric, name, f"{ip}/32", HOST, vm))
+        for route in fabric.vrfs[name].routes:
+            owner = owners.get(route.next_hop)
+            if owner is None:
+                rows.append(RouteRow(name, route.prefix, STATIC, "", 0, "", "", route.next_hop))
+            else:
+                rows.append(_to_vm(fabric, name, route.prefix, STATIC, owner, route.next_hop))
+    return sorted(rows, key=lambda r: (r.vrf, ipaddress.IPv4Network(r.prefix), r.kind))
+
+
+def _to_vm(
+    fabric: Fabric, vrf: str, prefix: str, kind: str, vm: Vm, next_hop: str = ""
+) -> RouteRow:
+    tor = fabric.servers[vm.server].tor
+    return RouteRow(vrf, prefix, kind, vm.name, vm.vni, tor, fabric.tors[tor].vtep_ip, next_hop)
+
+
+def route_counts(fabric: Fabric, vms: Iterable[Vm]) -> dict[tuple[str, str], int]:
+    """(VRF, kind) -> how many routes: `route_rows` counted, without building or
+    sorting the rows (a metrics scrape over every VM)."""
+    counts = {(name, kind): 0 for name in fabric.vrfs for kind in (HOST, STATIC, GATEWAY)}
+    vrf_of = {v.vni: v.vrf for v in fabric.vnis.values() if v.vrf is not None}
+    owned: dict[str, set[str]] = {name: set() for name in fabric.vrfs}
+    for vm in vms:
+        vrf = vrf_of.get(vm.vni)
+        if vrf in owned:
+            counts[(vrf, HOST)] += len(vm.ips)
+            owned[vrf].update(vm.ips)
+    for vni, vrf in vrf_of.items():
+        if vrf in owned:
+            counts[(vrf, GATEWAY)] += len(fabric.vnis[vni].subnets)
+    for name, vrf_spec in fabric.vrfs.items():
+        counts[(name, STATIC)] = sum(r.next_hop in owned[name] for r in vrf_spec.routes)
+    return counts

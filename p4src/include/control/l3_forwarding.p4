@@ -1,0 +1,139 @@
+// Routing between a tenant's subnets (symmetric IRB, RFC 9135) on the ToR.
+//
+// A frame reaches this control only when the MAC lookup sent it to the router:
+// from a VM, a frame to the fabric's anycast gateway MAC in a routed VNI; from
+// the fabric, a frame in a VRF's L3 VNI whose inner destination is this ToR's
+// router MAC. The lookups sit beside the MAC lookup's result, not behind a
+// second MAC table: (VRF, IP) in the host table first, then the VRF's longest
+// prefix. Every rewrite of the routed frame is made in egress (RoutedRewrite).
+#ifndef P4VTEP_L3_FORWARDING_P4
+#define P4VTEP_L3_FORWARDING_P4
+
+// One's-complement addition of a 16-bit word to a checksum (RFC 1624): the
+// checksum after one header word drops by `delta` (TTL - 1: 0x0100; ICMP echo
+// request to reply, type 8 -> 0: 0x0800). Valid whatever the IPv4 options.
+#define CHECKSUM_ADD(field, delta) { \
+    bit<17> sum = (bit<17>) field + (bit<17>) delta; \
+    field = sum[15:0] + (bit<16>) sum[16:16]; \
+}
+
+control L3Forwarding(inout headers_t hdr,
+                     inout local_metadata_t meta)
+                    (bit<32> host_table_size,
+                     bit<32> prefix_table_size) {
+    // To a VM on this ToR, in whichever VNI of the VRF it lives.
+    action route_to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm,
+                             vni_index_t vni_index, mac_addr_t vm_mac) {
+        meta.egress_port = port;
+        meta.egress_vlan = vlan_id;
+        meta.dst_vm = vm;
+        meta.vni_index = vni_index;
+        meta.route_dst_mac = vm_mac;
+        meta.routed = true;
+    }
+
+    // To the ToR (or any EVPN VTEP) that owns the destination: the VRF's L3
+    // VNI, inner destination that VTEP's router MAC.
+    action route_to_remote_vtep(ipv4_addr_t vtep_ip, mac_addr_t router_mac, vni_t l3vni) {
+        meta.remote_vtep = vtep_ip;
+        meta.route_dst_mac = router_mac;
+        meta.vni = l3vni;
+        meta.do_encap = true;
+        meta.routed = true;
+    }
+
+    // A gateway IP of the VRF: the ToR itself (it answers echo requests).
+    action to_gateway() {
+        meta.to_gateway = true;
+    }
+
+    action no_route() {
+        meta.drop_reason = DROP_NO_TENANT_ROUTE;
+    }
+
+    table host_route {
+        key = {
+            meta.vrf          : exact @name("vrf");
+            hdr.ipv4.dst_addr : exact @name("dst_ip");
+        }
+        actions = {
+            route_to_local_vm;
+            route_to_remote_vtep;
+            to_gateway;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = host_table_size;
+    }
+
+    table prefix_route {
+        key = {
+            meta.vrf          : exact @name("vrf");
+            hdr.ipv4.dst_addr : lpm @name("dst_prefix");
+        }
+        actions = {
+            route_to_local_vm;
+            route_to_remote_vtep;
+            @defaultonly no_route;
+        }
+        const default_action = no_route();
+        size = prefix_table_size;
+    }
+
+    apply {
+        if (meta.from_fabric) {
+            // Decap left the tenant's IPv4 header in its inner slot.
+            hdr.ipv4 = hdr.inner_ipv4;
+            hdr.inner_ipv4.setInvalid();
+        }
+        if (meta.drop_reason != DROP_NONE) {
+            // Dropped already (the TX meter): the first reason stands.
+        } else if (!hdr.ipv4.isValid() || hdr.ipv4.version != 4 || hdr.ipv4.ihl < 5) {
+            meta.drop_reason = DROP_NOT_IPV4_ROUTED;
+        } else if (hdr.ipv4.ttl <= 1) {
+            // No ICMP time-exceeded is generated (docs/routing.md).
+            meta.drop_reason = DROP_TENANT_TTL_EXPIRED;
+        } else {
+            if (!host_route.apply().hit) {
+                prefix_route.apply();
+            }
+            if (meta.to_gateway) {
+                if (!meta.from_fabric && hdr.icmp.isValid() &&
+                    hdr.icmp.type_code == ICMP_ECHO_REQUEST) {
+                    // Echo reply from the gateway, back where the request came
+                    // from; the request's TTL is kept, so the IP checksum
+                    // stands (the addresses only swap).
+                    ipv4_addr_t requester = hdr.ipv4.src_addr;
+                    hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+                    hdr.ipv4.dst_addr = requester;
+                    hdr.icmp.type_code = ICMP_ECHO_REPLY;
+                    CHECKSUM_ADD(hdr.icmp.checksum, ICMP_ECHO_REQUEST)
+                    hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+                    hdr.ethernet.src_addr = meta.gateway_mac;
+                    meta.egress_port = meta.ingress_port;
+                    meta.egress_vlan = meta.src_vlan;
+                    meta.dst_vm = meta.src_vm;
+                } else {
+                    meta.drop_reason = DROP_TO_GATEWAY;
+                }
+            } else if (meta.from_fabric && meta.do_encap) {
+                // Routed fabric to fabric: this ToR is no transit router.
+                meta.drop_reason = DROP_ROUTED_TRANSIT;
+            }
+        }
+    }
+}
+
+// Egress rewrite of a routed frame: destination MAC, TTL and its checksum; the
+// source is the anycast gateway MAC on local delivery, this ToR's router MAC
+// when tunnelled (VxlanEncap copies it from the outer header it builds).
+control RoutedRewrite(inout headers_t hdr, in local_metadata_t meta) {
+    apply {
+        hdr.ethernet.dst_addr = meta.route_dst_mac;
+        hdr.ethernet.src_addr = meta.gateway_mac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        CHECKSUM_ADD(hdr.ipv4.hdr_checksum, 16w0x0100)
+    }
+}
+
+#endif  // P4VTEP_L3_FORWARDING_P4

@@ -1,0 +1,181 @@
+"""Routing between a tenant's subnets on two BMv2 ToRs driven by the controller:
+VMs of two subnets on both ToRs reach each other both ways (routed on one ToR,
+and across the fabric in the VRF's L3 VNI), a second tenant with the same
+subnets stays apart, a routed VM migrates under a probe every 20 ms, and the
+switches read back exactly what the controller compiles."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+from helpers import wait_until
+from p4vtep.model import StaticRoute, Subnet, Vm, Vni, Vrf
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.packet import Packet, Raw
+from switch_fabric import (
+    ETH_P_ALL,
+    bmv2_fabric,
+    needs_switch,
+    read_back_matches,
+    send_and_receive,
+    start_controller,
+)
+
+pytestmark = needs_switch()
+
+ANYCAST = "00:00:5e:00:01:01"
+# Tenant red and tenant blue use the same two subnets, each in its own VRF.
+WEB = Vm("web", "02:0a:00:00:00:01", ("192.168.1.10",), 5000, "s11", 10)
+DB = Vm("db", "02:0a:00:00:01:01", ("192.168.2.10",), 5001, "s21", 11)
+DB_NEAR = Vm("db-near", "02:0a:00:00:01:02", ("192.168.2.20",), 5001, "s12", 12)
+FW = Vm("fw", "02:0a:00:00:00:03", ("192.168.1.3",), 5000, "s22", 13)
+BLUE_WEB = Vm("blue-web", "02:0b:00:00:00:01", ("192.168.1.10",), 6000, "s12", 20)
+BLUE_DB = Vm("blue-db", "02:0b:00:00:01:01", ("192.168.2.10",), 6001, "s22", 21)
+VMS = [WEB, DB, DB_NEAR, FW, BLUE_WEB, BLUE_DB]
+
+
+def route(sf) -> None:
+    """Make the test fabric routed (docs/examples/fabric-routed.yaml's tenants)."""
+    fabric = sf.fabric
+    fabric.anycast_gateway_mac = ANYCAST
+    fabric.vrfs["red"] = Vrf("red", 50000, (StaticRoute("0.0.0.0/0", FW.ips[0]),))
+    fabric.vrfs["blue"] = Vrf("blue", 60000)
+    for vni, vrf, prefix in (
+        (5000, "red", "192.168.1"),
+        (5001, "red", "192.168.2"),
+        (6000, "blue", "192.168.1"),
+        (6001, "blue", "192.168.2"),
+    ):
+        base = fabric.vnis.get(vni, Vni(vni, f"{vrf}-{vni}"))
+        fabric.vnis[vni] = replace(
+            base, vrf=vrf, subnets=(Subnet(f"{prefix}.0/24", f"{prefix}.254"),)
+        )
+
+
+@pytest.fixture(scope="module")
+def sf(tmp_path_factory):
+    with bmv2_fabric(tmp_path_factory.mktemp("logs")) as sf:
+        route(sf)
+        yield sf
+
+
+@pytest.fixture
+def controller(sf, tmp_path):
+    c = start_controller(sf, tmp_path / "state.db", VMS)
+    yield c
+    c.stop()
+
+
+def routed(src: Vm, dst_ip: str, ttl: int = 64, tag: int = 0) -> Packet:
+    return (
+        Ether(src=src.mac, dst=ANYCAST)
+        / Dot1Q(vlan=src.vlan)
+        / IP(src=src.ips[0], dst=dst_ip, ttl=ttl, id=tag)
+        / UDP(sport=2000 + tag, dport=80)
+        / Raw(b"routed" * 10)
+    )
+
+
+def as_delivered(sent: Packet, dst: Vm, vlan: int | None = None, hops: int = 1) -> bytes:
+    """Routed once on one ToR, twice across the fabric (symmetric IRB: by the
+    sender's ToR and by the receiver's)."""
+    inner = sent[IP].copy()
+    inner.ttl -= hops
+    inner.chksum = None
+    return bytes(Ether(src=ANYCAST, dst=dst.mac) / Dot1Q(vlan=vlan or dst.vlan) / inner)
+
+
+def reaches(sf, src: Vm, dst: Vm, server: str | None = None, vlan: int | None = None) -> bool:
+    sent = routed(src, dst.ips[0])
+    server = server or dst.server
+    got = send_and_receive(sf.host_ifaces[src.server], sent, sf.host_ifaces[server])
+    servers = sf.fabric.servers
+    hops = 1 if servers[src.server].tor == servers[server].tor else 2
+    return any(bytes(p) == as_delivered(sent, dst, vlan, hops) for p in got)
+
+
+def test_subnets_route_both_ways_on_one_tor_and_across_the_fabric(sf, controller):
+    assert reaches(sf, WEB, DB)  # tor1 -> tor2, L3 VNI 50000
+    assert reaches(sf, DB, WEB)  # and back
+    assert reaches(sf, WEB, DB_NEAR)  # both on tor1
+    assert reaches(sf, DB_NEAR, WEB)
+    assert reaches(sf, BLUE_WEB, BLUE_DB)  # blue: tor1 -> tor2, L3 VNI 60000
+    read_back_matches(sf, controller)
+
+
+def test_a_tenant_with_the_same_subnets_stays_apart(sf, controller):
+    # blue-web asks for 192.168.2.10: blue-db gets it, red's db never does
+    sent = routed(BLUE_WEB, "192.168.2.10")
+    got = send_and_receive(sf.host_ifaces[BLUE_WEB.server], sent, sf.host_ifaces[DB.server])
+    assert not any(Ether(bytes(p)).dst == DB.mac for p in got)
+    assert reaches(sf, BLUE_WEB, BLUE_DB)
+    # red's default route (through fw) is red's alone: blue has no route to 8.8.8.8
+    sent = routed(BLUE_WEB, "8.8.8.8")
+    assert send_and_receive(sf.host_ifaces[BLUE_WEB.server], sent, sf.host_ifaces[FW.server]) == []
+    sent = routed(WEB, "8.8.8.8")
+    got = send_and_receive(sf.host_ifaces[WEB.server], sent, sf.host_ifaces[FW.server])
+    assert any(bytes(p) == as_delivered(sent, FW, hops=2) for p in got)  # tor1 -> tor2
+
+
+def test_a_routed_vm_migrates_under_a_probe_every_20_ms(sf, controller):
+    """db moves from tor2 (s21) to tor1 (s12): the host routes on both ToRs move
+    with its MAC, make-before-break; a probe every 20 ms from web counts losses."""
+    stop, stop_probe = threading.Event(), threading.Event()
+    sent_count = [0]
+
+    def probe() -> None:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx:
+            tx.bind((sf.host_ifaces[WEB.server], 0))
+            while not stop_probe.is_set():
+                tx.send(bytes(routed(WEB, DB.ips[0], tag=sent_count[0] % 65536)))
+                sent_count[0] += 1
+                time.sleep(0.02)
+
+    moved = replace(DB, server="s12", vlan=31)
+    counts = {"old": 0, "new": 0}
+    listeners = []
+
+    def listen(iface: str, key: str, mac: str) -> None:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as rx:
+            rx.bind((iface, ETH_P_ALL))
+            rx.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    data = rx.recv(65535)
+                except TimeoutError:
+                    continue
+                pkt = Ether(data)
+                if pkt.dst == mac and pkt.src == ANYCAST and IP in pkt:
+                    counts[key] += 1
+
+    for iface, key in ((sf.host_ifaces[DB.server], "old"), (sf.host_ifaces["s12"], "new")):
+        t = threading.Thread(target=listen, args=(iface, key, DB.mac), daemon=True)
+        t.start()
+        listeners.append(t)
+    prober = threading.Thread(target=probe, daemon=True)
+    time.sleep(0.3)
+    prober.start()
+    try:
+        time.sleep(1.0)
+        controller.migrate(DB.name, moved.server, moved.vlan)
+        assert controller.wait_converged(30)
+        time.sleep(1.0)
+    finally:
+        stop_probe.set()
+        prober.join()
+        time.sleep(0.5)  # the last probes reach the listeners
+        stop.set()
+        for t in listeners:
+            t.join()
+    lost = sent_count[0] - counts["old"] - counts["new"]
+    print(f"routed migration: {sent_count[0]} probes, {lost} lost, {counts}")
+    assert counts["old"] > 0, counts
+    assert counts["new"] > 0, counts
+    assert lost == 0, counts  # make-before-break: every probe reached one place
+    assert wait_until(lambda: reaches(sf, WEB, moved, server="s12", vlan=31), 5)
+    read_back_matches(sf, controller)

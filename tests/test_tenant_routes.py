@@ -1,0 +1,131 @@
+"""tenant_routes: the operator's view of each VRF and its routes, from the
+desired state (what `p4vtep vrf list` and `route list` print)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from fabric_fixture import routed_fabric, routed_vms
+from p4vtep.tenant_routes import GATEWAY, HOST, STATIC, RouteRow, VrfRow, route_rows, vrf_rows
+
+
+def test_a_vrf_lists_its_vnis_subnets_tors_and_vms():
+    assert vrf_rows(routed_fabric(), routed_vms()) == [
+        VrfRow(
+            "red",
+            50000,
+            (5000, 5001),
+            ("192.168.1.0/24", "192.168.2.0/24"),
+            ("tor1", "tor2"),
+            3,  # web-1, db-1, fw; b1 is in the L2-only VNI
+        )
+    ]
+
+
+def test_routes_say_where_each_leads():
+    rows = route_rows(routed_fabric(), routed_vms())
+    assert rows == [
+        RouteRow("red", "0.0.0.0/0", STATIC, "fw", 5000, "tor2", "10.0.0.2", "192.168.1.3"),
+        RouteRow("red", "192.168.1.1/32", HOST, "web-1", 5000, "tor1", "10.0.0.1"),
+        RouteRow("red", "192.168.1.3/32", HOST, "fw", 5000, "tor2", "10.0.0.2"),
+        RouteRow("red", "192.168.1.254/32", GATEWAY, "", 5000, "", ""),
+        RouteRow("red", "192.168.2.1/32", HOST, "db-1", 5001, "tor2", "10.0.0.2"),
+        RouteRow("red", "192.168.2.254/32", GATEWAY, "", 5001, "", ""),
+    ]
+
+
+def test_a_static_route_follows_its_next_hop_and_says_when_nobody_owns_it():
+    fabric, vms = routed_fabric(), routed_vms()
+    moved = [replace(vm, server="s12", vlan=31) if vm.name == "fw" else vm for vm in vms]
+    [static] = [r for r in route_rows(fabric, moved, "red") if r.kind == STATIC]
+    assert (static.vm, static.tor, static.vtep) == ("fw", "tor1", "10.0.0.1")
+    without = [vm for vm in vms if vm.name != "fw"]
+    [static] = [r for r in route_rows(fabric, without, "red") if r.kind == STATIC]
+    assert (static.vm, static.tor, static.next_hop) == ("", "", "192.168.1.3")
+
+
+def test_an_unrouted_fabric_has_no_vrfs_or_routes():
+    fabric = routed_fabric()
+    fabric.vrfs.clear()
+    assert vrf_rows(fabric, routed_vms()) == []
+    assert route_rows(fabric, routed_vms()) == []
+
+
+def test_route_counts_are_the_rows_counted():
+    from collections import Counter
+
+    from p4vtep.tenant_routes import route_counts
+
+    fabric, vms = routed_fabric(), routed_vms()
+    for population in (vms, [vm for vm in vms if vm.name != "fw"]):
+        rows = Counter(
+            (r.vrf, r.kind) for r in route_rows(fabric, population) if r.vm or r.kind == GATEWAY
+        )
+        counts = route_counts(fabric, population)
+        assert {k: v for k, v in counts.items() if v} == dict(rows)
+    assert route_counts(fabric, [])[("red", HOST)] == 0
+
+
+# --- the API and the CLI ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def routed_controller(tmp_path):
+    from p4vtep.controller import Controller
+    from p4vtep.dataplane.artifacts import bmv2_pipeline
+    from p4vtep.store import Store
+
+    controller = Controller(routed_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"))
+    for vm in routed_vms():
+        controller.attach(vm)
+    return controller
+
+
+def test_the_api_lists_vrfs_and_routes_and_names_an_unknown_vrf(routed_controller):
+    import grpc
+    from helpers import api_client
+    from p4vtep.api import overlay_pb2 as pb
+
+    with api_client(routed_controller) as (client, _):
+        [vrf] = client.ListVrfs(pb.ListVrfsRequest()).vrfs
+        assert (vrf.name, vrf.l3vni, list(vrf.vnis), list(vrf.tors), vrf.vms) == (
+            "red",
+            50000,
+            [5000, 5001],
+            ["tor1", "tor2"],
+            3,
+        )
+        routes = client.ListRoutes(pb.ListRoutesRequest(vrf="red")).routes
+        assert [(r.prefix, r.kind, r.vm, r.tor) for r in routes] == [
+            (r.prefix, r.kind, r.vm, r.tor)
+            for r in route_rows(routed_controller.fabric, routed_vms(), "red")
+        ]
+        with pytest.raises(grpc.RpcError) as info:
+            client.ListRoutes(pb.ListRoutesRequest(vrf="blue"))
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        assert info.value.details() == "no VRF named 'blue'"
+
+
+def test_the_cli_prints_vrfs_and_where_each_route_leads(routed_controller, capsys):
+    from helpers import api_client
+    from p4vtep.cli import main as cli_main
+
+    with api_client(routed_controller) as (_, address):
+        assert cli_main(["--api", address, "vrf", "list"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0].split() == ["VRF", "L3VNI", "VNIS", "SUBNETS", "TORS", "VMS"]
+        assert lines[2].split() == [
+            "red",
+            "50000",
+            "5000,5001",
+            "192.168.1.0/24,192.168.2.0/24",
+            "tor1,tor2",
+            "3",
+        ]
+        assert cli_main(["--api", address, "route", "list", "--vrf", "red"]) == 0
+        out = capsys.readouterr().out
+        assert "0.0.0.0/0         static   192.168.1.3  fw (VNI 5000) on tor2, VTEP 10.0.0.2" in out
+        assert "192.168.2.254/32  gateway  -" in out
+        assert cli_main(["--api", address, "route", "list", "--vrf", "blue"]) == 1
+        assert "NOT_FOUND: no VRF named 'blue'" in capsys.readouterr().err
