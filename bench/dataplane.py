@@ -49,10 +49,12 @@ from dataplane_load import (
 from dataplane_paths import (
     INSTALL,
     PATHS,
+    ROUTED_VS_BRIDGED,
     check_output,
     compile_baseline,
     frame,
     paths_of,
+    pipeline_at,
     switch_on,
     write_pcap,
 )
@@ -220,6 +222,24 @@ def summarise(
                 "windows": r["windows"],
                 "no_loss_searches": r["no_loss"],
             }
+            if (f"before_{path}", size) in raw:  # today's bridged path / the earlier build's
+                before = raw[f"before_{path}", size]
+                entry["vs_before"] = {
+                    "topspeed": ratios(pps, [w["pps"] for w in before["windows"]]),
+                    "per_switch_core": ratios(
+                        per_core, [w["pps_per_switch_core"] for w in before["windows"]]
+                    ),
+                }
+            bridged = ROUTED_VS_BRIDGED.get(path)
+            if bridged is not None:  # routed / bridged of the same kind, per round
+                same = raw[bridged, size]
+                entry["vs_bridged"] = {
+                    "bridged_path": bridged,
+                    "topspeed": ratios(pps, [w["pps"] for w in same["windows"]]),
+                    "per_switch_core": ratios(
+                        per_core, [w["pps_per_switch_core"] for w in same["windows"]]
+                    ),
+                }
             if path != "baseline":
                 entry["ratio"] = {
                     "topspeed": ratios(pps, [w["pps"] for w in base["windows"]]),
@@ -265,6 +285,12 @@ def main() -> None:
         "may be shared, and a compile job next door would otherwise set the figures",
     )
     parser.add_argument(
+        "--before",
+        default=None,
+        help="a git revision whose committed p4vtep build runs beside today's in every "
+        "round (its bridged paths: before_local/encap/decap), e.g. the commit before a change",
+    )
+    parser.add_argument(
         "--peer",
         default=None,
         help="directory with bmv2.json and p4info.txt of stratum/fabric-tna's "
@@ -298,6 +324,8 @@ def main() -> None:
         programs = {"baseline": compile_baseline(Path(tmp)), "p4vtep": bmv2_pipeline()}
         if peer is not None:
             programs["fabric-tna"] = peer
+        if args.before:
+            programs["p4vtep-before"] = pipeline_at(args.before, Path(tmp))
         paths = paths_of(programs)
         pcaps = {
             (path, size): write_pcap(Path(tmp), path, size, args.flows)

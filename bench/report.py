@@ -443,6 +443,7 @@ def section_dataplane(out: list[str]) -> None:
             f"{spread(ratio['per_switch_core'])} | {no_loss} |"
         )
     out.append("")
+    routed_section(out, paths)
     peer_section(out, data, paths, sizes)
     out.append("Absolute figures (packets/s at the egress veth; latency with no other load):\n")
     out.append(
@@ -571,6 +572,42 @@ def peer_section(out: list[str], data: dict, paths: dict, sizes: list[int]) -> N
                 [w["pps_per_switch_core"] for w in fabric["windows"]],
             )
             out.append(f"| {name} | {size} | {spread(top)} | {spread(core)} |")
+    out.append("")
+
+
+def routed_section(out: list[str], paths: dict) -> None:
+    """Routed paths against the bridged path of the same kind (issue 28's
+    target: >= 0.85 each), when the run had them."""
+    routed = [r for r in paths.values() if "vs_bridged" in r]
+    before = [r for r in paths.values() if "vs_before" in r]
+    if before:
+        out.append(
+            "Bridged paths of this build / the same paths of the build before routing, "
+            "alternating in the same round (median (min-max, n)); **target: within 5 %**:\n"
+        )
+        out.append("| bridged path | frame B | topspeed | per switch core |")
+        out.append("|---|---|---|---|")
+        for r in before:
+            vs = r["vs_before"]
+            out.append(
+                f"| {r['path']} | {r['frame_bytes']} | **{spread(vs['topspeed'])}** | "
+                f"{spread(vs['per_switch_core'])} |"
+            )
+        out.append("")
+    if not routed:
+        return
+    out.append(
+        "Routed between two subnets of a VRF / bridged, the same kind of path in the same "
+        "round (median (min-max, n)); **target >= 0.85**:\n"
+    )
+    out.append("| routed path | vs | frame B | topspeed | per switch core |")
+    out.append("|---|---|---|---|---|")
+    for r in routed:
+        vs = r["vs_bridged"]
+        out.append(
+            f"| {r['path']} | {vs['bridged_path']} | {r['frame_bytes']} | "
+            f"**{spread(vs['topspeed'])}** | {spread(vs['per_switch_core'])} |"
+        )
     out.append("")
 
 

@@ -78,9 +78,15 @@ def test_the_peer_runs_only_when_its_build_is_supplied(
 ) -> None:
     monkeypatch.delenv(PEER_ENV, raising=False)
     assert peer_pipeline(None) is None
-    both = {"baseline": None, "p4vtep": None}
-    assert paths_of(both) == ["baseline", "local", "encap", "decap"]
+    from p4vtep.dataplane.artifacts import bmv2_pipeline
+
+    both = {"baseline": None, "p4vtep": bmv2_pipeline()}
+    bridged = ["baseline", "local", "encap", "decap"]
+    routed = ["routed_local", "routed_encap", "routed_decap"]
+    assert paths_of(both) == bridged + routed
     assert paths_of({**both, "fabric-tna": None})[-1] == "fabric"
+    # a build that does not route (an older p4vtep): the bridged paths only
+    assert paths_of({"baseline": None, "p4vtep": None}) == bridged
     (tmp_path / "p4info.txt").write_text("")
     monkeypatch.setenv(PEER_ENV, str(tmp_path))
     with pytest.raises(FileNotFoundError, match=r"bmv2\.json"):
@@ -162,7 +168,18 @@ def test_every_benchmarked_path_forwards_its_frame_as_expected() -> None:
     from dataplane_trace import trace_paths
 
     work = trace_paths(64, None)  # raises unless each path's frame comes out as check_output wants
-    assert set(work) == {"baseline", "local", "encap", "decap"}
+    assert set(work) == {
+        "baseline",
+        "local",
+        "encap",
+        "decap",
+        "routed_local",
+        "routed_encap",
+        "routed_decap",
+    }
+    for routed in ("routed_local", "routed_encap", "routed_decap"):
+        assert "host_route" in work[routed]["tables"]
+    assert "host_route" not in work["local"]["tables"]
     assert work["baseline"]["tables"] == ["port_forward"]
     assert "underlay_route" in work["encap"]["tables"]
     assert "my_vtep" in work["decap"]["tables"]
