@@ -11,6 +11,7 @@ Rerunning that benchmark replaces the file with a plain run (one row).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -576,37 +577,41 @@ def peer_section(out: list[str], data: dict, paths: dict, sizes: list[int]) -> N
 
 
 def routed_section(out: list[str], paths: dict) -> None:
-    """Routed paths against the bridged path of the same kind (issue 28's
-    target: >= 0.85 each), when the run had them."""
-    routed = [r for r in paths.values() if "vs_bridged" in r]
-    before = [r for r in paths.values() if "vs_before" in r]
-    if before:
-        out.append(
-            "Bridged paths of this build / the same paths of the build before routing, "
-            "alternating in the same round (median (min-max, n)); **target: within 5 %**:\n"
-        )
-        out.append("| bridged path | frame B | topspeed | per switch core |")
-        out.append("|---|---|---|---|")
-        for r in before:
-            vs = r["vs_before"]
-            out.append(
-                f"| {r['path']} | {r['frame_bytes']} | **{spread(vs['topspeed'])}** | "
-                f"{spread(vs['per_switch_core'])} |"
-            )
-        out.append("")
-    if not routed:
-        return
-    out.append(
-        "Routed between two subnets of a VRF / bridged, the same kind of path in the same "
-        "round (median (min-max, n)); **target >= 0.85**:\n"
+    """Issue 28's two data-plane targets, when the run measured them: the bridged
+    paths against the build before routing (within 5 %), and each routed path
+    against the bridged path of the same kind (>= 0.85)."""
+    comparison_table(
+        out,
+        [r for r in paths.values() if "vs_before" in r],
+        "vs_before",
+        "Bridged paths of this build / the same paths of the build before routing, "
+        "alternating in the same round (median (min-max, n)); **target: within 5 %**:\n",
+        lambda r: f"{r['path']} vs before",
     )
-    out.append("| routed path | vs | frame B | topspeed | per switch core |")
-    out.append("|---|---|---|---|---|")
-    for r in routed:
-        vs = r["vs_bridged"]
+    comparison_table(
+        out,
+        [r for r in paths.values() if "vs_bridged" in r],
+        "vs_bridged",
+        "Routed between two subnets of a VRF / bridged, the same kind of path in the same "
+        "round (median (min-max, n)); **target >= 0.85**:\n",
+        lambda r: f"{r['path']} vs {r['vs_bridged']['bridged_path']}",
+    )
+
+
+def comparison_table(
+    out: list[str], rows: list[dict], key: str, intro: str, name: Callable[[dict], str]
+) -> None:
+    """Per-round ratios of one path to another (``row[key]``), if any were measured."""
+    if not rows:
+        return
+    out.append(intro)
+    out.append("| paths | frame B | topspeed | per switch core |")
+    out.append("|---|---|---|---|")
+    for r in rows:
+        vs = r[key]
         out.append(
-            f"| {r['path']} | {vs['bridged_path']} | {r['frame_bytes']} | "
-            f"**{spread(vs['topspeed'])}** | {spread(vs['per_switch_core'])} |"
+            f"| {name(r)} | {r['frame_bytes']} | **{spread(vs['topspeed'])}** | "
+            f"{spread(vs['per_switch_core'])} |"
         )
     out.append("")
 
