@@ -39,14 +39,16 @@ def spread(s: dict, scale: float = 1.0, fmt: str = "{:.2f}") -> str:
 def bars(
     path: Path, title: str, labels: list[str], series: dict[str, list[dict]], ylabel: str
 ) -> None:
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    # Wider with more bars; long label lists slanted so that they stay legible.
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(labels)), 3.5 + (len(labels) > 8)))
     width = 0.8 / max(1, len(series))
     for i, (name, values) in enumerate(series.items()):
         xs = [x + i * width for x in range(len(labels))]
         med = [v["median"] for v in values]
         err = [[v["median"] - v["min"] for v in values], [v["max"] - v["median"] for v in values]]
         ax.bar(xs, med, width, yerr=err, capsize=3, label=name)
-    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(labels))], labels)
+    slant = {"rotation": 35, "ha": "right"} if len(labels) > 8 else {}
+    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(labels))], labels, **slant)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend()

@@ -150,7 +150,7 @@ struct headers_t {
     vxlan_t      vxlan;
     ethernet_t   inner_ethernet;
 #ifdef P4VTEP_ROUTING
-    ipv4_t       inner_ipv4;     // moved into ipv4 when a decapsulated frame is routed
+    ipv4_t       inner_ipv4;     // moved into ipv4 by decap
 #endif
 }
 
@@ -194,9 +194,8 @@ struct local_metadata_t {
     bool          is_l3vni;        // a VRF's L3 VNI (from the fabric)
     bool          to_router;       // the MAC lookup sent the frame to the router
     bool          to_gateway;      // addressed to a gateway IP
-    bool          routed;          // routed: RoutedRewrite in egress
+    bool          routed;          // routed (VxlanEncap: inner source = router MAC)
     mac_addr_t    gateway_mac;     // the anycast gateway MAC (source of routed frames)
-    mac_addr_t    route_dst_mac;   // the VM's MAC, or the remote VTEP's router MAC
 #endif
     ARCH_METADATA
 }

@@ -158,7 +158,6 @@ control VtepEgress(inout headers_t hdr,
     VxlanEncap() vxlan_encap;
     RxPolicing(VM_COUNT, VNI_COUNT) rx_policing;
     VfTagging() vf_tagging;
-    RoutedRewrite() routed_rewrite;
     PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
     PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
@@ -178,9 +177,6 @@ control VtepEgress(inout headers_t hdr,
             replication.apply(meta, std.egress_port, std.egress_rid);
         }
         if (meta.drop_reason == DROP_NONE) {
-            if (meta.routed) {
-                routed_rewrite.apply(hdr, meta);
-            }
             if (meta.do_encap) {
                 vxlan_encap.apply(hdr, meta, (bit<16>) std.packet_length);
             } else {

@@ -5,7 +5,9 @@
 // the fabric, a frame in a VRF's L3 VNI whose inner destination is this ToR's
 // router MAC. The lookups sit beside the MAC lookup's result, not behind a
 // second MAC table: (VRF, IP) in the host table first, then the VRF's longest
-// prefix. Every rewrite of the routed frame is made in egress (RoutedRewrite).
+// prefix. The route's action rewrites the frame itself (MACs, TTL and its
+// checksum): on BMv2 a rewrite after the lookup would cost a table apply of
+// its own per routed frame (docs/routing.md).
 #ifndef P4VTEP_L3_FORWARDING_P4
 #define P4VTEP_L3_FORWARDING_P4
 
@@ -16,6 +18,9 @@
     bit<17> sum = (bit<17>) field + (bit<17>) delta; \
     field = sum[15:0] + (bit<16>) sum[16:16]; \
 }
+#define DECREMENT_TTL(ipv4) \
+    ipv4.ttl = ipv4.ttl - 1; \
+    CHECKSUM_ADD(ipv4.hdr_checksum, 16w0x0100)
 
 control L3Forwarding(inout headers_t hdr,
                      inout local_metadata_t meta)
@@ -28,18 +33,22 @@ control L3Forwarding(inout headers_t hdr,
         meta.egress_vlan = vlan_id;
         meta.dst_vm = vm;
         meta.vni_index = vni_index;
-        meta.route_dst_mac = vm_mac;
         meta.routed = true;
+        hdr.ethernet.dst_addr = vm_mac;
+        hdr.ethernet.src_addr = meta.gateway_mac;
+        DECREMENT_TTL(hdr.ipv4)
     }
 
     // To the ToR (or any EVPN VTEP) that owns the destination: the VRF's L3
     // VNI, inner destination that VTEP's router MAC.
+    // (The inner source MAC, this ToR's router MAC, is set by VxlanEncap.)
     action route_to_remote_vtep(ipv4_addr_t vtep_ip, mac_addr_t router_mac, vni_t l3vni) {
         meta.remote_vtep = vtep_ip;
-        meta.route_dst_mac = router_mac;
         meta.vni = l3vni;
         meta.do_encap = true;
         meta.routed = true;
+        hdr.ethernet.dst_addr = router_mac;
+        DECREMENT_TTL(hdr.ipv4)
     }
 
     // A gateway IP of the VRF: the ToR itself (it answers echo requests).
@@ -81,11 +90,7 @@ control L3Forwarding(inout headers_t hdr,
     }
 
     apply {
-        if (meta.from_fabric) {
-            // Decap left the tenant's IPv4 header in its inner slot.
-            hdr.ipv4 = hdr.inner_ipv4;
-            hdr.inner_ipv4.setInvalid();
-        }
+        // (From the fabric, decap has put the tenant's IPv4 header in hdr.ipv4.)
         if (meta.drop_reason != DROP_NONE) {
             // Dropped already (the TX meter): the first reason stands.
         } else if (!hdr.ipv4.isValid() || hdr.ipv4.version != 4 || hdr.ipv4.ihl < 5) {
@@ -121,18 +126,6 @@ control L3Forwarding(inout headers_t hdr,
                 meta.drop_reason = DROP_ROUTED_TRANSIT;
             }
         }
-    }
-}
-
-// Egress rewrite of a routed frame: destination MAC, TTL and its checksum; the
-// source is the anycast gateway MAC on local delivery, this ToR's router MAC
-// when tunnelled (VxlanEncap copies it from the outer header it builds).
-control RoutedRewrite(inout headers_t hdr, in local_metadata_t meta) {
-    apply {
-        hdr.ethernet.dst_addr = meta.route_dst_mac;
-        hdr.ethernet.src_addr = meta.gateway_mac;
-        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-        CHECKSUM_ADD(hdr.ipv4.hdr_checksum, 16w0x0100)
     }
 }
 

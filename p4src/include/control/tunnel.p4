@@ -14,7 +14,14 @@ control VxlanDecap(inout headers_t hdr) {
         // ARP and TCP cannot be valid in it).
         hdr.vlan.setInvalid();
         hdr.vlan2.setInvalid();
+#ifdef P4VTEP_ROUTING
+        // The tenant's IPv4 header, if any, where routing reads it (invalid
+        // when the inner frame is not IPv4): the outer one goes with it.
+        hdr.ipv4 = hdr.inner_ipv4;
+        hdr.inner_ipv4.setInvalid();
+#else
         hdr.ipv4.setInvalid();
+#endif
         hdr.udp.setInvalid();
         hdr.vxlan.setInvalid();
     }
