@@ -47,8 +47,11 @@ def bars(
         med = [v["median"] for v in values]
         err = [[v["median"] - v["min"] for v in values], [v["max"] - v["median"] for v in values]]
         ax.bar(xs, med, width, yerr=err, capsize=3, label=name)
-    slant = {"rotation": 35, "ha": "right"} if len(labels) > 8 else {}
-    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(labels))], labels, **slant)
+    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(labels))], labels)
+    if len(labels) > 8:
+        ax.tick_params(axis="x", labelrotation=35)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend()
