@@ -476,9 +476,11 @@ class TorCompiler:
             for vm in self._vrf_members(vrf):
                 if vm.name != name:
                     self._set_unit(("vm", vm.name), self._vm_items(vm))
-        # A static route follows the VM that owns its next hop.
+        # A static route follows the VM that owns its next hop: rebuilt only when
+        # the VM had or has a next hop's IP (the rebuild walks the VRF's VMs).
+        ips = {ip for vm in (old, new) if vm is not None for ip in vm.ips}
         for vrf in routing.vrfs_of(fabric, vnis) & vrfs_before & self.vrfs:
-            if fabric.vrfs[vrf].routes:
+            if any(route.next_hop in ips for route in fabric.vrfs[vrf].routes):
                 self._set_unit(("vrf", vrf), self._vrf_items(vrf))
 
         # The VM's entries and the learned MACs of its VNI(s) that it shadows
