@@ -284,9 +284,6 @@ class VmIndex:
         other.vrf_ips = dict(self.vrf_ips)
         return other
 
-    def owns(self, vrf: str, ip: str) -> bool:
-        return (vrf, ip) in self.vrf_ips
-
     def add(self, vm: Vm) -> None:
         self.macs[(vm.vni, vm.mac)] = vm.name
         vrf = self.vrf_of.get(vm.vni)
