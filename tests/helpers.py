@@ -28,6 +28,17 @@ def wait_until(
     return bool(predicate())
 
 
+def controller_state(controller: Controller) -> tuple[object, ...]:
+    """Everything a refused change must leave as it was: the VMs, the version,
+    what each ToR must hold, and the store."""
+    return (
+        dict(controller.vms),
+        controller.version,
+        {tor: controller.snapshot(tor)[1] for tor in controller.fabric.tors},
+        controller.store.load_vms(),
+    )
+
+
 @contextmanager
 def api_client(controller: Controller) -> Iterator[tuple[pb_grpc.OverlayStub, str]]:
     """The service API of ``controller`` on a free loopback port: (stub, address)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 from fabric_fixture import two_tor_fabric, vms
-from helpers import api_client
+from helpers import api_client, controller_state
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.config import load_fabric, load_inventory
 from p4vtep.controller import Controller
@@ -248,15 +248,6 @@ def controller(tmp_path):
     return controller
 
 
-def snapshot(controller: Controller):
-    return (
-        dict(controller.vms),
-        controller.version,
-        {tor: controller.snapshot(tor)[1] for tor in controller.fabric.tors},
-        controller.store.load_vms(),
-    )
-
-
 def test_the_controller_refuses_a_routing_fabric_with_problems():
     fabric = routed_fabric()
     fabric.anycast_gateway_mac = fabric.tors["tor1"].router_mac
@@ -286,12 +277,12 @@ def test_the_controller_refuses_a_routing_fabric_with_problems():
 )
 def test_the_api_refuses_a_routed_vm_and_changes_nothing(controller, mac, ip, message):
     vm = pb.VM(name="a9", mac=mac, ips=[ip], vni=5000, server="s12", vlan=90)
-    before = snapshot(controller)
+    before = controller_state(controller)
     with api_client(controller) as (client, _), pytest.raises(grpc.RpcError) as info:
         client.AttachVM(pb.AttachVMRequest(vm=vm))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert info.value.details() == message
-    assert snapshot(controller) == before
+    assert controller_state(controller) == before
 
 
 def test_the_api_detaches_the_next_hops_owner_and_the_route_goes_inactive(controller):

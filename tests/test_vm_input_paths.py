@@ -9,7 +9,7 @@ import grpc
 import pytest
 import yaml
 from fabric_fixture import two_tor_fabric
-from helpers import api_client
+from helpers import api_client, controller_state
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -59,26 +59,16 @@ def controller(tmp_path):
     return controller
 
 
-def state(controller: Controller):
-    """Everything a refused change must leave as it was."""
-    return (
-        dict(controller.vms),
-        controller.version,
-        {tor: controller.snapshot(tor)[1] for tor in controller.fabric.tors},
-        controller.store.load_vms(),
-    )
-
-
 @pytest.mark.parametrize("change,message", BAD)
 def test_inventory_file_refuses_a_bad_vm(tmp_path, controller, change, message):
     path = tmp_path / "inventory.yaml"
     path.write_text(yaml.safe_dump({"vms": [{**GOOD, **change}]}))
-    before = state(controller)
+    before = controller_state(controller)
     watcher = InventoryWatcher(controller, path)
     with pytest.raises(ValidationError) as info:
         watcher.load_now()
     assert [str(p) for p in info.value.problems] == [message]
-    assert state(controller) == before
+    assert controller_state(controller) == before
 
     path.write_text(yaml.safe_dump({"vms": [GOOD]}))  # the same file, fixed, is taken
     watcher.load_now()
@@ -87,21 +77,21 @@ def test_inventory_file_refuses_a_bad_vm(tmp_path, controller, change, message):
 
 @pytest.mark.parametrize("change,message", BAD)
 def test_api_refuses_a_bad_vm(controller, change, message):
-    before = state(controller)
+    before = controller_state(controller)
     with api_client(controller) as (client, _), pytest.raises(grpc.RpcError) as info:
         client.AttachVM(pb.AttachVMRequest(vm=pb.VM(**{**GOOD, **change})))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert info.value.details() == message
-    assert state(controller) == before
+    assert controller_state(controller) == before
 
 
 def test_api_refuses_an_empty_name_before_the_controller_sees_it(controller):
-    before = state(controller)
+    before = controller_state(controller)
     with api_client(controller) as (client, _), pytest.raises(grpc.RpcError) as info:
         client.AttachVM(pb.AttachVMRequest(vm=pb.VM(**{**GOOD, "name": ""})))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert info.value.details() == "vm: name: a name is required"
-    assert state(controller) == before
+    assert controller_state(controller) == before
 
 
 def test_an_empty_name_from_a_file_is_refused(tmp_path, controller):
@@ -115,12 +105,12 @@ def test_an_empty_name_from_a_file_is_refused(tmp_path, controller):
 
 def test_migrate_and_qos_go_through_the_same_checks(controller):
     """A change the API builds from a stored VM is checked like a new one."""
-    before = state(controller)
+    before = controller_state(controller)
     with pytest.raises(ValidationError, match="vm keep: vlan: 0 outside 1-4094"):
         controller.migrate("keep", "s21", 0)
     with pytest.raises(ValidationError, match="vm keep: qos: unknown QoS policy 'platinum'"):
         controller.set_qos("keep", "platinum")
-    assert state(controller) == before
+    assert controller_state(controller) == before
 
 
 def test_libvirt_refuses_a_bad_vm(tmp_path):
@@ -138,9 +128,9 @@ def test_libvirt_refuses_a_bad_vm(tmp_path):
     try:
         conn = source.connections["s11"]
         conn.defineXML(domain("web-1", "52:54:00:aa:00:01", 10, ips=("127.0.0.2",))).create()
-        before = state(controller)
+        before = controller_state(controller)
         assert source.resync()
         assert source.errors == [f"vm web-1: ips: 127.0.0.2 {NOT_HOST} (127.0.0.0/8: loopback)"]
-        assert state(controller) == before
+        assert controller_state(controller) == before
     finally:
         source.stop()
