@@ -191,14 +191,17 @@ def test_metrics_endpoint(api):
 
     controller, client, _ = api
     port = free_port()
-    start_metrics(controller, port)
+    stop = start_metrics(controller, port)
     client.AttachVM(pb.AttachVMRequest(vm=vm()))
     import time
 
     time.sleep(0.3)
-    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    assert "p4vtep_vms 1.0" in body
-    assert "# TYPE p4vtep_entries_written_total counter" in body
+    try:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    finally:
+        stop()
+    assert "p4vtep_vms 1.0" in body.decode()
+    assert "# TYPE p4vtep_entries_written_total counter" in body.decode()
 
 
 def test_evpn_calls_without_an_evpn_section_fail_precondition(api, capsys):

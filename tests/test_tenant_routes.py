@@ -129,3 +129,119 @@ def test_the_cli_prints_vrfs_and_where_each_route_leads(routed_controller, capsy
         assert "192.168.2.254/32  gateway  -" in out
         assert cli_main(["--api", address, "route", "list", "--vrf", "blue"]) == 1
         assert "NOT_FOUND: no VRF named 'blue'" in capsys.readouterr().err
+
+
+# --- route changes (RoutesChanged events, p4vtep_route_changes_total) -------------------------
+
+
+def test_route_deltas_name_what_a_commit_changed():
+    from p4vtep.tenant_routes import RouteDelta, route_deltas
+
+    fabric = routed_fabric()
+    vms = {vm.name: vm for vm in routed_vms()}
+    fw = vms["fw"]
+    # Attached: its host route, and the default route now has an owner.
+    assert route_deltas(fabric, {"fw": None}, {"fw": fw}) == [
+        RouteDelta("red", ("0.0.0.0/0", "192.168.1.3/32"), (), ())
+    ]
+    # Migrated to tor1: both lead elsewhere.
+    moved = replace(fw, server="s12", vlan=31)
+    assert route_deltas(fabric, {"fw": fw}, {"fw": moved}) == [
+        RouteDelta("red", (), (), ("0.0.0.0/0", "192.168.1.3/32"))
+    ]
+    # On the same ToR a new VLAN changes no route; a QoS change neither.
+    assert route_deltas(fabric, {"fw": fw}, {"fw": replace(fw, vlan=33)}) == []
+    assert route_deltas(fabric, {"fw": fw}, {"fw": replace(fw, qos="gold")}) == []
+    # Detached: both go.
+    assert route_deltas(fabric, {"fw": fw}, {"fw": None}) == [
+        RouteDelta("red", (), ("0.0.0.0/0", "192.168.1.3/32"), ())
+    ]
+    # An L2-only VM has no routes.
+    assert route_deltas(fabric, {"b1": vms["b1"]}, {"b1": None}) == []
+
+
+def test_an_ip_handed_from_one_vm_to_another_in_one_commit_is_moved():
+    from p4vtep.model import Vm
+    from p4vtep.tenant_routes import RouteDelta, route_deltas
+
+    fabric = routed_fabric()
+    web = routed_vms()[0]
+    other = Vm("web-2", "00:00:0a:00:00:09", web.ips, 5000, "s21", 21)
+    assert route_deltas(fabric, {"web-1": web, "web-2": None}, {"web-1": None, "web-2": other}) == [
+        RouteDelta("red", (), (), ("192.168.1.1/32",))
+    ]
+
+
+def test_the_controller_publishes_route_changes_and_the_api_shows_them(routed_controller):
+    from p4vtep import events
+
+    controller = routed_controller
+    watch = controller.bus.subscribe()
+    controller.migrate("db-1", "s12", vlan=21, timeout=0)
+    seen = []
+    while not watch.empty():
+        seen.append(watch.get_nowait())
+    assert [e for e in seen if isinstance(e, events.RoutesChanged)] == [
+        events.RoutesChanged(
+            vrf="red", moved=("192.168.2.1/32",), at=_at_of(seen, events.RoutesChanged)
+        )
+    ]
+    controller.detach("web-1")
+    changes = [e for e in _drain(watch) if isinstance(e, events.RoutesChanged)]
+    assert [(e.vrf, e.removed) for e in changes] == [("red", ("192.168.1.1/32",))]
+    controller.detach("b1")
+    assert not [e for e in _drain(watch) if isinstance(e, events.RoutesChanged)]
+
+
+def _drain(q):
+    out = []
+    while not q.empty():
+        out.append(q.get_nowait())
+    return out
+
+
+def _at_of(seen, kind):
+    return next(e.at for e in seen if isinstance(e, kind))
+
+
+def test_watch_events_shows_a_route_change(routed_controller):
+    import threading
+
+    from helpers import api_client
+    from p4vtep.api import overlay_pb2 as pb
+
+    with api_client(routed_controller) as (client, _):
+        stream = client.WatchEvents(pb.WatchEventsRequest())
+        detach = threading.Timer(0.3, lambda: client.DetachVM(pb.DetachVMRequest(name="fw")))
+        detach.start()
+        events_seen = iter(stream)
+        event = next(e for e in events_seen if e.kind == "RoutesChanged")
+        detach.join(timeout=10)
+        stream.cancel()
+    assert event.detail == "vrf=red added= removed=0.0.0.0/0,192.168.1.3/32 moved="
+
+
+def test_route_changes_are_counted_in_prometheus(routed_controller):
+    import time
+    import urllib.request
+
+    from helpers import free_port
+    from p4vtep.metrics import start_metrics
+
+    port = free_port()
+    stop = start_metrics(routed_controller, port)
+    routed_controller.detach("fw")
+    routed_controller.migrate("db-1", "s12", vlan=21, timeout=0)
+    want = (
+        'p4vtep_route_changes_total{change="removed",vrf="red"} 2.0',
+        'p4vtep_route_changes_total{change="moved",vrf="red"} 1.0',
+    )
+    deadline = time.monotonic() + 5
+    while True:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+        if all(line in body.decode() for line in want) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    stop()
+    for line in want:
+        assert line in body.decode()

@@ -30,6 +30,7 @@ from .state.protocol import Leadership, NotLeader, StateEvent, StateStore
 from .state.rows import allocation_rows, allocations_from_rows, set_row
 from .store import Store
 from .supervisor import SwitchSupervisor
+from .tenant_routes import RouteDelta, route_deltas
 from .validation import (
     Problem,
     ValidationError,
@@ -263,6 +264,7 @@ class Controller:
             for row, index in event.alloc_set.items():
                 set_row(self.alloc, row, index)  # before the VMs: they get these indices
             upserts, removals = list(event.upserts.values()), list(event.removals)
+            before = {name: self.vms.get(name) for name in [v.name for v in upserts] + removals}
             if len(upserts) + len(removals) > BULK_CHANGE:
                 whole = {n: vm for n, vm in self.vms.items() if n not in event.removals}
                 whole.update(event.upserts)
@@ -275,7 +277,10 @@ class Controller:
             self.revision = event.revision
             self._index_stale = True  # rebuilt at the next local change
             self.version += 1
+            after = {name: self.vms.get(name) for name in before}
+            route_changes = route_deltas(self.fabric, before, after)
         self.bus.publish(events.DesiredStateChanged(vm="*", change=f"replicated {event.origin}"))
+        self._publish_routes(route_changes)
         for sup in self.supervisors.values():
             sup.notify()
 
@@ -343,12 +348,23 @@ class Controller:
             self._index = index
             self.version += 1
             version = self.version
+            after = {name: self.vms.get(name) for name in before}
+            route_changes = route_deltas(self.fabric, before, after)
         self.bus.publish(change)
+        self._publish_routes(route_changes)
         for sup in self.supervisors.values():
             sup.notify()
         if self._evpn_link is not None:
             self._evpn_link.local_changed()
         return version
+
+    def _publish_routes(self, deltas: list[RouteDelta]) -> None:
+        for delta in deltas:
+            self.bus.publish(
+                events.RoutesChanged(
+                    vrf=delta.vrf, added=delta.added, removed=delta.removed, moved=delta.moved
+                )
+            )
 
     def commit_learned(self, learned: Learned) -> int:
         """Replace what is known of external VTEPs (EVPN routes, static VTEPs):

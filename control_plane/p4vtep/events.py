@@ -73,6 +73,20 @@ class DesiredStateChanged(Event):
 
 
 @dataclass(frozen=True)
+class RoutesChanged(Event):
+    """A commit changed where a VRF's routes lead (docs/routing.md): host routes
+    of VMs attached, detached or moved, and static routes whose next hop got,
+    lost or moved its owner. Published with the commit, before the ToRs apply
+    it (Reconciled says when they did). Prefixes in CIDR form; ``switch`` is
+    empty."""
+
+    vrf: str = ""
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    moved: tuple[str, ...] = ()  # now leads to another VM or ToR
+
+
+@dataclass(frozen=True)
 class EvpnSessionUp(Event):
     """A BGP EVPN session came up (docs/evpn.md); ``switch`` is empty."""
 

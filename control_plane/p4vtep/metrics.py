@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, Metric
@@ -29,6 +29,11 @@ RECONCILE_SECONDS = Histogram(
 RECONCILES = Counter("p4vtep_reconcile_runs_total", "Reconcile passes", ["switch"])
 RECONCILE_DIFF = Gauge("p4vtep_reconcile_last_diff", "Updates needed by the last pass", ["switch"])
 WRITE_ERRORS = Counter("p4vtep_write_errors_total", "Updates the switch refused", ["switch"])
+ROUTE_CHANGES = Counter(
+    "p4vtep_route_changes_total",
+    "Tenant routes added, removed or moved (to another VM or ToR), per VRF",
+    ["vrf", "change"],
+)
 CONNECTED = Gauge("p4vtep_switch_connected", "1 if the P4Runtime session is up", ["switch"])
 PRIMARY = Gauge("p4vtep_switch_primary", "1 if this controller is primary", ["switch"])
 VMS = Gauge("p4vtep_vms", "VMs in the desired state")
@@ -144,15 +149,29 @@ class RoutingCollector(Collector):
         yield routes
 
 
-def start_metrics(controller: Controller, port: int, address: str = "127.0.0.1") -> None:
-    REGISTRY.register(DataPlaneCollector(controller))
-    REGISTRY.register(RoutingCollector(controller))
-    REGISTRY.register(EvpnCollector(controller))
+STOP = events.Event()  # put on the metrics thread's subscription: it returns
+
+
+def start_metrics(
+    controller: Controller, port: int, address: str = "127.0.0.1"
+) -> Callable[[], None]:
+    """Serve the metrics on ``address:port``; returns what stops it (the
+    collectors leave the process-wide registry, so another controller in the
+    same process, e.g. a test's, can serve its own)."""
+    collectors = (
+        DataPlaneCollector(controller),
+        RoutingCollector(controller),
+        EvpnCollector(controller),
+    )
+    for collector in collectors:
+        REGISTRY.register(collector)
     subscription = controller.bus.subscribe()
 
     def follow() -> None:
         while True:
             event = subscription.get()
+            if event is STOP:
+                return
             VMS.set(len(controller.vms))
             if isinstance(event, events.Reconciled):
                 VMS_NOT_INSTALLED.labels(event.switch).set(0)
@@ -174,6 +193,19 @@ def start_metrics(controller: Controller, port: int, address: str = "127.0.0.1")
                 PRIMARY.labels(event.switch).set(0)
             elif isinstance(event, events.PrimaryChanged):
                 PRIMARY.labels(event.switch).set(int(event.primary))
+            elif isinstance(event, events.RoutesChanged):
+                for change in ("added", "removed", "moved"):
+                    ROUTE_CHANGES.labels(event.vrf, change).inc(len(getattr(event, change)))
 
     threading.Thread(target=follow, daemon=True, name="metrics").start()
-    start_http_server(port, addr=address)
+    server, _ = start_http_server(port, addr=address)
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        controller.bus.unsubscribe(subscription)
+        subscription.put(STOP)
+        for collector in collectors:
+            REGISTRY.unregister(collector)
+
+    return stop

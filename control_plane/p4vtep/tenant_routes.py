@@ -6,7 +6,7 @@ the operator's view of them, not a read of the switches."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .model import Fabric, Vm
@@ -106,3 +106,62 @@ def route_counts(fabric: Fabric, vms: Iterable[Vm]) -> dict[tuple[str, str], int
     for name, vrf_spec in fabric.vrfs.items():
         counts[(name, STATIC)] = sum(r.next_hop in owned[name] for r in vrf_spec.routes)
     return counts
+
+
+@dataclass(frozen=True)
+class RouteDelta:
+    """How one commit changed a VRF's routes: the prefixes that appeared, went,
+    or now lead to another VM or ToR (a migration, an IP handed over)."""
+
+    vrf: str
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    moved: tuple[str, ...]
+
+
+def route_deltas(
+    fabric: Fabric, before: Mapping[str, Vm | None], after: Mapping[str, Vm | None]
+) -> list[RouteDelta]:
+    """The route changes of one commit, from the changed VMs alone: ``before``
+    and ``after`` map each changed VM's name to it (None: absent). A VM that
+    did not change keeps its host routes, and a static route changes only
+    when its next hop's owner is one of the changed VMs (an IP has one owner
+    per VRF, so an unchanged owner cannot be involved)."""
+    vrf_of = {v.vni: v.vrf for v in fabric.vnis.values() if v.vrf is not None}
+    old = _leads(fabric, vrf_of, before.values())
+    new = _leads(fabric, vrf_of, after.values())
+    deltas = []
+    for vrf in sorted(set(old) | set(new)):
+        was, now = old.get(vrf, {}), new.get(vrf, {})
+        # Static routes via a next hop whose owner is among the changed VMs.
+        for route in fabric.vrfs[vrf].routes:
+            if route.next_hop in was:
+                was[route.prefix] = was[route.next_hop]
+            if route.next_hop in now:
+                now[route.prefix] = now[route.next_hop]
+        added = tuple(sorted(p for p in now if p not in was))
+        removed = tuple(sorted(p for p in was if p not in now))
+        moved = tuple(sorted(p for p in now if p in was and now[p] != was[p]))
+        if added or removed or moved:
+            deltas.append(RouteDelta(vrf, _prefixes(added), _prefixes(removed), _prefixes(moved)))
+    return deltas
+
+
+def _leads(
+    fabric: Fabric, vrf_of: Mapping[int, str], vms: Iterable[Vm | None]
+) -> dict[str, dict[str, tuple[str, str]]]:
+    """VRF -> IP -> (VM, ToR) for the routed VMs among ``vms``."""
+    leads: dict[str, dict[str, tuple[str, str]]] = {}
+    for vm in vms:
+        if vm is None or vm.vni not in vrf_of:
+            continue
+        tor = fabric.servers[vm.server].tor if vm.server in fabric.servers else ""
+        per_vrf = leads.setdefault(vrf_of[vm.vni], {})
+        for ip in vm.ips:
+            per_vrf[ip] = (vm.name, tor)
+    return leads
+
+
+def _prefixes(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """Host routes are keyed by IP until here; say them as /32 prefixes."""
+    return tuple(k if "/" in k else f"{k}/32" for k in keys)

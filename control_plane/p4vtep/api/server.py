@@ -242,10 +242,15 @@ class OverlayService(pb_grpc.OverlayServicer):
                     at=event.at,
                     switch=event.switch,
                     kind=type(event).__name__,
-                    detail=" ".join(f"{k}={v}" for k, v in fields.items()),
+                    detail=" ".join(f"{k}={_as_text(v)}" for k, v in fields.items()),
                 )
         finally:
             self.c.bus.unsubscribe(subscription)
+
+
+def _as_text(value: object) -> str:
+    """An event field as WatchEvents shows it: a tuple as a comma list."""
+    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 def serve(
