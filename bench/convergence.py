@@ -15,6 +15,10 @@ machine where the switches and the controller share the cores, that says
 what the controller's Python costs the switches. ``--switch-cpus`` and
 ``--bench-cpus`` pin them apart (both arms alike), as on a deployment where
 the controller has a host of its own.
+
+``--routed`` (issue 28): every tenant routed, two subnets (VNIs) per VRF, so
+each VM adds a host route on every ToR that holds its VRF; the result goes to
+bench/results/convergence_routed.json.
 """
 
 from __future__ import annotations
@@ -185,14 +189,21 @@ def main() -> None:
     parser.add_argument(
         "--bench-cpus", type=int, nargs="+", help="pin this process (controller, raw writer)"
     )
-    parser.add_argument("--result", default="convergence", help="bench/results/NAME.json")
+    parser.add_argument(
+        "--routed", action="store_true", help="two routed subnets per tenant (host routes)"
+    )
+    parser.add_argument(
+        "--result", help="bench/results/NAME.json (convergence, or convergence_routed)"
+    )
     args = parser.parse_args()
+    result_name = args.result or ("convergence_routed" if args.routed else "convergence")
     require_switch()
     if args.bench_cpus:  # before any thread starts: threads inherit it
         os.sched_setaffinity(0, set(args.bench_cpus))
     results: dict = {
         "sizes": {},
         "pinning": {"switches": args.switch_cpus, "bench_process": args.bench_cpus},
+        "routed": args.routed,
     }
     with tempfile.TemporaryDirectory() as tmp, switches(2, Path(tmp) / "logs") as sws:
         pids = [sw.process.pid for sw in sws if sw.process is not None]
@@ -200,9 +211,10 @@ def main() -> None:
             for pid in pids:  # every thread of the switch
                 for task in os.listdir(f"/proc/{pid}/task"):
                     os.sched_setaffinity(int(task), set(args.switch_cpus))
-        fabric = workload.fabric([sw.grpc_address for sw in sws], VNIS)
+        make_fabric = workload.routed_fabric if args.routed else workload.fabric
+        fabric = make_fabric([sw.grpc_address for sw in sws], VNIS)
         for n in args.sizes:
-            vms = workload.vms(n, len(fabric.tors), VNIS)
+            vms = workload.vms(n, len(fabric.tors), VNIS, routed=args.routed)
             store_path = Path(tmp) / f"state-{n}.db"
             compiled, entity_count = prepare(fabric, vms, store_path)
             requests = encode_raw(fabric, compiled)
@@ -258,7 +270,7 @@ def main() -> None:
                     ),
                     flush=True,
                 )
-    write_result(args.result, results)
+    write_result(result_name, results)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,13 @@ frame reaches the VM's new location. A prober VM sends a frame to the moving
 VM every millisecond; the moving VM alternates between a server on tor2 and
 a server on tor1. Then, with the same population, attach a fresh VM and
 detach it again, timing each until every ToR acknowledged it.
+
+``--routed`` (issue 28): the same with routing between subnets. Two tenants,
+each two routed subnets (VNIs 5000/5001 in VRF red, 6000/6001 in blue, the
+same prefixes in both), the background VMs spread over the four; the prober
+is in red's first subnet and the mover in its second, so every probe is
+routed: on tor1 by the same ToR, on tor2 across the fabric (the L3 VNI). The
+mover's host route moves with its MAC. Result: vm_move_routed.json.
 """
 
 from __future__ import annotations
@@ -25,13 +32,24 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Vm
+from p4vtep.model import Fabric, Subnet, Vm, Vni, Vrf
 from p4vtep.store import Store
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from switch_fabric import PROBE_SENDER as PROBER
 from switch_fabric import PROBE_TARGET as MOVER
 from switch_fabric import background_vms, bmv2_fabric
+
+ANYCAST_GATEWAY_MAC = "00:00:5e:00:01:01"
+# Routed: (VNI, VRF, subnet) of the four VNIs; red and blue overlap.
+ROUTED_VNIS = (
+    (5000, "red", "10.50"),
+    (5001, "red", "10.51"),
+    (6000, "blue", "10.50"),
+    (6001, "blue", "10.51"),
+)
+ROUTED_PROBER = Vm("prober", "02:aa:00:00:00:01", ("10.50.200.1",), 5000, "s11", 4000)
+ROUTED_MOVER = Vm("mover", "02:aa:00:00:00:02", ("10.51.200.2",), 5001, "s21", 4001)
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
@@ -76,11 +94,45 @@ class ProbeWatch:
         self._stop.set()
 
 
-def probe_sender(iface: str, stop: threading.Event) -> None:
+def route(fabric: Fabric) -> None:
+    """Make the test fabric's tenants routed (ROUTED_VNIS), /16 subnets."""
+    fabric.anycast_gateway_mac = ANYCAST_GATEWAY_MAC
+    fabric.vrfs["red"] = Vrf("red", 50000)
+    fabric.vrfs["blue"] = Vrf("blue", 60000)
+    for vni, vrf, prefix in ROUTED_VNIS:
+        fabric.vnis[vni] = Vni(
+            vni, f"{vrf}-{vni}", vrf=vrf, subnets=(Subnet(f"{prefix}.0.0/16", f"{prefix}.255.254"),)
+        )
+
+
+def routed_background(count: int) -> list[Vm]:
+    """``count`` VMs over the four servers and the four routed VNIs (each VNI
+    on both ToRs), one address each in its VNI's subnet."""
+    servers = ("s11", "s12", "s21", "s22")
+    vms = []
+    for i in range(count):
+        vni, _, prefix = ROUTED_VNIS[(i // 4) % 4]
+        host = i + 1
+        vms.append(
+            Vm(
+                f"bg{i}",
+                f"02:bb:00:{(i >> 16) & 255:02x}:{(i >> 8) & 255:02x}:{i & 255:02x}",
+                (f"{prefix}.{host >> 8}.{host & 255}",),
+                vni,
+                servers[i % 4],
+                1 + i // 4,
+            )
+        )
+    return vms
+
+
+def probe_sender(iface: str, stop: threading.Event, prober: Vm, mover: Vm, to: str) -> None:
+    """A frame every millisecond from ``prober`` to ``mover``'s IP, sent to
+    ``to`` (the mover's MAC, or the anycast gateway MAC when routed)."""
     frame = bytes(
-        Ether(src=PROBER.mac, dst=MOVER.mac)
-        / Dot1Q(vlan=PROBER.vlan)
-        / IP(src=PROBER.ips[0], dst=MOVER.ips[0])
+        Ether(src=prober.mac, dst=to)
+        / Dot1Q(vlan=prober.vlan)
+        / IP(src=prober.ips[0], dst=mover.ips[0])
         / UDP(sport=7, dport=7)
     )
     with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sock:
@@ -95,12 +147,21 @@ def main() -> None:
     parser.add_argument("--vms", type=int, default=10000)
     parser.add_argument("--moves", type=int, default=100)
     parser.add_argument("--attaches", type=int, default=100)
+    parser.add_argument("--routed", action="store_true", help="the prober routes to the mover")
     args = parser.parse_args()
     require_switch()
+    if args.routed:
+        prober, mover, to = ROUTED_PROBER, ROUTED_MOVER, ANYCAST_GATEWAY_MAC
+        population = routed_background(args.vms)
+    else:
+        prober, mover, to = PROBER, MOVER, MOVER.mac
+        population = background_vms(args.vms)
     with tempfile.TemporaryDirectory() as tmp, bmv2_fabric(Path(tmp) / "logs") as sf:
+        if args.routed:
+            route(sf.fabric)
         store = Store(Path(tmp) / "state.db")
         controller = Controller(sf.fabric, bmv2_pipeline(), store, resync_seconds=3600)
-        controller.replace_source("inventory", background_vms(args.vms) + [PROBER, MOVER])
+        controller.replace_source("inventory", population + [prober, mover])
         started = time.perf_counter()
         controller.start()
         assert controller.wait_converged(900)
@@ -108,7 +169,9 @@ def main() -> None:
         acked, delivered = [], []
         stop = threading.Event()
         sender = threading.Thread(
-            target=probe_sender, args=(sf.host_ifaces["s11"], stop), daemon=True
+            target=probe_sender,
+            args=(sf.host_ifaces["s11"], stop, prober, mover, to),
+            daemon=True,
         )
         with ProbeWatch({s: sf.host_ifaces[s] for s, _ in PLACES}) as watch:
             sender.start()
@@ -131,7 +194,9 @@ def main() -> None:
             vm = Vm(
                 f"fresh{i}",
                 f"02:dd:00:00:{i >> 8 & 255:02x}:{i & 255:02x}",
-                (f"172.30.{i >> 8 & 255}.{i & 255}",),
+                (f"10.50.{240 + (i >> 8 & 3)}.{i & 255}",)
+                if args.routed
+                else (f"172.30.{i >> 8 & 255}.{i & 255}",),
                 5000,
                 PLACES[i % 2][0],
                 3000 + i,
@@ -145,6 +210,7 @@ def main() -> None:
         controller.stop()
     ok = [d for d in delivered if d == d]
     result = {
+        "routed": args.routed,
         "vms": args.vms,
         "moves": args.moves,
         "ack_seconds": {
@@ -183,7 +249,7 @@ def main() -> None:
         f"{result['attach_ack_seconds']['p99'] * 1e3:.1f} ms, detach p99 "
         f"{result['detach_ack_seconds']['p99'] * 1e3:.1f} ms"
     )
-    write_result("vm_move", result)
+    write_result("vm_move_routed" if args.routed else "vm_move", result)
 
 
 if __name__ == "__main__":

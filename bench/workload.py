@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
+from p4vtep.model import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
 
 SERVER_PORTS = (1, 2, 5, 6)  # ports 3 and 4 are uplinks
 VNI_BASE = 10000
+L3VNI_BASE = 20000
+ANYCAST_GATEWAY_MAC = "00:00:5e:00:01:01"
+# A routed VNI's subnet holds the VMs' addresses 1-253 and the gateway at .254:
+# a /24 per VNI, ``routed`` populations at most 253 VMs per VNI.
+HOSTS_PER_SUBNET = 253
 
 
 def fabric(addresses: list[str], vnis: int) -> Fabric:
@@ -27,10 +32,35 @@ def fabric(addresses: list[str], vnis: int) -> Fabric:
     return f
 
 
-def vms(count: int, tors: int, vnis: int, tors_per_vni: int | None = None) -> list[Vm]:
+def routed_fabric(addresses: list[str], vnis: int) -> Fabric:
+    """``fabric`` with every tenant routed: VNIs in pairs, each pair a tenant's
+    two subnets in one VRF (issue 28's "two subnets per tenant"), so that
+    every VM has a host route on each ToR that holds its VRF."""
+    f = fabric(addresses, vnis)
+    f.anycast_gateway_mac = ANYCAST_GATEWAY_MAC
+    for v in range(vnis):
+        vrf = f"tenant-{v // 2}"
+        f.vrfs.setdefault(vrf, Vrf(vrf, L3VNI_BASE + v // 2))
+        subnet = _subnet(v)
+        f.vnis[VNI_BASE + v] = Vni(
+            VNI_BASE + v, vrf, vrf=vrf, subnets=(Subnet(f"{subnet}.0/24", f"{subnet}.254"),)
+        )
+    return f
+
+
+def _subnet(vni_index: int) -> str:
+    return f"10.{100 + (vni_index >> 8)}.{vni_index & 0xFF}"
+
+
+def vms(
+    count: int, tors: int, vnis: int, tors_per_vni: int | None = None, routed: bool = False
+) -> list[Vm]:
     """``count`` VMs spread evenly over the ToRs' servers. Each VNI lives on
-    ``tors_per_vni`` ToRs (all of them by default)."""
+    ``tors_per_vni`` ToRs (all of them by default). ``routed``: addresses in
+    the VNI's subnet of ``routed_fabric``."""
     per_vni = max(1, count // vnis)
+    if routed and per_vni > HOSTS_PER_SUBNET:
+        raise ValueError(f"{per_vni} VMs per VNI do not fit a routed VNI's /24")
     result = []
     slots: dict[str, int] = {}
     for i in range(count):
@@ -43,6 +73,9 @@ def vms(count: int, tors: int, vnis: int, tors_per_vni: int | None = None) -> li
         server = f"s{tor}-{port}"
         slots[server] = slots.get(server, 0) + 1
         mac = "02:00:" + ":".join(f"{(i >> shift) & 0xFF:02x}" for shift in (24, 16, 8, 0))
-        ip = f"10.{(i >> 16) & 0xFF}.{(i >> 8) & 0xFF}.{i & 0xFF}"
+        if routed:
+            ip = f"{_subnet(vni_index)}.{i - vni_index * per_vni + 1}"
+        else:
+            ip = f"10.{(i >> 16) & 0xFF}.{(i >> 8) & 0xFF}.{i & 0xFF}"
         result.append(Vm(f"vm{i}", mac, (ip,), VNI_BASE + vni_index, server, slots[server]))
     return result

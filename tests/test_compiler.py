@@ -14,7 +14,7 @@ from p4vtep.compiler import (
 from p4vtep.compiler.encode import ExactEntry
 from p4vtep.compiler.flooding import OrderedCopies
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
 from p4vtep.reconciler import diff
 from p4vtep.runtime.codec import EncodingError
 from p4vtep.runtime.entities import to_entity
@@ -154,6 +154,11 @@ def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
         assert enc.mac_to_remote_vtep(vni, mac, "10.0.0.2") == reference(
             entries.mac_to_remote_vtep(vni, mac, "10.0.0.2")
         )
+        for hop in (
+            LocalVmHop(port, vlan, index, index, mac),
+            RemoteVtepHop("10.0.0.2", mac, vni),
+        ):
+            assert enc.host_route(vni, ip, hop) == reference(entries.host_route(vni, ip, hop))
 
     def group(group_id, copies):  # (in any order: OrderedCopies sorts them)
         return enc.flood_group_of(group_id, OrderedCopies(enc, copies).wire)

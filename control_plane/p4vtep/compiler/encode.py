@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..dataplane.entries import MeterRates, PipelineEntries, PortRole
+from ..dataplane.entries import LocalVmHop, MeterRates, PipelineEntries, PortRole, RouteHop
 from ..runtime import codec, wire
 from ..runtime.codec import Value
 from ..runtime.entities import MatchType, to_entity
@@ -243,6 +243,23 @@ class Encoder:
         self._arp = ExactEntry(
             p4info, "arp_suppression", ("vni", "target_ip"), "reply", ("target_mac",), memos
         )
+        if entries.routing:  # (host routes: one per routed VM and ToR of its VRF)
+            self._route_local = ExactEntry(
+                p4info,
+                "host_route",
+                ("vrf", "dst_ip"),
+                "route_to_local_vm",
+                ("port", "vlan_id", "vm", "vni_index", "vm_mac"),
+                memos,
+            )
+            self._route_remote = ExactEntry(
+                p4info,
+                "host_route",
+                ("vrf", "dst_ip"),
+                "route_to_remote_vtep",
+                ("vtep_ip", "router_mac", "l3vni"),
+                memos,
+            )
 
     @staticmethod
     def of(message: Message) -> Encoded:
@@ -322,6 +339,20 @@ class Encoder:
         item = self._shared.get(args)
         if item is None:
             item = self._share(args, self._to_remote(vni, mac, vtep_ip))
+        return item
+
+    def host_route(self, vrf: int, ip: Value, hop: RouteHop) -> Encoded:
+        if isinstance(hop, LocalVmHop):
+            return self._route_local(
+                vrf, ip, hop.port, hop.vlan_id, hop.vm_index, hop.vni_index, hop.vm_mac
+            )
+        # To another ToR: the same entity on every ToR but the VM's own.
+        args = ("host_route", vrf, ip, hop.vtep_ip, hop.router_mac, hop.l3vni)
+        item = self._shared.get(args)
+        if item is None:
+            item = self._share(
+                args, self._route_remote(vrf, ip, hop.vtep_ip, hop.router_mac, hop.l3vni)
+            )
         return item
 
     def _share(self, args: tuple[Value, ...], item: Encoded) -> Encoded:

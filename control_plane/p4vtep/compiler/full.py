@@ -79,8 +79,13 @@ def compile_tor(
     vrfs = routing.vrfs_of(fabric, local_vnis)
     for vni in sorted(local_vnis):
         add(routing.vni_items(enc, fabric, vni))
+    by_vrf: dict[str, list[Vm]] = defaultdict(list)
+    for vm in vms:
+        vrf_name = fabric.vnis[vm.vni].vrf
+        if vrf_name in vrfs:
+            by_vrf[vrf_name].append(vm)
     for vrf in sorted(vrfs):
-        in_vrf = [vm for vm in vms if fabric.vnis[vm.vni].vrf == vrf]
+        in_vrf = by_vrf[vrf]
         add(routing.vrf_items(enc, fabric, tor_name, vrf, alloc, routing.ip_owners(in_vrf)))
         for vm in in_vrf:
             add(routing.host_routes(enc, fabric, tor_name, vm, alloc))

@@ -82,7 +82,7 @@ def host_routes(
     if vrf is None or not vm.ips:
         return []
     hop = hop_to(fabric, tor_name, vm, alloc)
-    return [enc.of(enc.entries.host_route(vrf.l3vni, ip, hop)) for ip in vm.ips]
+    return [enc.host_route(vrf.l3vni, ip, hop) for ip in vm.ips]
 
 
 def vrf_items(
