@@ -387,6 +387,71 @@ def section_move(out: list[str]) -> None:
     out.append("![vm move](benchmarks/vm_move.png)\n")
 
 
+def section_routed(out: list[str]) -> None:
+    """Issue 28's control-plane targets: convergence of routed tenants (host
+    routes on every ToR of the VRF) and a routed VM's move."""
+    conv, move = load("convergence_routed"), load("vm_move_routed")
+    if not conv and not move:
+        out.append(
+            "_Not run yet (`make bench-convergence-routed`, `make bench-move-routed`)._\n"
+        )
+        return
+    if conv:
+        pinning = conv["pinning"]
+        where = (
+            f"switches on CPU {','.join(map(str, pinning['switches']))}, controller (or raw "
+            f"writer) on CPU {','.join(map(str, pinning['bench_process']))}"
+            if pinning.get("switches")
+            else "cores shared with both switches"
+        )
+        out.append(
+            "Every tenant routed, two subnets (VNIs) per VRF, so each VM has a host route\n"
+            f"on both ToRs besides its bridging entries; {where} (the target is for the\n"
+            "controller on a core of its own, as deployed). **Target: controller / raw >= 0.8.**\n"
+        )
+        out.append(
+            "| VMs, entities | controller s | raw writer s | controller / raw | "
+            "restart s (writes) |"
+        )
+        out.append("|---|---|---|---|---|")
+        for n, r in sorted(conv["sizes"].items(), key=lambda kv: int(kv[0])):
+            out.append(
+                f"| {int(n):,}, {r['entities']:,} | {spread(r['controller_seconds'])} | "
+                f"{spread(r['raw_seconds'])} | "
+                f"**{spread(r['controller_over_raw_throughput'])}** | "
+                f"{spread(r['restart_seconds'])} ({r['restart_writes']}) |"
+            )
+        out.append("")
+    if move:
+        r = move
+        out.append(
+            f"A routed VM moving between the ToRs {r['moves']} times with {r['vms']:,} routed\n"
+            "VMs installed; the prober, in the other subnet, sends every millisecond to its IP\n"
+            "through the anycast gateway (routed by one ToR, or by both over the L3 VNI).\n"
+            "**Targets (p99): every ToR acknowledged <= 25 ms; first routed frame at the new\n"
+            "place <= 25 ms.**\n"
+        )
+        out.append("| | p50 ms | p99 ms | max ms |")
+        out.append("|---|---|---|---|")
+        for key, what in (
+            ("ack_seconds", "move, every ToR acknowledged"),
+            ("first_packet_seconds", "first routed frame at the new place"),
+            ("attach_ack_seconds", "attach of a routed VM acknowledged"),
+            ("detach_ack_seconds", "detach acknowledged"),
+        ):
+            stats = r[key]
+            out.append(
+                f"| {what} | {ms(stats['p50'])} | **{ms(stats['p99'])}** | {ms(stats['max'])} |"
+            )
+        missing = r["first_packet_seconds"].get("missing", 0)
+        out.append("")
+        out.append(
+            f"{missing} moves saw no routed probe at the new place within 5 s.\n"
+            if missing
+            else "Every move delivered a routed probe at its new place.\n"
+        )
+
+
 def section_churn(out: list[str]) -> None:
     data = load("churn")
     if not data:
@@ -769,6 +834,9 @@ def render() -> str:
     out += ["## 3. VM move, attach, detach", ""]
     ran_elsewhere(out, "vm_move", machine)
     section_move(out)
+    out += ["### Routed tenants", ""]
+    ran_elsewhere(out, "convergence_routed", machine)
+    section_routed(out)
     out += ["### Sustained churn", ""]
     ran_elsewhere(out, "churn", machine)
     section_churn(out)
