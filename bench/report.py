@@ -392,9 +392,7 @@ def section_routed(out: list[str]) -> None:
     routes on every ToR of the VRF) and a routed VM's move."""
     conv, move = load("convergence_routed"), load("vm_move_routed")
     if not conv and not move:
-        out.append(
-            "_Not run yet (`make bench-convergence-routed`, `make bench-move-routed`)._\n"
-        )
+        out.append("_Not run yet (`make bench-convergence-routed`, `make bench-move-routed`)._\n")
         return
     if conv:
         pinning = conv["pinning"]
