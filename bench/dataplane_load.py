@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from p4vtep.processes import stop_process
+
 Snapshot = tuple[float, int, float, float]  # time, rx packets, switch CPU s, machine CPU s
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
@@ -198,9 +200,7 @@ def topspeed(
         end = sampler.snapshot()
         output, _ = proc.communicate(timeout=duration + 10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout=0)  # still running only when something failed
     if proc.returncode != 0:
         raise RuntimeError(f"tcpreplay failed: {output.strip()[:300]}")
     wait_drained(sampler.recv_iface)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from p4vtep.bmv2 import free_port
+from p4vtep.processes import stop_process
 
 ETCD = shutil.which("etcd")
 
@@ -241,9 +241,8 @@ class EtcdCluster:
     def kill(self, index: int) -> None:
         """SIGKILL one member (its data stays for restart)."""
         member = self.members[index]
-        if member.process is not None and member.process.poll() is None:
-            member.process.send_signal(signal.SIGKILL)
-            member.process.wait(10)
+        if member.process is not None:
+            stop_process(member.process, timeout=0, group=True)
 
     def restart(self, index: int, wait: bool = True) -> None:
         member = self.members[index]

@@ -30,6 +30,7 @@ import pytest
 from frr_host import evpn_paths  # (topologies/: the demo parses FRR the same way)
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.service import EvpnService
+from p4vtep.processes import stop_process, stop_processes
 
 FRR_DIR = Path("/usr/lib/frr")
 OBSERVER_ASN = 65099  # the observer: a second, eBGP, peer that only listens
@@ -202,9 +203,7 @@ class FrrLab:
     def stop_bgpd(self) -> None:
         """bgpd exits (a peer failure); its routes stay in zebra's hands
         until it would come back, but the session to us is gone."""
-        process = self.daemons["bgpd"]
-        process.kill()
-        process.wait()
+        stop_process(self.daemons["bgpd"], timeout=0)
 
     def add_vm_mac(self, mac: str = VM_MAC) -> None:
         """The VM's MAC as a local FDB entry on its bridge port: zebra sees it
@@ -332,16 +331,7 @@ router bgp {self.asn}
     # ---- teardown -------------------------------------------------------------
 
     def close(self) -> None:
-        for process in self.daemons.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGCONT)
-                process.terminate()
-        for process in self.daemons.values():
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_processes(self.daemons.values(), timeout=5)  # a frozen bgpd is resumed first
         self.daemons.clear()
         for ns in (self.ctl_ns, self.frr_ns, self.vm_ns, *self.extra_ns):
             _run("ip", "netns", "del", ns, check=False)

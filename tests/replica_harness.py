@@ -6,7 +6,6 @@ read-only reference compile of what etcd holds, and switch read-back."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ from p4vtep.compiler import SwitchState
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model import Fabric, Vm
+from p4vtep.processes import stop_process
 from p4vtep.reconciler import Diff, SwitchReader, diff
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.state.etcd_connection import EtcdSettings
@@ -127,21 +127,13 @@ class ReplicaProcess:
             self.process.send_signal(sig)
 
     def kill(self) -> None:
-        if self.alive:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(10)
+        stop_process(self.process, timeout=0, group=True)
         self.channel.close()
 
     def stop(self) -> None:
-        """SIGTERM (graceful: resign), SIGKILL if that does not do."""
-        if self.alive:
-            self.process.send_signal(signal.SIGCONT)
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+        """SIGTERM (graceful: resign; a stopped replica is resumed first),
+        SIGKILL if that does not do."""
+        stop_process(self.process, timeout=15, group=True)
         self.channel.close()
 
     def tail(self, lines: int = 15) -> str:

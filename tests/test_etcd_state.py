@@ -24,6 +24,7 @@ import pytest
 from etcd_cluster import ClusterTls, EtcdCluster, etcd_cluster, needs_etcd
 from netns_link import netns_link
 from p4vtep.model import TlsFiles, Vm
+from p4vtep.processes import stop_process
 from p4vtep.state.etcd_connection import EtcdSettings
 from p4vtep.state.etcd_store import EtcdStateStore
 from p4vtep.state.leadership import ELECTION_ID_BASE, EtcdLeadership
@@ -389,8 +390,7 @@ def test_leader_killed_a_candidate_takes_over_with_a_higher_term(cluster, resour
             for t in threads:
                 t.start()
             killed = time.monotonic()
-            leader_proc.kill()
-            leader_proc.wait()
+            stop_process(leader_proc, timeout=0)
             deadline = time.monotonic() + 30
             while not won and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -417,8 +417,7 @@ def test_leader_killed_a_candidate_takes_over_with_a_higher_term(cluster, resour
             for t in threads:
                 t.join(10)
         finally:
-            leader_proc.kill()
-            leader_proc.wait()
+            stop_process(leader_proc, timeout=0)
     print(
         f"\nleader SIGKILLed -> follower leads (TTL {TTL} s), {kills} kills: "
         + ", ".join(f"{t:.2f} s" for t in takeovers)
@@ -638,8 +637,7 @@ def test_leader_cut_off_by_a_network_partition(resources, raft_leader):
                 )
                 resources.close()  # the new leader resigns before the cluster stops
             finally:
-                old.kill()
-                old.wait()
+                stop_process(old, timeout=0)
                 link.heal()
 
 

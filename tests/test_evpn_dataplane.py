@@ -36,6 +36,7 @@ from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.routes import MacIpRoute
 from p4vtep.evpn.speaker import wait_for
 from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
+from p4vtep.processes import stop_processes
 from p4vtep.reconciler import SwitchReader, diff
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.store import Store
@@ -153,9 +154,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             lab.controller.stop()
         finally:
             switch.stop()
-            for relay in relays:
-                relay.terminate()
-                relay.wait()
+            stop_processes(relays)
             for ns in (vma, mvt):
                 subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
 

@@ -23,6 +23,7 @@ from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PORT_TX_COUNTER, VNI_TX_COUNTER, PipelineEntries
 from p4vtep.dataplane.limits import CPU_PORT
 from p4vtep.model import TlsFiles, Vm
+from p4vtep.processes import stop_process
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.store import Store
 from switch_fabric import switch_test
@@ -189,8 +190,7 @@ def forwarded(fabric_file: Path, cmd: list[str], veths: VethSet, tmp_path: Path)
     finally:
         if controller is not None:
             controller.stop()
-        process.terminate()
-        process.wait(10)
+        stop_process(process, timeout=10)
 
 
 @switch_test()

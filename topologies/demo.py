@@ -29,6 +29,7 @@ from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.bmv2 import find_simple_switch_grpc
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PORT_TX_COUNTER, PipelineEntries
+from p4vtep.processes import stop_process
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import SwitchConnection
 
@@ -154,11 +155,7 @@ class Demo:
 
     def __exit__(self, *exc) -> None:
         if self.controller is not None:
-            self.controller.terminate()
-            try:
-                self.controller.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.controller.kill()
+            stop_process(self.controller, timeout=10)
         if self.frr is not None:
             self.frr.stop()
         if self.frr_plan is not None:

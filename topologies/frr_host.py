@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from p4vtep.processes import stop_processes
+
 FRR_DIR = Path("/usr/lib/frr")
 
 
@@ -130,15 +132,7 @@ router bgp {p.asn}
             )  # fmt: skip
 
     def stop(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes.values():
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_processes(self.processes.values(), timeout=5)
         self.processes.clear()
         for daemon in ("zebra", "bgpd"):  # FRR's own logs, kept with the demo's
             log = self.dir / f"{daemon}.log"

@@ -29,6 +29,7 @@ from mininet.net import Mininet
 from mininet.node import Host
 from p4vtep.config import load_fabric, load_inventory
 from p4vtep.model import Fabric, Vm
+from p4vtep.processes import stop_processes
 
 HERE = Path(__file__).resolve().parent
 FABRIC_FILE = HERE / "fabric.yaml"
@@ -227,12 +228,7 @@ def write_vfs(layout: LeafSpine, server: str) -> None:
 
 
 def stop_nics(layout: LeafSpine) -> None:
-    for nic in layout.nics.values():
-        nic.terminate()
-        try:
-            nic.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            nic.kill()
+    stop_processes(layout.nics.values(), timeout=5)
 
 
 def move_vm(layout: LeafSpine, name: str, server: str, vlan: int) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .dataplane.limits import BMV2, BMV2_MAX_MC_GROUPS, CPU_PORT
 from .model import TlsFiles
+from .processes import stop_process
 
 # One queue per traffic class: without it BMv2 has a single queue and drops
 # (with only a log line) every frame whose priority is above 0.
@@ -176,15 +177,7 @@ class Bmv2Switch:
     def stop(self, kill: bool = False) -> None:
         if self.process is None:
             return
-        if kill:
-            self.process.kill()
-        else:
-            self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process, timeout=0 if kill else 10)
         self.process = None
 
     def restart(self, timeout: float = 20.0) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import grpc
 
+from ..processes import stop_process
 from . import gobgp_api, gobgp_codec
 from .config import EvpnConfig
 from .routes import InclusiveMulticastRoute, MacIpRoute, RouteError
@@ -151,13 +152,8 @@ class GoBgpSpeaker:
     def stop(self) -> None:
         if self._watch is not None:
             self._watch.cancel()
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+        if self._process is not None:
+            stop_process(self._process, timeout=5)
         if self._watcher is not None:
             self._watcher.join(timeout=5)
         if self._channel is not None:
