@@ -179,3 +179,56 @@ def test_a_routed_vm_migrates_under_a_probe_every_20_ms(sf, controller):
     assert lost == 0, counts  # make-before-break: every probe reached one place
     assert wait_until(lambda: reaches(sf, WEB, moved, server="s12", vlan=31), 5)
     read_back_matches(sf, controller)
+
+
+def test_a_restart_over_routed_state_writes_nothing(sf, tmp_path):
+    """VRFs, gateways and host routes are desired state like bridging: a
+    controller started against ToRs that hold them writes nothing."""
+    store = tmp_path / "restart.db"
+    first = start_controller(sf, store, VMS)
+    first.stop()
+    second = start_controller(sf, store)
+    try:
+        assert {n: s.status.writes for n, s in second.supervisors.items()} == {
+            "tor1": 0,
+            "tor2": 0,
+        }
+        assert reaches(sf, WEB, DB)
+    finally:
+        second.stop()
+
+
+def test_a_host_route_deleted_behind_the_controller_is_put_back(sf, tmp_path):
+    from p4vtep.controller import Controller
+    from p4vtep.dataplane.artifacts import bmv2_pipeline
+    from p4vtep.dataplane.entries import RemoteVtepHop
+    from p4vtep.runtime import entities
+    from p4vtep.runtime.client import SwitchConnection
+    from p4vtep.store import Store
+
+    controller = Controller(
+        sf.fabric, bmv2_pipeline(), Store(tmp_path / "drift.db"), resync_seconds=0.5
+    )
+    controller.start()
+    try:
+        for vm in VMS:
+            controller.attach(vm)
+        assert controller.wait_converged(30)
+        tor2 = sf.fabric.tors["tor2"]
+        # tor1's route to db (on tor2): over red's L3 VNI to tor2's router MAC
+        entry = controller.entries.host_route(
+            50000, DB.ips[0], RemoteVtepHop(tor2.vtep_ip, tor2.router_mac, 50000)
+        )
+        controller.supervisors["tor1"].conn.delete(entry)  # behind the reconciler's back
+
+        def held() -> bool:
+            tor1 = sf.fabric.tors["tor1"]
+            query = entities.table_entry(controller.pipeline.p4info, "host_route")
+            with SwitchConnection(tor1.address, tor1.device_id, election_id=0) as conn:
+                read = [e.table_entry.SerializeToString() for e in conn.read(query)]
+            return entry.SerializeToString() in read
+
+        assert wait_until(held, timeout=10)
+        assert reaches(sf, WEB, DB)
+    finally:
+        controller.stop()
