@@ -1,8 +1,8 @@
-"""The p4vtep.v1.Overlay gRPC service over a Controller."""
+"""The p4vtep.v1.Overlay gRPC service over a Controller: each call validates
+its request, calls the controller and returns what ``messages`` builds."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import queue
 from collections.abc import Callable
@@ -12,7 +12,7 @@ import grpc
 
 from ..allocation import SpaceFull
 from ..controller import Controller, NotFound
-from ..counters import CounterReader, Traffic
+from ..counters import CounterReader
 from ..evpn import status as evpn_status
 from ..model import Vm
 from ..runtime.client import P4RuntimeError
@@ -33,16 +33,12 @@ WORKER_THREADS = 8  # calls served at once; WatchEvents streams hold one each
 
 def vm_to_pb(controller: Controller, vm: Vm) -> pb.VM:
     """The VM as the API shows it: with its ToR and why switches refused it."""
-    errors = [
-        f"{name}: {sup.status.vm_errors[vm.name]}"
-        for name, sup in sorted(controller.supervisors.items())
+    errors = {
+        name: sup.status.vm_errors[vm.name]
+        for name, sup in controller.supervisors.items()
         if vm.name in sup.status.vm_errors
-    ]
-    return messages.vm_to_pb(vm, tor=controller.tor_of(vm), error="; ".join(errors))
-
-
-def _traffic(t: Traffic) -> pb.Traffic:
-    return pb.Traffic(packets=t.packets, bytes=t.bytes)
+    }
+    return messages.vm_to_pb(vm, tor=controller.tor_of(vm), error=messages.switch_errors(errors))
 
 
 def _errors(method: Callable) -> Callable:
@@ -91,14 +87,14 @@ class OverlayService(pb_grpc.OverlayServicer):
     def AttachVM(self, request, context):
         vm = messages.vm_from_pb(request.vm, source="api")
         version = self.c.attach(vm)
-        return pb.VMResponse(
-            vm=vm_to_pb(self.c, vm), version=version, applied=self._applied(request.wait, version)
+        return messages.vm_response(
+            vm_to_pb(self.c, vm), version, self._applied(request.wait, version)
         )
 
     @_errors
     def DetachVM(self, request, context):
         version = self.c.detach(request.name)
-        return pb.DetachVMResponse(version=version, applied=self._applied(request.wait, version))
+        return messages.detach_response(version, self._applied(request.wait, version))
 
     @_errors
     def MigrateVM(self, request, context):
@@ -106,9 +102,7 @@ class OverlayService(pb_grpc.OverlayServicer):
             request.name, request.server, request.vlan or None, timeout=WAIT_SECONDS
         )
         applied = self.c.wait_version(version, WAIT_SECONDS)
-        return pb.VMResponse(
-            vm=vm_to_pb(self.c, self.c.get(request.name)), version=version, applied=applied
-        )
+        return messages.vm_response(vm_to_pb(self.c, self.c.get(request.name)), version, applied)
 
     @_errors
     def GetVM(self, request, context):
@@ -117,56 +111,28 @@ class OverlayService(pb_grpc.OverlayServicer):
     @_errors
     def ListVMs(self, request, context):
         vms = sorted(self.c.vms.values(), key=lambda v: v.name)
-        return pb.ListVMsResponse(
-            vms=[
-                vm_to_pb(self.c, vm)
-                for vm in vms
-                if (not request.vni or vm.vni == request.vni)
-                and (not request.server or vm.server == request.server)
-            ]
+        return messages.list_vms_response(
+            vm_to_pb(self.c, vm)
+            for vm in vms
+            if (not request.vni or vm.vni == request.vni)
+            and (not request.server or vm.server == request.server)
         )
 
     @_errors
     def SetQoS(self, request, context):
         version = self.c.set_qos(request.name, request.qos or None)
-        return pb.VMResponse(vm=vm_to_pb(self.c, self.c.get(request.name)), version=version)
+        return messages.vm_response(vm_to_pb(self.c, self.c.get(request.name)), version)
 
     @_errors
     def ListSwitches(self, request, context):
-        switches = []
-        for name, sup in sorted(self.c.supervisors.items()):
-            s = sup.status
-            switches.append(
-                pb.Switch(
-                    name=name,
-                    address=s.address,
-                    connected=s.connected,
-                    primary=s.primary,
-                    pipeline_cookie=s.cookie or 0,
-                    entries=s.entries,
-                    last_error=s.last_error,
-                    reconciles=s.reconciles,
-                    writes=s.writes,
-                    vms_not_installed=len(s.vm_errors),
-                )
-            )
-        return pb.ListSwitchesResponse(switches=switches)
+        return messages.list_switches_response(
+            {name: sup.status for name, sup in self.c.supervisors.items()}
+        )
 
     @_errors
     def GetCounters(self, request, context):
         counters = self.counters.collect(list(request.vms) or None, list(request.vnis) or None)
-        response = pb.GetCountersResponse()
-        for vm in counters.vms:
-            response.vms.add(name=vm.name, tor=vm.tor, tx=_traffic(vm.tx), rx=_traffic(vm.rx))
-        for vni in counters.vnis:
-            response.vnis.add(vni=vni.vni, tor=vni.tor, tx=_traffic(vni.tx), rx=_traffic(vni.rx))
-        for tor, reasons in sorted(counters.drops.items()):
-            for reason, packets in reasons.items():
-                if packets:
-                    response.drops.add(tor=tor, reason=reason, packets=packets)
-        for tor, error in sorted(counters.unreachable.items()):
-            response.unreachable.add(switch=tor, error=error)
-        return response
+        return messages.counters_response(counters)
 
     def _evpn(self, context):
         """The controller's EVPN service, or FAILED_PRECONDITION without one."""
@@ -181,51 +147,31 @@ class OverlayService(pb_grpc.OverlayServicer):
     @_errors
     def EvpnPeers(self, request, context):
         service = self._evpn(context)
-        response = pb.EvpnPeersResponse(asn=service.config.asn, router_id=service.config.router_id)
-        for p in evpn_status.peer_reports(service):
-            response.peers.add(
-                address=p.address,
-                asn=p.asn,
-                state=p.state,
-                uptime_seconds=p.uptime,
-                routes_received=p.received,
-                routes_accepted=p.accepted,
-                routes_advertised=p.advertised,
-            )
-        for reason, routes in sorted(evpn_status.refusals(service).items()):
-            response.refused.add(reason=reason, routes=routes)
-        return response
+        return messages.evpn_peers_response(
+            service.config.asn,
+            service.config.router_id,
+            evpn_status.peer_reports(service),
+            evpn_status.refusals(service),
+        )
 
     @_errors
     def EvpnRoutes(self, request, context):
         service = self._evpn(context)
-        response = pb.EvpnRoutesResponse()
-        for r in evpn_status.route_reports(service, request.vni or None):
-            response.routes.add(
-                type=r.type,
-                vni=r.vni,
-                mac=r.mac,
-                ips=list(r.ips),
-                vtep=r.vtep,
-                sequence=r.seq,
-                source=r.source,
-                rd=r.rd,
-                installed=r.installed,
-                refused=r.refused,
-            )
-        return response
+        return messages.evpn_routes_response(
+            evpn_status.route_reports(service, request.vni or None)
+        )
 
     @_errors
     def ListVrfs(self, request, context):
         rows = vrf_rows(self.c.fabric, self.c.vms.values())
-        return pb.ListVrfsResponse(vrfs=[messages.vrf_to_pb(r) for r in rows])
+        return messages.list_vrfs_response(rows)
 
     @_errors
     def ListRoutes(self, request, context):
         if request.vrf and request.vrf not in self.c.fabric.vrfs:
             raise NotFound(f"no VRF named {request.vrf!r}")
         rows = route_rows(self.c.fabric, self.c.vms.values(), request.vrf or None)
-        return pb.ListRoutesResponse(routes=[messages.route_to_pb(r) for r in rows])
+        return messages.list_routes_response(rows)
 
     def WatchEvents(self, request, context):
         subscription = self.c.bus.subscribe()
@@ -235,22 +181,9 @@ class OverlayService(pb_grpc.OverlayServicer):
                     event = subscription.get(timeout=0.5)
                 except queue.Empty:
                     continue
-                fields = {
-                    k: v for k, v in dataclasses.asdict(event).items() if k not in ("switch", "at")
-                }
-                yield pb.Event(
-                    at=event.at,
-                    switch=event.switch,
-                    kind=type(event).__name__,
-                    detail=" ".join(f"{k}={_as_text(v)}" for k, v in fields.items()),
-                )
+                yield messages.event_to_pb(event)
         finally:
             self.c.bus.unsubscribe(subscription)
-
-
-def _as_text(value: object) -> str:
-    """An event field as WatchEvents shows it: a tuple as a comma list."""
-    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 def serve(
