@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from .addressing import ipv4_network, normalise_mac
+from .bit_rates import parse_bit_rate
 from .dataplane.targets import Target
 from .evpn.config import parse_evpn
 from .model import (
@@ -137,6 +138,16 @@ def _rates(doc: _Doc, path: tuple) -> Rates | None:
     return Rates(*(doc.typed(path + (k,), int) for k in ("cir", "cburst", "pir", "pburst")))
 
 
+def _link_rate(doc: _Doc, path: tuple) -> int | None:
+    value = doc.typed(path, object, None)
+    if value is None:
+        return None
+    try:
+        return parse_bit_rate(value)
+    except ValueError as exc:
+        raise doc.error(path, str(exc)) from None
+
+
 def _tls_files(doc: _Doc, path: tuple) -> TlsFiles | None:
     """PEM files {ca, cert, key} at ``path``, each of which must exist; None if absent."""
     if doc.get(path, {}) == {}:
@@ -190,6 +201,7 @@ def load_fabric(path: str | Path) -> Fabric:
             doc.typed(p + ("tor",), str),
             doc.typed(p + ("port",), int),
             doc.typed(p + ("libvirt",), str, None),
+            _link_rate(doc, p + ("link_rate",)),
         )
         if server.name in fabric.servers:
             raise doc.error(p + ("name",), f"server {server.name!r} defined twice")

@@ -34,6 +34,9 @@ class Server:
     tor: str
     port: int  # the ToR port the server's NIC is cabled to
     libvirt: str | None = None  # hypervisor URI, if its VMs come from libvirt
+    # The NIC's speed in bit/s, if given: its VMs' guaranteed rates (QoS CIR)
+    # may not add up to more, in either direction (validation.py).
+    link_rate: int | None = None
 
 
 @dataclass(frozen=True)

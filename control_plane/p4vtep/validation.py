@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
@@ -17,6 +18,7 @@ from .addressing import VNI_MIN as VNI_MIN
 from .addressing import host_ip_problem, ipv4, mac_problem
 from .addressing import normalise_mac as normalise_mac
 from .allocation import EXTERNAL_VTEP
+from .bit_rates import format_bit_rate
 from .dataplane import limits
 from .dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
 from .dataplane.targets import Target
@@ -194,8 +196,11 @@ def validate(
     vrf_ips: dict[tuple[str, str], str] = {}  # (see VmIndex)
     vlans: dict[tuple[str, int], str] = {}
     names: set[str] = set()
+    policies_on: dict[str, Counter[str]] = {}  # server -> QoS policy -> VMs
     for vm in vms:
         subject = subject_for("vm", vm.name)
+        if vm.qos is not None:
+            policies_on.setdefault(vm.server, Counter())[vm.qos] += 1
         if vm.name in names:
             problems.append(Problem(subject, "name", "declared twice"))
         names.add(vm.name)
@@ -245,8 +250,45 @@ def validate(
                     )
                 )
             vlans.setdefault(port_key, vm.name)
+    for server, policies in policies_on.items():
+        problems += link_problems(fabric, server, policies, f"server {server}", "link_rate")
     if problems:
         raise ValidationError(problems)
+
+
+# What each QoS direction guarantees, as a link problem says it.
+GUARANTEE_DIRECTIONS = {"tx": "sent by", "rx": "delivered to"}
+
+
+def link_problems(
+    fabric: Fabric, server_name: str, policies: Mapping[str, int], subject: str, field: str
+) -> list[Problem]:
+    """Whether the VMs on a server, holding these QoS policies (name -> how
+    many VMs), are guaranteed more than its link carries in a direction: the
+    ToR could not keep every guarantee when the link is full (docs/controller.md)."""
+    server = fabric.servers.get(server_name)
+    if server is None or server.link_rate is None:
+        return []
+    totals = dict.fromkeys(GUARANTEE_DIRECTIONS, 0)  # bytes/s
+    for name, count in policies.items():
+        policy = fabric.policies.get(name)
+        if policy is None:
+            continue  # (check_vm reports an unknown policy)
+        for direction in totals:
+            rates = getattr(policy, direction)
+            if rates is not None:
+                totals[direction] += count * rates.cir
+    return [
+        Problem(
+            subject,
+            field,
+            f"the rates guaranteed (cir) to traffic {GUARANTEE_DIRECTIONS[direction]} the VMs "
+            f"on server {server_name} would add up to {format_bit_rate(total * 8)}, above its "
+            f"link_rate of {format_bit_rate(server.link_rate)}",
+        )
+        for direction, total in totals.items()
+        if total * 8 > server.link_rate
+    ]
 
 
 def vrf_of(fabric: Fabric) -> dict[int, str]:
@@ -270,6 +312,7 @@ class VmIndex:
         self.ips: dict[tuple[int, str], str] = {}
         self.vrf_ips: dict[tuple[str, str], str] = {}
         self.vlans: dict[tuple[str, int], str] = {}
+        self.policies_on: dict[str, Counter[str]] = {}  # server -> QoS policy -> VMs
 
     @classmethod
     def of(cls, vms: Iterable[Vm], vrf_of: Mapping[int, str]) -> VmIndex:
@@ -282,6 +325,7 @@ class VmIndex:
         other = VmIndex(self.vrf_of)
         other.macs, other.ips, other.vlans = dict(self.macs), dict(self.ips), dict(self.vlans)
         other.vrf_ips = dict(self.vrf_ips)
+        other.policies_on = {k: Counter(v) for k, v in self.policies_on.items()}
         return other
 
     def add(self, vm: Vm) -> None:
@@ -292,10 +336,18 @@ class VmIndex:
             if vrf is not None:
                 self.vrf_ips[(vrf, ip)] = vm.name
         self.vlans[(vm.server, vm.vlan)] = vm.name
+        if vm.qos is not None:
+            self.policies_on.setdefault(vm.server, Counter())[vm.qos] += 1
 
     def remove(self, vm: Vm) -> None:
         _release(self.macs, (vm.vni, vm.mac), vm.name)
         _release(self.vlans, (vm.server, vm.vlan), vm.name)
+        if vm.qos is not None:
+            policies = self.policies_on.get(vm.server)
+            if policies is not None and policies[vm.qos] > 0:
+                policies[vm.qos] -= 1
+                if policies[vm.qos] == 0:
+                    del policies[vm.qos]
         vrf = self.vrf_of.get(vm.vni)
         for ip in vm.ips:
             _release(self.ips, (vm.vni, ip), vm.name)
@@ -367,6 +419,20 @@ def validate_change(
         if not conflicts:
             index.add(vm)
             added.append(vm)
+    if not problems:
+        # Guarantees above a server's link, naming the first VM that adds one there.
+        first_on: dict[str, Vm] = {}
+        for vm in added:
+            if vm.qos is not None:
+                first_on.setdefault(vm.server, vm)
+        for server, vm in first_on.items():
+            problems += link_problems(
+                fabric,
+                server,
+                index.policies_on.get(server, {}),
+                subject_for("vm", vm.name),
+                "qos",
+            )
     if problems:
         for vm in added:
             index.remove(vm)
