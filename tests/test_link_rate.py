@@ -143,3 +143,53 @@ def test_the_api_path_refuses_what_would_overfill_a_link_and_changes_nothing(tmp
     assert controller.vms["p1"].qos == "gold"
     with pytest.raises(ValidationError):
         controller.attach(gold(4))
+
+
+# --- buckets TCP can use (qos_bursts.py) ---------------------------------------------------
+
+
+def test_a_policy_without_buckets_gets_ones_tcp_can_use(tmp_path, caplog):
+    from p4vtep.qos_bursts import default_burst
+
+    path = tmp_path / "fabric.yaml"
+    text = (EXAMPLES / "fabric.yaml").read_text()
+    start = text.index("qos_policies:")
+    path.write_text(
+        text[:start]
+        + "qos_policies:\n"
+        + "  - name: bronze\n"
+        + "    tx: {cir: 625000, pir: 625000}\n"
+        + "    rx: {cir: 625000, cburst: 300000, pir: 250000000}\n"
+    )
+    with caplog.at_level("WARNING", logger="p4vtep.config"):
+        fabric = load_fabric(path)
+    bronze = fabric.policies["bronze"]
+    assert (bronze.tx.cburst, bronze.tx.pburst) == (262144, 262144)  # the 256 KiB floor
+    assert (bronze.rx.cburst, bronze.rx.pburst) == (300000, 2500000)  # given; 10 ms at 2 Gbit/s
+    assert default_burst(250_000_000) == 2_500_000
+    assert caplog.records == []
+
+
+def test_a_bucket_too_small_for_tcp_is_warned_about_with_its_line(tmp_path, caplog):
+    path = tmp_path / "fabric.yaml"
+    text = (EXAMPLES / "fabric.yaml").read_text()
+    start = text.index("qos_policies:")
+    path.write_text(
+        text[:start]
+        + "qos_policies:\n"
+        + "  - name: bronze\n"
+        + "    tx: {cir: 625000, cburst: 62500, pir: 625000}\n"
+        + "  - name: fast\n"
+        + "    rx: {cir: 1250000000, cburst: 1000000, pir: 1250000000}\n"
+    )
+    with caplog.at_level("WARNING", logger="p4vtep.config"):
+        load_fabric(path)
+    line = text[:start].count("\n") + 2
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}:{line}: qos_policies[0]: qos bronze: tx.cburst 62500 B is below 131072 B: "
+        "TCP through this policer may stay well below 625000 B/s; leave it out for the "
+        "default (262144 B)",
+        f"{path}:{line + 2}: qos_policies[1]: qos fast: rx.cburst 1000000 B is below 1250000 B: "
+        "TCP through this policer may stay well below 1250000000 B/s; leave it out for the "
+        "default (12500000 B)",
+    ]

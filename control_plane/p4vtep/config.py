@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,10 @@ from .model import (
     Vrf,
 )
 from .problems import Problem
+from .qos_bursts import burst_warnings, default_burst
 from .routing_checks import check_routing
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .state.etcd_connection import EtcdSettings
@@ -135,7 +139,16 @@ def _read(path: str | Path) -> _Doc:
 def _rates(doc: _Doc, path: tuple) -> Rates | None:
     if doc.get(path, {}) == {}:
         return None
-    return Rates(*(doc.typed(path + (k,), int) for k in ("cir", "cburst", "pir", "pburst")))
+    cir, pir = doc.typed(path + ("cir",), int), doc.typed(path + ("pir",), int)
+    # A bucket left out gets a size TCP can use (qos_bursts.py says why).
+    cburst = doc.typed(path + ("cburst",), int, None)
+    pburst = doc.typed(path + ("pburst",), int, None)
+    return Rates(
+        cir,
+        default_burst(cir) if cburst is None else cburst,
+        pir,
+        default_burst(pir) if pburst is None else pburst,
+    )
 
 
 def _link_rate(doc: _Doc, path: tuple) -> int | None:
@@ -228,10 +241,15 @@ def load_fabric(path: str | Path) -> Fabric:
             doc.typed(p + ("name",), str), _rates(doc, p + ("tx",)), _rates(doc, p + ("rx",))
         )
         fabric.policies[policy.name] = policy
+        for warning in burst_warnings(policy):
+            log.warning("%s", doc.error(p, warning))  # (file:line: field: what)
     fabric.p4runtime_tls = _tls_files(doc, ("tls", "p4runtime"))
     fabric.api_tls = _tls_files(doc, ("tls", "api"))
-    fabric.evpn = parse_evpn(doc, fabric.vnis, (t.vtep_ip for t in fabric.tors.values()))
     _load_routing(doc, fabric)
+    # (after the routing model: EVPN advertises and accepts routes of its VRFs)
+    fabric.evpn = parse_evpn(
+        doc, fabric.vnis, (t.vtep_ip for t in fabric.tors.values()), fabric=fabric
+    )
     return fabric
 
 
