@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from frr_host import evpn_paths  # (topologies/: the demo parses FRR the same way)
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
+from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.processes import stop_process, stop_processes
 
@@ -301,8 +302,10 @@ router bgp {self.asn}
                 listen_port=-1,
             ),
             [],
-            command_prefix=["ip", "netns", "exec", self.frr_ns],
-            local_address=self.observer_ip,
+            EvpnOptions(
+                command_prefix=("ip", "netns", "exec", self.frr_ns),
+                local_address=self.observer_ip,
+            ),
         )
 
     # ---- looking at FRR -------------------------------------------------------

@@ -3,16 +3,21 @@ switch_fabric.py for the BMv2 harness), never from another test module."""
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import grpc
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.api.server import serve
 from p4vtep.bmv2 import free_port
 from p4vtep.controller import Controller
+from p4vtep.evpn.service import EvpnService
 from p4vtep.state.protocol import LeaderInfo
 
 
@@ -40,10 +45,13 @@ def controller_state(controller: Controller) -> tuple[object, ...]:
 
 
 @contextmanager
-def api_client(controller: Controller) -> Iterator[tuple[pb_grpc.OverlayStub, str]]:
-    """The service API of ``controller`` on a free loopback port: (stub, address)."""
+def api_client(
+    controller: Controller, evpn: EvpnService | None = None
+) -> Iterator[tuple[pb_grpc.OverlayStub, str]]:
+    """The service API of ``controller`` (and of ``evpn``, the EVPN service
+    beside it) on a free loopback port: (stub, address)."""
     address = f"127.0.0.1:{free_port()}"
-    server = serve(controller, address)
+    server = serve(controller, address, evpn=evpn)
     channel = grpc.insecure_channel(address)
     try:
         yield pb_grpc.OverlayStub(channel), address
@@ -72,3 +80,27 @@ class FixedLeadership:
 
     def leader(self) -> LeaderInfo | None:
         return self.current
+
+
+class RecordingLock:
+    """Stands in for a controller's ``_lock`` and notes the file of every
+    ``with`` that takes it: who reaches into the controller under its lock."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.files: list[str] = []
+        self._guard = threading.Lock()
+
+    def __enter__(self) -> Any:
+        with self._guard:
+            self.files.append(Path(sys._getframe(1).f_code.co_filename).name)
+        return self.inner.__enter__()
+
+    def __exit__(self, *exc: object) -> Any:
+        return self.inner.__exit__(*exc)
+
+    def acquire(self, *args: Any) -> Any:
+        return self.inner.acquire(*args)
+
+    def release(self) -> None:
+        self.inner.release()

@@ -4,9 +4,10 @@ and the Prometheus collector show the real session states and route counts,
 and a session going down is an event on the controller's bus and on the
 API's event stream.
 
-The controller runs EVPN as configured by a fabric file's evpn: section;
-its supervisors are never started (no switch is needed: what is checked is
-the speaker's state as the operator sees it)."""
+The controller runs EVPN as configured by a fabric file's evpn: section,
+wired as the CLI does (an EvpnSource beside it, its service given to the API
+and the metrics); its supervisors are never started (no switch is needed:
+what is checked is the speaker's state as the operator sees it)."""
 
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
+from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
 from p4vtep.metrics import EvpnCollector
 from p4vtep.model import Vm
+from p4vtep.sources.evpn import EvpnSource
 from p4vtep.store import Store
 from prometheus_client import CollectorRegistry
 
@@ -65,34 +68,30 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             vnis=(VniRouting(VNI, None, ("65000:5000",), ("65000:5000",)),),
             hold_time=3,
         )
-        controller = Controller(
-            fabric,
-            bmv2_pipeline(),
-            Store(tmp_path_factory.mktemp("s") / "s.db"),
-            evpn_options={
-                "command_prefix": ["ip", "netns", "exec", frr.ctl_ns],
-                "listen_addresses": [frr.ctl_ip],
-            },
+        store = Store(tmp_path_factory.mktemp("s") / "s.db")
+        controller = Controller(fabric, bmv2_pipeline(), store)
+        source = EvpnSource(
+            controller,
+            EvpnOptions(
+                command_prefix=("ip", "netns", "exec", frr.ctl_ns),
+                listen_addresses=(frr.ctl_ip,),
+            ),
         )
-        assert controller.evpn is not None
-        assert controller._evpn_link is not None
         observer = frr.observer(OBSERVER_ASN)
         registry = CollectorRegistry()
-        registry.register(EvpnCollector(controller))
+        registry.register(EvpnCollector(source.service))
         bus = controller.bus.subscribe()
         frr.add_vm_mac()
         # Our VM on tor1: the controller advertises it (MAC, MAC+IP) and VNI 5000 on tor1.
         controller.attach(Vm("web", OUR_MAC, (OUR_IP,), VNI, "s11", 10))
         observer.start()
         # The EVPN side only: no switch here, so the supervisors stay off.
-        controller._evpn_link.start(initial_wait=10)
+        source.start(initial_wait=10)
         try:
-            with api_client(controller) as (client, address):
-                yield Rig(
-                    frr, controller, controller.evpn, observer, client, address, bus, registry
-                )
+            with api_client(controller, source.service) as (client, address):
+                yield Rig(frr, controller, source.service, observer, client, address, bus, registry)
         finally:
-            controller._evpn_link.stop()
+            source.stop()
             observer.stop()
 
 

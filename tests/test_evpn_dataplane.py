@@ -33,12 +33,15 @@ from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
+from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.routes import MacIpRoute
+from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
 from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
 from p4vtep.processes import stop_processes
 from p4vtep.reconciler import SwitchReader, diff
 from p4vtep.runtime.client import SwitchConnection
+from p4vtep.sources.evpn import EvpnSource
 from p4vtep.store import Store
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
@@ -67,20 +70,34 @@ class Lab:
     ifaces: dict[int, str]  # ToR port -> its far end (host end, or moved into a namespace)
     vma: str  # a1's namespace
     mvt: str  # the mover's namespace on the ToR side
+    source: EvpnSource | None = None  # EVPN beside the controller
+
+    @property
+    def evpn(self) -> EvpnService:
+        assert self.source is not None
+        return self.source.service
 
     def start_controller(self) -> Controller:
+        """As the CLI does: the EVPN source first (the switches get the
+        learned routes at once), then the supervisors."""
         self.controller = Controller(
-            self.fabric,
-            bmv2_pipeline(),
-            Store(self.store),
-            resync_seconds=3600,
-            evpn_options={
-                "command_prefix": ["ip", "netns", "exec", self.frr.ctl_ns],
-                "listen_addresses": [self.frr.ctl_ip],
-            },
+            self.fabric, bmv2_pipeline(), Store(self.store), resync_seconds=3600
         )
+        self.source = EvpnSource(
+            self.controller,
+            EvpnOptions(
+                command_prefix=("ip", "netns", "exec", self.frr.ctl_ns),
+                listen_addresses=(self.frr.ctl_ip,),
+            ),
+        )
+        self.source.start()
         self.controller.start()
         return self.controller
+
+    def stop_controller(self) -> None:
+        self.controller.stop()
+        if self.source is not None:
+            self.source.stop()
 
 
 RELAY = Path(__file__).with_name("vlan_relay.py")
@@ -151,7 +168,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                 controller.attach(vm)
             assert controller.wait_converged(30)
             yield lab
-            lab.controller.stop()
+            lab.stop_controller()
         finally:
             switch.stop()
             stop_processes(relays)
@@ -296,15 +313,15 @@ def test_migration_to_the_frr_host_and_back(lab: Lab) -> None:
     # Remote Seq: 0"), the same as ours: a conflict, refused and counted.
     # Either way the VM's entries stay until the inventory follows: the VM
     # is detached here, and FRR's route is installed.
-    conflicts = controller.evpn.table.refused["conflict"]
+    conflicts = lab.evpn.table.refused["conflict"]
     start = time.monotonic()
     frr.in_ns(lab.mvt, "ip", "link", "set", "vm", "down")
     frr.vm_up("mv")
     frr.in_ns(mover_ns, "ping", "-c", "1", "-W", "1", A1.ips[0], check=False)
     assert wait_for(
         lambda: (
-            (VNI, MOVER.mac) in controller.evpn.view.moved_away()
-            or controller.evpn.table.refused["conflict"] > conflicts
+            (VNI, MOVER.mac) in lab.evpn.view.moved_away()
+            or lab.evpn.table.refused["conflict"] > conflicts
         ),
         10,
     ), frr.vtysh(f"show evpn mac vni {VNI} mac {MOVER.mac}")
@@ -320,7 +337,7 @@ def test_migration_to_the_frr_host_and_back(lab: Lab) -> None:
     # And back: the VM starts on the ToR (attached here) and then stops
     # there: we advertise FRR's number + 1, FRR gives the MAC up, traffic
     # follows.
-    there_seq = {m.mac: m.seq for m in controller.evpn.view.remote_macs()}[MOVER.mac]
+    there_seq = {m.mac: m.seq for m in lab.evpn.view.remote_macs()}[MOVER.mac]
     start = time.monotonic()
     frr.in_ns(lab.mvt, "ip", "link", "set", "vm", "up")
     controller.attach(MOVER)
@@ -328,7 +345,7 @@ def test_migration_to_the_frr_host_and_back(lab: Lab) -> None:
     assert wait_for(lambda: fdb_has(frr, MOVER.mac, TOR_VTEP), 15), frr.fdb()
     assert wait_for(lambda: ping(lab, frr.vm_ns, MOVER.ips[0]), 15)
     back = time.monotonic() - start
-    ours = {a.mac: a.seq for a in controller.evpn.view.advertisements()}[MOVER.mac]
+    ours = {a.mac: a.seq for a in lab.evpn.view.advertisements()}[MOVER.mac]
     assert ours == there_seq + 1
     assert wait_for(lambda: _mover_seq(frr, TOR_VTEP) == ours, 10), frr.vtysh("show bgp l2vpn evpn")
     assert wait_for(lambda: _mover_seq(frr, frr.frr_ip) is None, 10)
@@ -340,11 +357,11 @@ def test_migration_to_the_frr_host_and_back(lab: Lab) -> None:
 def test_bad_routes_are_refused_counted_and_change_nothing(lab: Lab) -> None:
     """As if FRR had sent them: a VNI we do not route, our own VTEP as next
     hop, FRR's VM's MAC claimed by another VTEP with the same number."""
-    controller, frr = lab.controller, lab.frr
+    frr = lab.frr
     assert converged(lab)
     before = switch_entities(lab)
-    refused = dict(controller.evpn.intake.refused)
-    conflicts = controller.evpn.table.refused["conflict"]
+    refused = dict(lab.evpn.intake.refused)
+    conflicts = lab.evpn.table.refused["conflict"]
     other = "192.0.2.77"
     bad = {
         "unknown-vni": MacIpRoute(f"{frr.frr_ip}:9", "52:54:00:00:00:99", 7000, frr.frr_ip),
@@ -352,17 +369,17 @@ def test_bad_routes_are_refused_counted_and_change_nothing(lab: Lab) -> None:
         "conflict": MacIpRoute(f"{other}:9", VM_MAC, VNI, other, None, RT),
     }
     for route in bad.values():
-        controller.evpn._route(frr.frr_ip, route)
-    assert controller.evpn.intake.refused["unknown-vni"] == refused.get("unknown-vni", 0) + 1
-    assert controller.evpn.intake.refused["own-vtep"] == refused.get("own-vtep", 0) + 1
-    assert controller.evpn.table.refused["conflict"] == conflicts + 1
+        lab.evpn._route(frr.frr_ip, route)
+    assert lab.evpn.intake.refused["unknown-vni"] == refused.get("unknown-vni", 0) + 1
+    assert lab.evpn.intake.refused["own-vtep"] == refused.get("own-vtep", 0) + 1
+    assert lab.evpn.table.refused["conflict"] == conflicts + 1
     assert converged(lab)
     assert switch_entities(lab) == before
-    controller.evpn._withdraw(frr.frr_ip, bad["conflict"].nlri_key())  # (as FRR would)
+    lab.evpn._withdraw(frr.frr_ip, bad["conflict"].nlri_key())  # (as FRR would)
 
 
 def test_a_restarted_controller_relearns_and_writes_nothing(lab: Lab) -> None:
-    lab.controller.stop()
+    lab.stop_controller()
     controller = lab.start_controller()
     assert converged(lab)
     assert controller.supervisors["tor1"].status.writes == 0

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 from frr_lab import OBSERVER_ASN, VM_MAC, FrrLab, needs_frr
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
+from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
 from p4vtep.evpn.table import LocalMac, RemoteMac
@@ -40,8 +41,9 @@ def lab() -> Iterator[tuple[FrrLab, EvpnService]]:
         service = EvpnService(
             config,
             [TOR1, TOR2],
-            command_prefix=["ip", "netns", "exec", frr.ctl_ns],
-            listen_addresses=[frr.ctl_ip],
+            EvpnOptions(
+                command_prefix=("ip", "netns", "exec", frr.ctl_ns), listen_addresses=(frr.ctl_ip,)
+            ),
         )
         service.start()
         try:

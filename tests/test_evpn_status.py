@@ -1,8 +1,8 @@
 """`p4vtep evpn peers|routes` and the EVPN metrics for the states a live lab
 does not easily produce: gobgpd not running, static VTEPs, MAC conflicts and
-superseded claims. The controller's EVPN service is built but its gobgpd is
-never started; routes enter the learned table and the intake directly, and
-our own routes go to a recording announcer instead of gobgpd."""
+superseded claims. The EVPN source beside the controller is built but its
+gobgpd is never started; routes enter the learned table and the intake
+directly, and our own routes go to a recording announcer instead of gobgpd."""
 
 from __future__ import annotations
 
@@ -20,8 +20,10 @@ from p4vtep.evpn import gobgp_api
 from p4vtep.evpn.advertiser import Advertiser, Route
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, StaticMac, StaticVtep, VniRouting
 from p4vtep.evpn.routes import MacIpRoute
+from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.table import LocalMac
 from p4vtep.metrics import EvpnCollector
+from p4vtep.sources.evpn import EvpnSource
 from p4vtep.store import Store
 from prometheus_client import CollectorRegistry
 
@@ -55,7 +57,8 @@ def mac_route(vtep: str, seq: int, mac: str = MAC) -> MacIpRoute:
 
 
 @pytest.fixture
-def controller(tmp_path) -> Iterator[Controller]:
+def rig(tmp_path) -> Iterator[tuple[Controller, EvpnService]]:
+    """A controller and its EVPN service (not started)."""
     fabric = two_tor_fabric()
     fabric.evpn = EvpnConfig(
         asn=65000,
@@ -66,16 +69,17 @@ def controller(tmp_path) -> Iterator[Controller]:
         listen_port=-1,
     )
     c = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
-    assert c.evpn is not None
-    c.evpn.advertiser = Advertiser(c.evpn.config, Recorder())
-    yield c
-    c.evpn.stop()  # nothing runs; removes the speaker's private directory
+    service = EvpnSource(c).service
+    service.advertiser = Advertiser(service.config, Recorder())
+    yield c, service
+    service.stop()  # nothing runs; removes the speaker's private directory
 
 
-def test_without_gobgpd_every_peer_is_speaker_down(controller, capsys) -> None:
+def test_without_gobgpd_every_peer_is_speaker_down(rig, capsys) -> None:
+    controller, service = rig
     registry = CollectorRegistry()
-    registry.register(EvpnCollector(controller))
-    with api_client(controller) as (client, address):
+    registry.register(EvpnCollector(service))
+    with api_client(controller, service) as (client, address):
         reply = client.EvpnPeers(pb.EvpnPeersRequest())
         assert [(p.address, p.asn, p.state, p.uptime_seconds) for p in reply.peers] == [
             (PEER_A, 65000, "SPEAKER-DOWN", 0),
@@ -89,13 +93,13 @@ def test_without_gobgpd_every_peer_is_speaker_down(controller, capsys) -> None:
     assert registry.get_sample_value("p4vtep_evpn_session_up", {"peer": PEER_B}) == 0
 
 
-def test_routes_show_static_conflicting_superseded_refused_and_ours(controller, capsys) -> None:
-    service = controller.evpn
+def test_routes_show_static_conflicting_superseded_refused_and_ours(rig, capsys) -> None:
+    controller, service = rig
     service.table.learn(PEER_A, mac_route(VTEP_A, 1))
     service.table.learn(PEER_B, mac_route(VTEP_B, 1))  # same number: a conflict, A stays
     assert not service.intake.admit(PEER_B, mac_route(TOR1, 0, "52:54:00:00:00:02"))
     service.set_local([LocalMac(5000, "52:54:00:00:00:03", TOR1)], {TOR1: [5000]})
-    with api_client(controller) as (client, address):
+    with api_client(controller, service) as (client, address):
         routes = client.EvpnRoutes(pb.EvpnRoutesRequest()).routes
         assert [
             (r.type, r.mac, r.vtep, r.sequence, r.source, r.installed, r.refused) for r in routes

@@ -50,6 +50,7 @@ def run_controller(args: argparse.Namespace) -> int:
     replica = None
     watcher = None
     libvirt_source = None
+    evpn_source = None
     if etcd is None:
         controller = Controller(
             fabric,
@@ -58,9 +59,16 @@ def run_controller(args: argparse.Namespace) -> int:
             election_id=args.election_id,
             resync_seconds=args.resync,
         )
+        if fabric.evpn is not None:
+            from .sources.evpn import EvpnSource
+
+            evpn_source = EvpnSource(controller)
         if args.inventory:
             watcher = InventoryWatcher(controller, args.inventory)
             watcher.load_now()
+        if evpn_source is not None:
+            # Before the supervisors: the switches get the learned routes at once.
+            evpn_source.start()
         controller.start()
         if watcher:
             watcher.start()
@@ -97,11 +105,12 @@ def run_controller(args: argparse.Namespace) -> int:
         from .tls import server_credentials
 
         credentials = server_credentials(fabric.api_tls)
-    server = serve(controller, args.listen, credentials=credentials)
+    evpn = evpn_source.service if evpn_source is not None else None
+    server = serve(controller, args.listen, credentials=credentials, evpn=evpn)
     if args.metrics_port:
         from .metrics import start_metrics
 
-        start_metrics(controller, args.metrics_port, args.metrics_address)
+        start_metrics(controller, args.metrics_port, args.metrics_address, evpn=evpn)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -121,6 +130,8 @@ def run_controller(args: argparse.Namespace) -> int:
         replica.stop()
     else:
         controller.stop()
+    if evpn_source is not None:
+        evpn_source.stop()
     return 0
 
 

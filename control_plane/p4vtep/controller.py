@@ -8,15 +8,20 @@ The store is any StateStore: SQLite for a single controller (the default), or
 etcd shared by replicas. With a Leadership (replicas), only the leader commits
 (fenced by its term) and its supervisors write; every replica follows the
 commits of the others through apply_committed().
+
+Inputs run beside it (``sources/``: the inventory file, libvirt, BGP EVPN)
+and use only its public surface: they commit through ``replace_source``,
+``attach``... and ``commit_learned``, follow its commits on ``bus`` and read
+a consistent copy of the desired state from ``desired_view``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from . import events, tls
 from .allocation import Allocations, SpaceFull
@@ -41,10 +46,6 @@ from .validation import (
     vrf_of,
 )
 
-if TYPE_CHECKING:
-    from .evpn.controller_link import EvpnLink
-    from .evpn.service import EvpnService
-
 log = logging.getLogger(__name__)
 
 # A bulk change (e.g. an inventory reload) this large rebuilds every ToR
@@ -57,6 +58,40 @@ class NotFound(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+@dataclass(frozen=True)
+class DesiredView:
+    """The desired state at one version, read in one go (``desired_view``):
+    what an input that reads rather than writes needs (EVPN advertises from
+    it). ``vms`` is a read-only copy: later commits do not change it."""
+
+    version: int
+    fabric: Fabric
+    vms: Mapping[str, Vm]
+
+    def tor_of(self, vm: Vm) -> str:
+        return self.fabric.servers[vm.server].tor if vm.server in self.fabric.servers else ""
+
+
+@dataclass(frozen=True)
+class VmPlacement:
+    """A VM's ToR and its index there (counters, meters); ``index`` is None
+    until the VM has one."""
+
+    name: str
+    tor: str
+    index: int | None
+
+
+@dataclass(frozen=True)
+class VniPlacement:
+    """A VNI's fabric-wide index (None: not allocated) and the ToRs hosting
+    a VM of it."""
+
+    vni: int
+    index: int | None
+    tors: tuple[str, ...]
+
+
 class Controller:
     def __init__(
         self,
@@ -66,10 +101,7 @@ class Controller:
         election_id: int = 1,
         resync_seconds: float = 30.0,
         leadership: Leadership | None = None,
-        evpn_options: dict[str, Any] | None = None,
     ) -> None:
-        """``evpn_options``: passed to the EVPN speaker when the fabric has an
-        ``evpn:`` section (e.g. ``listen_addresses``, ``command_prefix``)."""
         problems = check_fabric(fabric)
         if problems:
             raise ValidationError(problems)
@@ -127,35 +159,52 @@ class Controller:
             )
             for name, tor in fabric.tors.items()
         }
-        # BGP EVPN (fabric file's evpn:): gobgpd and the wiring to it, started
-        # with the controller (evpn/controller_link.py).
-        self._evpn_link: EvpnLink | None = None
-        self.evpn: EvpnService | None = None
-        if fabric.evpn is not None:
-            from .evpn.controller_link import EvpnLink
-            from .evpn.status import publish_sessions
-
-            self._evpn_link = EvpnLink(self, **(evpn_options or {}))
-            self.evpn = self._evpn_link.service
-            publish_sessions(self.evpn, self.bus)  # EvpnSessionUp/Down events
 
     @property
     def vms(self) -> dict[str, Vm]:
         """The desired VMs (read-only: change them through the methods)."""
         return self.desired.vms
 
+    def desired_view(self) -> DesiredView:
+        """The desired state as of now, consistent (read under the lock), as
+        a copy the caller may keep and read at leisure."""
+        with self._lock:
+            return DesiredView(self.version, self.fabric, MappingProxyType(dict(self.vms)))
+
+    def placements(
+        self, vms: Iterable[str] | None = None, vnis: Iterable[int] | None = None
+    ) -> tuple[list[VmPlacement], list[VniPlacement]]:
+        """Where ``vms`` (None: every VM, by name) and ``vnis`` (None: every
+        VNI with a VM, in order) are on the switches, read under the lock.
+        NotFound for a VM name the controller does not know."""
+        with self._lock:
+            names = sorted(self.vms) if vms is None else list(vms)
+            for name in names:
+                if name not in self.vms:
+                    raise NotFound(f"no VM named {name!r}")
+            vm_rows = []
+            for name in names:
+                tor = self.fabric.servers[self.vms[name].server].tor
+                vm_rows.append(VmPlacement(name, tor, self.alloc.vm_space(tor).peek(name)))
+            hosts: dict[int, set[str]] = {}  # VNI -> ToRs with a VM in it
+            for vm in self.vms.values():
+                hosts.setdefault(vm.vni, set()).add(self.fabric.servers[vm.server].tor)
+            vni_rows = [
+                VniPlacement(vni, self.alloc.vni.peek(vni), tuple(sorted(hosts.get(vni, ()))))
+                for vni in (sorted(hosts) if vnis is None else vnis)
+            ]
+        return vm_rows, vni_rows
+
     # --- lifecycle -------------------------------------------------------------
     def start(self) -> None:
-        if self._evpn_link is not None:
-            self._evpn_link.start()  # (learned routes first: the switches get them at once)
+        """Start the supervisors. Inputs with facts the switches should get
+        at once (EVPN's learned routes) are started before this."""
         for sup in self.supervisors.values():
             sup.start()
 
     def stop(self) -> None:
         for sup in self.supervisors.values():
             sup.stop()
-        if self._evpn_link is not None:
-            self._evpn_link.stop()
 
     def wait_converged(self, timeout: float = 60.0) -> bool:
         version = self.version
@@ -354,8 +403,6 @@ class Controller:
         self._publish_routes(route_changes)
         for sup in self.supervisors.values():
             sup.notify()
-        if self._evpn_link is not None:
-            self._evpn_link.local_changed()
         return version
 
     def _publish_routes(self, deltas: list[RouteDelta]) -> None:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import grpc
 
-from .controller import Controller, NotFound
+from .controller import Controller
 from .dataplane.drop_reasons import DropReason
 from .dataplane.entries import (
     EGRESS_DROP_COUNTER,
@@ -86,26 +86,12 @@ class CounterReader:
     ) -> Counters:
         """Counters of ``vms`` and ``vnis`` (None: every one) and the drops of
         every ToR. Raises NotFound for a VM name the controller does not know."""
-        c = self.c
-        with c._lock:
-            names = sorted(c.vms) if vms is None else list(vms)
-            for name in names:
-                if name not in c.vms:
-                    raise NotFound(f"no VM named {name!r}")
-            # (name, ToR, index or None when the VM has no index yet)
-            vm_rows = []
-            for name in names:
-                tor = c.fabric.servers[c.vms[name].server].tor
-                vm_rows.append((name, tor, c.alloc.vm_space(tor).peek(name)))
-            hosts: dict[int, set[str]] = {}  # VNI -> ToRs with a VM in it
-            for vm in c.vms.values():
-                hosts.setdefault(vm.vni, set()).add(c.fabric.servers[vm.server].tor)
-            vni_rows = []  # (vni, index, ToRs hosting it)
-            for vni in sorted(hosts) if vnis is None else vnis:
-                index = c.alloc.vni.peek(vni)
-                if index is not None:
-                    vni_rows.append((vni, index, sorted(hosts.get(vni, ()))))
-            all_tors = sorted(c.supervisors)
+        vm_places, vni_places = self.c.placements(vms, vnis)  # NotFound for an unknown VM
+        # (name, ToR, index or None when the VM has no index yet)
+        vm_rows = [(p.name, p.tor, p.index) for p in vm_places]
+        # (vni, index, ToRs hosting it), for the VNIs that have an index
+        vni_rows = [(p.vni, p.index, p.tors) for p in vni_places if p.index is not None]
+        all_tors = sorted(self.c.supervisors)
 
         plans = {tor: _TorPlan() for tor in all_tors}
         for _, tor, index in vm_rows:

@@ -16,6 +16,7 @@ from . import events
 from .controller import Controller
 from .counters import CounterReader
 from .evpn import status as evpn_status
+from .evpn.service import EvpnService
 from .tenant_routes import route_counts
 
 log = logging.getLogger(__name__)
@@ -87,13 +88,14 @@ class DataPlaneCollector(Collector):
 
 
 class EvpnCollector(Collector):
-    """Scrape-time EVPN figures; nothing when the fabric file has no evpn: section."""
+    """Scrape-time EVPN figures of ``service``; nothing without one (the
+    fabric file has no evpn: section)."""
 
-    def __init__(self, controller: Controller) -> None:
-        self.controller = controller
+    def __init__(self, service: EvpnService | None) -> None:
+        self.service = service
 
     def collect(self) -> Iterator[Metric]:
-        service = self.controller.evpn
+        service = self.service
         if service is None:
             return
         sessions = GaugeMetricFamily(
@@ -153,15 +155,19 @@ STOP = events.Event()  # put on the metrics thread's subscription: it returns
 
 
 def start_metrics(
-    controller: Controller, port: int, address: str = "127.0.0.1"
+    controller: Controller,
+    port: int,
+    address: str = "127.0.0.1",
+    evpn: EvpnService | None = None,
 ) -> Callable[[], None]:
-    """Serve the metrics on ``address:port``; returns what stops it (the
-    collectors leave the process-wide registry, so another controller in the
-    same process, e.g. a test's, can serve its own)."""
+    """Serve the metrics on ``address:port`` (and ``evpn``'s, the EVPN
+    service running beside the controller, if any); returns what stops it
+    (the collectors leave the process-wide registry, so another controller
+    in the same process, e.g. a test's, can serve its own)."""
     collectors = (
         DataPlaneCollector(controller),
         RoutingCollector(controller),
-        EvpnCollector(controller),
+        EvpnCollector(evpn),
     )
     for collector in collectors:
         REGISTRY.register(collector)

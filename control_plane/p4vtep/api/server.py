@@ -14,6 +14,7 @@ from ..allocation import SpaceFull
 from ..controller import Controller, NotFound
 from ..counters import CounterReader
 from ..evpn import status as evpn_status
+from ..evpn.service import EvpnService
 from ..model import Vm
 from ..runtime.client import P4RuntimeError
 from ..state.protocol import Conflict, NotLeader, StoreUnavailable
@@ -76,8 +77,11 @@ def _errors(method: Callable) -> Callable:
 
 
 class OverlayService(pb_grpc.OverlayServicer):
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Controller, evpn: EvpnService | None = None) -> None:
+        """``evpn``: the EVPN service running beside the controller
+        (``sources.evpn.EvpnSource.service``), if the fabric has one."""
         self.c = controller
+        self.evpn = evpn
         self.counters = CounterReader(controller)
 
     def _applied(self, wait: bool, version: int) -> bool:
@@ -135,8 +139,8 @@ class OverlayService(pb_grpc.OverlayServicer):
         return messages.counters_response(counters)
 
     def _evpn(self, context):
-        """The controller's EVPN service, or FAILED_PRECONDITION without one."""
-        service = self.c.evpn
+        """The EVPN service, or FAILED_PRECONDITION without one."""
+        service = self.evpn
         if service is None:
             context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION,
@@ -187,9 +191,14 @@ class OverlayService(pb_grpc.OverlayServicer):
 
 
 def serve(
-    controller: Controller, address: str, credentials: grpc.ServerCredentials | None = None
+    controller: Controller,
+    address: str,
+    credentials: grpc.ServerCredentials | None = None,
+    evpn: EvpnService | None = None,
 ) -> grpc.Server:
-    """Start the service on ``address``; bounded threads and request size."""
+    """Start the service on ``address``; bounded threads and request size.
+    ``evpn``: what EvpnPeers and EvpnRoutes read (None: they answer
+    FAILED_PRECONDITION)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=WORKER_THREADS),
         options=[
@@ -198,7 +207,7 @@ def serve(
         ],
         maximum_concurrent_rpcs=256,
     )
-    pb_grpc.add_OverlayServicer_to_server(OverlayService(controller), server)
+    pb_grpc.add_OverlayServicer_to_server(OverlayService(controller, evpn), server)
     if credentials is None:
         port = server.add_insecure_port(address)
     else:

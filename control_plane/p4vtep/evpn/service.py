@@ -1,6 +1,7 @@
 """EVPN for one controller: the speaker, the intake, the learned table and
-the advertiser, wired together. The controller gives it our VMs' MACs and the
-VNIs on each ToR; it reads ``view`` for the remote facts to compile."""
+the advertiser, wired together. It is given our VMs' MACs and the VNIs on
+each ToR (``set_local``); ``view`` has the remote facts to compile. Knows
+nothing of the controller: ``sources/evpn.py`` joins the two."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from .advertiser import Advertiser
 from .config import EvpnConfig
 from .intake import RouteIntake
+from .options import DEFAULTS, EvpnOptions
 from .routes import InclusiveMulticastRoute, MacIpRoute
 from .speaker import GoBgpSpeaker
 from .table import EvpnView, LearnedTable, LocalMac, ViewChange
@@ -33,7 +34,7 @@ class SessionChange:
 
 class EvpnService:
     def __init__(
-        self, config: EvpnConfig, own_vteps: Iterable[str], **speaker_options: Any
+        self, config: EvpnConfig, own_vteps: Iterable[str], options: EvpnOptions = DEFAULTS
     ) -> None:
         self.config = config
         self.table = LearnedTable()
@@ -44,7 +45,7 @@ class EvpnService:
             on_withdraw=self._withdraw,
             on_peer_state=self._peer_state,
             on_malformed=self._malformed,
-            **speaker_options,
+            options=options,
         )
         self.advertiser = Advertiser(config, self.speaker)
         self._vnis_by_vtep: dict[str, frozenset[int]] = {}

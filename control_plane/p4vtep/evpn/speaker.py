@@ -27,6 +27,7 @@ import grpc
 from ..processes import stop_process
 from . import gobgp_api, gobgp_codec
 from .config import EvpnConfig
+from .options import DEFAULTS, EvpnOptions
 from .routes import InclusiveMulticastRoute, MacIpRoute, RouteError
 
 log = logging.getLogger(__name__)
@@ -67,13 +68,10 @@ class GoBgpSpeaker:
         on_withdraw: OnWithdraw,
         on_peer_state: OnPeerState,
         on_malformed: OnMalformed,
-        *,
-        command_prefix: Sequence[str] = (),
-        listen_addresses: Sequence[str] = (),
-        local_address: str | None = None,
-        run_dir: str | None = None,
-        log_level: str = "info",
+        options: EvpnOptions = DEFAULTS,
     ) -> None:
+        """``options``: how gobgpd runs here (namespace, listen addresses,
+        session source address, run directory, log level)."""
         if gobgp_api.MISSING:
             raise SpeakerError(gobgp_api.MISSING)
         if shutil.which(GOBGPD) is None:
@@ -83,12 +81,9 @@ class GoBgpSpeaker:
         self._on_withdraw = on_withdraw
         self._on_peer_state = on_peer_state
         self._on_malformed = on_malformed
-        self._prefix = list(command_prefix)  # e.g. ["ip", "netns", "exec", NS] in tests
-        self._listen = list(listen_addresses)
-        self._local_address = local_address  # source address of our sessions
-        self._own_dir = run_dir is None
-        self._dir = Path(run_dir or tempfile.mkdtemp(prefix="p4vtep-gobgp-"))
-        self._log_level = log_level
+        self.options = options
+        self._own_dir = options.run_dir is None
+        self._dir = options.run_dir or Path(tempfile.mkdtemp(prefix="p4vtep-gobgp-"))
         self._process: subprocess.Popen[bytes] | None = None
         self._channel: grpc.Channel | None = None
         self._stub: Any = None
@@ -109,12 +104,12 @@ class GoBgpSpeaker:
         self._up = {}
         logfile = open(self._dir / "gobgpd.log", "ab")  # noqa: SIM115 - owned by the child
         command = [
-            *self._prefix,
+            *self.options.command_prefix,
             GOBGPD,
             f"--api-hosts=unix://{self.socket}",
             "--pprof-disable",
             "--log-plain",
-            f"--log-level={self._log_level}",
+            f"--log-level={self.options.log_level}",
         ]
         self._process = subprocess.Popen(
             command, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
@@ -129,7 +124,7 @@ class GoBgpSpeaker:
                 f"gobgpd did not open its API within {timeout} s; see {self._dir}/gobgpd.log"
             ) from None
         self._stub = gobgp_api.gobgp_pb2_grpc.GobgpApiStub(self._channel)
-        self._stub.StartBgp(_start_request(api, self.config, self._listen))
+        self._stub.StartBgp(_start_request(api, self.config, self.options.listen_addresses))
         self._export_only_our_routes()
         # Watch before adding peers, so no state change or route is missed.
         self._watch = self._stub.WatchEvent(
@@ -213,7 +208,7 @@ class GoBgpSpeaker:
                     config=api.AfiSafiConfig(family=gobgp_codec.evpn_family(), enabled=True)
                 )
             ],
-            transport=api.Transport(local_address=self._local_address or ""),
+            transport=api.Transport(local_address=self.options.local_address or ""),
         )
         self._stub.AddPeer(api.AddPeerRequest(peer=peer))
 

@@ -1,25 +1,30 @@
-"""BGP EVPN joined to one controller.
+"""BGP EVPN as an input beside the controller, like the inventory file and
+libvirt: built and started by whoever wires the controller (the CLI), never
+by the controller itself.
 
 Two directions, both through one worker thread so that neither the speaker's
 event thread nor a committing API call waits on the other:
 
-- our side: after every commit the controller calls ``local_changed()``; the
-  worker hands the service every VM's MAC and IPs behind its ToR's VTEP, and
-  the VNIs each ToR hosts (what we advertise: type 2 and type 3 routes).
+- our side: the worker follows the controller's commits on its event bus
+  (``DesiredStateChanged``); it reads the desired state
+  (``Controller.desired_view``) and hands the service every VM's MAC and IPs
+  behind its ToR's VTEP, and the VNIs each ToR hosts (what we advertise:
+  type 2 and type 3 routes).
 - their side: every change of the service's view (a peer's route accepted or
   withdrawn, a session down, a MAC won or lost) marks the learned facts
   stale; the worker reads the view (the winners of the RFC 7432 mobility
-  rules, see ``table``) and commits it to the controller as ``Learned``: the
-  remote MACs and flood VTEPs every ToR hosting the VNI must hold.
+  rules, see ``evpn.table``) and commits it through
+  ``Controller.commit_learned`` as ``Learned``: the remote MACs and flood
+  VTEPs every ToR hosting the VNI must hold.
 
 A learned MAC that one of our VMs has in the same VNI only reaches the view
 when the VM lost the mobility contest (a remote VTEP advertised it with a
 higher sequence number: the VM moved away; an equal number is a conflict,
 refused by the table). Its traffic then goes to that VTEP from every ToR (the
 compiler gives the MAC entry to the learned fact); the VM's binding stays
-until the inventory follows, and the link logs it once.
+until the inventory follows, and the source logs it once.
 
-At start the link waits, before the switches are reconciled, until the peers'
+Started before the controller's supervisors, it waits until the peers'
 sessions are up and their routes have stopped arriving (at most
 ``initial_wait`` seconds): a restarted controller then compiles exactly what
 the switches already hold, and writes nothing.
@@ -27,19 +32,22 @@ the switches already hold, and writes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
 import threading
 import time
-from typing import TYPE_CHECKING, Any
 
 from ..allocation import SpaceFull
 from ..compiler.learned import Learned, LearnedMac
-from .service import EvpnService
-from .speaker import ESTABLISHED
-from .table import LocalMac, ViewChange
-
-if TYPE_CHECKING:
-    from ..controller import Controller
+from ..controller import Controller
+from ..events import DesiredStateChanged, Event, refused
+from ..evpn.config import EvpnConfig
+from ..evpn.options import DEFAULTS, EvpnOptions
+from ..evpn.service import EvpnService
+from ..evpn.speaker import ESTABLISHED
+from ..evpn.status import publish_sessions
+from ..evpn.table import LocalMac, ViewChange
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +56,31 @@ log = logging.getLogger(__name__)
 # (FRR coalesces its first updates for about a second).
 QUIET = 3.0
 
+# Put on the worker's bus subscription (it is ours): the view changed, or stop.
+_VIEW_CHANGED = Event()
+_STOP = Event()
 
-class EvpnLink:
-    def __init__(self, controller: Controller, **speaker_options: Any) -> None:
-        config = controller.fabric.evpn
+
+class EvpnSource:
+    """The EVPN service joined to one controller through its public surface.
+    ``service`` is what the API and the metrics read (``serve(...,
+    evpn=source.service)``)."""
+
+    def __init__(
+        self,
+        controller: Controller,
+        options: EvpnOptions = DEFAULTS,
+        config: EvpnConfig | None = None,
+    ) -> None:
+        """``config``: the fabric's ``evpn:`` section unless given."""
+        config = config if config is not None else controller.fabric.evpn
         if config is None:
             raise ValueError("the fabric file has no evpn: section")
         self._controller = controller
         own_vteps = [tor.vtep_ip for tor in controller.fabric.tors.values()]
-        self.service = EvpnService(config, own_vteps, **speaker_options)
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
+        self.service = EvpnService(config, own_vteps, options)
+        publish_sessions(self.service, controller.bus)  # EvpnSessionUp/Down events
+        self._subscription: queue.Queue[Event] | None = None
         self._sync_lock = threading.Lock()  # one sync at a time (worker, start, tests)
         self._local_stale = True
         self._learned_stale = True
@@ -71,20 +93,28 @@ class EvpnLink:
 
     def start(self, initial_wait: float | None = None) -> None:
         """Start gobgpd, advertise our VMs, and wait (at most ``initial_wait``
-        seconds, default twice the hold time and QUIET) for the peers' routes."""
+        seconds, default twice the hold time and QUIET) for the peers'
+        routes, committing them; then follow both sides."""
         self.service.start()
+        # Subscribed before the first read: a commit after it is on the
+        # subscription, one before it is in what sync() reads.
+        subscription = self._controller.bus.subscribe()
+        self._subscription = subscription
         self.sync()
         hold_time = max(self.service.config.hold_time, 3)
         wait = 2.0 * hold_time + QUIET if initial_wait is None else initial_wait
         self._await_peers(wait)
         self.sync()
-        self._stopping.clear()
-        self._worker = threading.Thread(target=self._run, name="evpn-link", daemon=True)
+        self._worker = threading.Thread(
+            target=self._run, args=(subscription,), name="evpn-source", daemon=True
+        )
         self._worker.start()
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._wake.set()
+        subscription, self._subscription = self._subscription, None
+        if subscription is not None:
+            self._controller.bus.unsubscribe(subscription)
+            subscription.put(_STOP)  # after every event the bus gave it
         if self._worker is not None:
             self._worker.join(timeout=10)
             self._worker = None
@@ -114,11 +144,6 @@ class EvpnLink:
 
     # ---- triggers ---------------------------------------------------------------
 
-    def local_changed(self) -> None:
-        """The controller committed a change: re-advertise from its VMs."""
-        self._local_stale = True
-        self._wake.set()
-
     def _view_changed(self, change: ViewChange) -> None:
         self._last_change = time.monotonic()
         if (
@@ -128,21 +153,36 @@ class EvpnLink:
             or change.flood_removed
         ):
             self._learned_stale = True
-            self._wake.set()
+            subscription = self._subscription
+            if subscription is not None:
+                # A full queue holds events still to be handled: the worker
+                # wakes anyway and sees the flag.
+                with contextlib.suppress(queue.Full):
+                    subscription.put_nowait(_VIEW_CHANGED)
 
-    def _run(self) -> None:
-        while not self._stopping.is_set():
-            self._wake.wait()
-            self._wake.clear()
-            if self._stopping.is_set():
+    def _run(self, subscription: queue.Queue[Event]) -> None:
+        while True:
+            events = [subscription.get()]
+            with contextlib.suppress(queue.Empty):
+                while True:  # everything already queued: one sync for all of it
+                    events.append(subscription.get_nowait())
+            if any(e is _STOP for e in events):
                 return
+            if any(_vms_changed(e) for e in events):
+                self._local_stale = True
             try:
-                self.sync()
-            except Exception:  # the link must outlive one bad round
+                self._sync_pending()
+            except Exception:  # the source must outlive one bad round
                 log.exception("EVPN: syncing with the controller failed")
 
     def sync(self) -> None:
-        """Do now whatever is pending, in the caller's thread."""
+        """Both directions brought up to date now, in the caller's thread:
+        our routes from the desired state as it is, learned facts committed."""
+        self._local_stale = True
+        self._learned_stale = True
+        self._sync_pending()
+
+    def _sync_pending(self) -> None:
         with self._sync_lock:
             while self._local_stale or self._learned_stale:
                 if self._local_stale:
@@ -155,18 +195,16 @@ class EvpnLink:
     # ---- the two directions ---------------------------------------------------
 
     def _advertise(self) -> None:
-        controller = self._controller
-        with controller._lock:
-            tors = controller.fabric.tors
-            macs = []
-            vnis_by_vtep: dict[str, set[int]] = {tor.vtep_ip: set() for tor in tors.values()}
-            for vm in controller.vms.values():
-                vtep = tors[controller.tor_of(vm)].vtep_ip
-                macs.append(LocalMac(vm.vni, vm.mac, vtep, frozenset(vm.ips)))
-                vnis_by_vtep[vtep].add(vm.vni)
-        self.service.set_local(
-            macs, vnis_by_vtep
-        )  # (the table's change comes back as a view change)
+        view = self._controller.desired_view()
+        tors = view.fabric.tors
+        macs = []
+        vnis_by_vtep: dict[str, set[int]] = {tor.vtep_ip: set() for tor in tors.values()}
+        for vm in view.vms.values():
+            vtep = tors[view.tor_of(vm)].vtep_ip
+            macs.append(LocalMac(vm.vni, vm.mac, vtep, frozenset(vm.ips)))
+            vnis_by_vtep[vtep].add(vm.vni)
+        # (The table's change comes back as a view change.)
+        self.service.set_local(macs, vnis_by_vtep)
 
     def learned(self) -> Learned:
         """The service's view as the compiler takes it."""
@@ -176,9 +214,7 @@ class EvpnLink:
 
     def _commit_learned(self) -> None:
         learned = self.learned()
-        controller = self._controller
-        with controller._lock:
-            ours = {(vm.vni, vm.mac): vm.name for vm in controller.vms.values()}
+        ours = {(vm.vni, vm.mac): vm.name for vm in self._controller.desired_view().vms.values()}
         for vni, macs in learned.macs.items():
             for m in macs.values():
                 name = ours.get((vni, m.mac))
@@ -195,6 +231,11 @@ class EvpnLink:
                         name,
                     )
         try:
-            controller.commit_learned(learned)
+            self._controller.commit_learned(learned)
         except SpaceFull as exc:
             log.error("EVPN: learned routes not installed, no index left: %s", exc)
+
+
+def _vms_changed(event: Event) -> bool:
+    """A commit that may have changed the VMs (a refused change did not)."""
+    return isinstance(event, DesiredStateChanged) and not event.change.startswith(refused(""))

@@ -1,0 +1,36 @@
+"""How this process runs its BGP speaker (not the fabric's EVPN settings,
+which are the fabric file's ``evpn:`` section, ``config.EvpnConfig``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class EvpnOptions:
+    """Given by whoever wires EVPN to a controller (the CLI takes the
+    defaults; tests and embedders set them) and read by ``GoBgpSpeaker``."""
+
+    # Put in front of the gobgpd command line, e.g. ("ip", "netns", "exec",
+    # NS) to run the speaker in a network namespace.
+    command_prefix: tuple[str, ...] = ()
+    # Where gobgpd listens for BGP (its --api-hosts are private); () is
+    # gobgpd's default, every address (when the config's listen_port is not -1).
+    listen_addresses: tuple[str, ...] = ()
+    # Source address of the sessions we open; None lets the kernel choose.
+    local_address: str | None = None
+    # gobgpd's socket and log; None is a private temporary directory,
+    # removed when the speaker stops.
+    run_dir: Path | None = None
+    log_level: str = "info"  # gobgpd --log-level
+
+    def __post_init__(self) -> None:
+        # Frozen means frozen: a list given by a caller is copied into a tuple.
+        object.__setattr__(self, "command_prefix", tuple(self.command_prefix))
+        object.__setattr__(self, "listen_addresses", tuple(self.listen_addresses))
+        if self.run_dir is not None:
+            object.__setattr__(self, "run_dir", Path(self.run_dir))
+
+
+DEFAULTS = EvpnOptions()  # what the CLI runs with
