@@ -153,10 +153,10 @@ def test_malformed_received_paths_raise_route_error_and_other_types_are_ignored(
     )
     with pytest.raises(RouteError, match="no next hop"):
         gobgp_codec.decode(no_next_hop)
-    prefix = api.Path(pattrs=mac.pattrs)
-    prefix.nlri.Pack(attr.EVPNIPPrefixRoute(ip_prefix="192.168.1.0", ip_prefix_len=24))
-    assert gobgp_codec.decode(prefix) is None  # type 5: not used yet, not refused
-    assert gobgp_codec.decode_key(prefix) is None
+    auto_discovery = api.Path(pattrs=mac.pattrs)
+    auto_discovery.nlri.Pack(attr.EVPNEthernetAutoDiscoveryRoute(ethernet_tag=1, label=5000))
+    assert gobgp_codec.decode(auto_discovery) is None  # type 1: not used, not refused
+    assert gobgp_codec.decode_key(auto_discovery) is None
 
 
 # ---- intake -------------------------------------------------------------------

@@ -3,8 +3,10 @@
 Random sequences of attaches, detaches, moves, QoS changes and
 make-before-break pins (among them VMs of two VNIs routed in one VRF, with a
 static route through one of them), and of what EVPN taught us about external VTEPs
-(learned MACs, some with our VMs' MACs or IPs, and flood lists), are applied
-change by change; afterwards every ToR's
+(learned MACs, some with our VMs' MACs or IPs, and flood lists; host routes
+into the VRF, some for our VMs' IPs with or without their MACs, for the static
+route's next hop or a gateway, and prefixes, one of them the static route's),
+are applied change by change; afterwards every ToR's
 incrementally kept state must equal a fresh full compile of that ToR's view,
 and a simulated switch fed only the recorded deltas must hold exactly that
 state (each delta's "before" must be what the switch holds). No switch.
@@ -20,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4vtep.allocation import Allocations, external_vtep_key
 from p4vtep.compiler import DesiredState, Encoder, Learned, LearnedMac, compile_tor
+from p4vtep.compiler.learned import LearnedHost, LearnedPrefix
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.model import Fabric, Server, StaticRoute, Tor, Uplink, Vm, Vni, Vrf
@@ -49,7 +52,44 @@ def three_tor_fabric() -> Fabric:
 FABRIC = three_tor_fabric()
 VNIS = [5000, 5001, 6000, 7000]
 EXTERNAL = ["192.0.2.10", "192.0.2.20", "192.0.2.30"]
+# Learned host routes of VRF "red": in its VNIs, in an L2-only one (asymmetric
+# in a VNI we host would be 5000/5001 too) and in a VNI the fabric lacks
+# (symmetric IRB); IPs 0-9 (ours are 0-7, v3's is the static route's next
+# hop) and 254 (VNI 5000's gateway, 192.168.1.254, stands in: see learned_of).
+HOST_VNIS = [5000, 5000, 5001, 9000]
+PREFIXES = ["0.0.0.0/0", "10.0.0.0/8", "10.1.0.0/16", "192.168.0.0/24"]
 SERVERS = sorted(FABRIC.servers)
+
+learn = st.tuples(
+    st.just("learn"),
+    # What EVPN knows now: (VNI, MAC number, VTEP, IP number) learned MACs
+    # (MAC/IP numbers 0-7 are our VMs', 8-9 nobody's) and (VNI, VTEP) flood members.
+    st.lists(
+        st.tuples(
+            st.sampled_from(VNIS),
+            st.integers(0, 9),
+            st.sampled_from(EXTERNAL),
+            st.integers(0, 9),
+        ),
+        max_size=4,
+    ),
+    st.lists(st.tuples(st.sampled_from(VNIS), st.sampled_from(EXTERNAL)), max_size=4),
+    # (L2 VNI, MAC number, VTEP, IP number, symmetric) host routes in "red",
+    # with the L3 VNI or (asymmetric) the host's VNI, often for the IP that
+    # goes with the MAC ("mac": a VM of ours that moved away, when the VNI is
+    # its own); (prefix, VTEP) prefixes.
+    st.lists(
+        st.tuples(
+            st.sampled_from(HOST_VNIS),
+            st.integers(0, 9),
+            st.sampled_from(EXTERNAL),
+            st.sampled_from(["mac", "mac", *range(10), 254]),
+            st.booleans(),
+        ),
+        max_size=4,
+    ),
+    st.lists(st.tuples(st.sampled_from(PREFIXES), st.sampled_from(EXTERNAL)), max_size=3),
+)
 
 op = st.one_of(
     st.tuples(
@@ -67,21 +107,7 @@ op = st.one_of(
         st.just("migrate"), st.sampled_from(NAMES), st.sampled_from(SERVERS), st.integers(1, 4)
     ),
     st.tuples(st.just("release"), st.integers(0, 7)),
-    # What EVPN knows now: (VNI, MAC number, VTEP, IP number) learned MACs
-    # (MAC/IP numbers 0-7 are our VMs', 8-9 nobody's) and (VNI, VTEP) flood members.
-    st.tuples(
-        st.just("learn"),
-        st.lists(
-            st.tuples(
-                st.sampled_from(VNIS),
-                st.integers(0, 9),
-                st.sampled_from(EXTERNAL),
-                st.integers(0, 9),
-            ),
-            max_size=4,
-        ),
-        st.lists(st.tuples(st.sampled_from(VNIS), st.sampled_from(EXTERNAL)), max_size=4),
-    ),
+    learn,
     # Supervisors take deltas often (each ToR's pending rebuilds then run)
     # or rarely (changes coalesce): both happen.
     *[st.tuples(st.just("take"), st.sampled_from(sorted(FABRIC.tors)))] * 4,
@@ -93,7 +119,7 @@ def vm_named(name: str, vni: int, server: str, vlan: int, qos: str | None) -> Vm
     return Vm(name, f"02:00:00:00:00:{n:02x}", (f"192.168.0.{n}",), vni, server, vlan, qos)
 
 
-def learned_of(macs: list, flood: list) -> Learned:
+def learned_of(macs: list, flood: list, hosts: list = (), prefixes: list = ()) -> Learned:
     flood_map: dict[int, set[str]] = {}
     for vni, vtep in flood:
         flood_map.setdefault(vni, set()).add(vtep)
@@ -103,6 +129,22 @@ def learned_of(macs: list, flood: list) -> Learned:
             for vni, n, vtep, ip in macs
         ),
         flood_map,
+        (
+            LearnedHost(
+                "red",
+                "192.168.1.254" if ip == 254 else f"192.168.0.{n if ip == 'mac' else ip}",
+                vtep,
+                f"02:ee:00:00:00:{EXTERNAL.index(vtep):02x}",
+                50000 if symmetric else vni,
+                vni,
+                f"02:00:00:00:00:{n:02x}",
+            )
+            for vni, n, vtep, ip, symmetric in hosts
+        ),
+        (
+            LearnedPrefix("red", prefix, vtep, f"02:ee:00:00:00:{EXTERNAL.index(vtep):02x}", 50000)
+            for prefix, vtep in prefixes
+        ),
     )
 
 
@@ -151,6 +193,8 @@ class Model:
             self.desired.set_learned(learned_of(*args))
         elif kind == "take":
             self.take(args[0])
+        elif kind == "reload":  # (every ToR unbuilt: rebuilt from its units when next read)
+            self.desired.load(list(vms.values()))
 
     def take(self, tor: str) -> None:
         switch = self.switches[tor]
@@ -227,6 +271,37 @@ def test_a_build_in_steps_gives_the_whole_state_and_catches_changes_between_step
         if step is not None and step != ("take", "tor1"):  # (its supervisor is busy writing)
             model.run(step)
     model.switches["tor1"] = switch
+    model.check()
+
+
+@settings(
+    max_examples=max(EXAMPLES // 3, 100),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([5000, 5000, 5001, 6000]), st.sampled_from(SERVERS)),
+        min_size=len(NAMES),
+        max_size=len(NAMES),
+    ),
+    st.lists(st.one_of(learn, learn, op, st.just(("reload",))), min_size=1, max_size=25),
+)
+def test_learned_routes_in_a_populated_vrf_incremental_equals_full_compile(placement, steps):
+    """The same property from a populated fabric (most VMs routed in "red"),
+    with learned facts changing often: learned host routes meet our VMs'
+    IPs (with and without their MACs, the static route's next hop among
+    them) as VMs come, go and move, VRFs come to and leave ToRs, and ToRs
+    are rebuilt from their units after a bulk reload."""
+    model = Model()
+    for i, (name, (vni, server)) in enumerate(zip(NAMES, placement, strict=True)):
+        model.put(vm_named(name, vni, server, 1 + i, None))
+    model.check()
+    for i, step in enumerate(steps):
+        model.run(step)
+        if i % 3 == 2:
+            model.check()
     model.check()
 
 

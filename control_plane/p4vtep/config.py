@@ -245,8 +245,11 @@ def load_fabric(path: str | Path) -> Fabric:
             log.warning("%s", doc.error(p, warning))  # (file:line: field: what)
     fabric.p4runtime_tls = _tls_files(doc, ("tls", "p4runtime"))
     fabric.api_tls = _tls_files(doc, ("tls", "api"))
-    fabric.evpn = parse_evpn(doc, fabric.vnis, (t.vtep_ip for t in fabric.tors.values()))
     _load_routing(doc, fabric)
+    # (after the routing model: EVPN advertises and accepts routes of its VRFs)
+    fabric.evpn = parse_evpn(
+        doc, fabric.vnis, (t.vtep_ip for t in fabric.tors.values()), fabric=fabric
+    )
     return fabric
 
 

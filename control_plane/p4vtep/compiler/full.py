@@ -29,8 +29,8 @@ def compile_tor(
     learned: Learned = NOTHING,
 ) -> SwitchState:
     """Every index must already be allocated (``allocation.allocate``; an
-    external VTEP's, by ``DesiredState.set_learned``). ``learned``: MACs and
-    flood lists of external VTEPs (EVPN, static)."""
+    external VTEP's, by ``DesiredState.set_learned``). ``learned``: MACs,
+    flood lists and VRF routes of external VTEPs (EVPN, static)."""
     enc = encoder if isinstance(encoder, Encoder) else Encoder(encoder)
     out = SwitchState()
 
@@ -86,7 +86,8 @@ def compile_tor(
             by_vrf[vrf_name].append(vm)
     for vrf in sorted(vrfs):
         in_vrf = by_vrf[vrf]
-        add(routing.vrf_items(enc, fabric, tor_name, vrf, alloc, routing.ip_owners(in_vrf)))
+        owners = routing.ip_owners(in_vrf)
+        add(routing.vrf_items(enc, fabric, tor_name, vrf, alloc, owners, learned))
         for vm in in_vrf:
-            add(routing.host_routes(enc, fabric, tor_name, vm, alloc))
+            add(routing.host_routes(enc, fabric, tor_name, vm, alloc, learned))
     return out

@@ -7,7 +7,8 @@ its VNI's parameters and flood groups, the replica entries toward the other
 ToRs, and, when the VNI appears on or leaves the ToR, the remote entries of
 the VNI's other VMs. Learned facts about external VTEPs (EVPN routes, static
 VTEPs: ``set_learned``) rebuild the units they touch: per VNI the learned
-MACs, the flood groups and replicas, and the underlay. Every entity that
+MACs, the flood groups and replicas, per VRF its learned routes (with the
+host routes of our VMs whose IPs they name), and the underlay. Every entity that
 changed is recorded with what the switch held before, so a supervisor writes
 just those.
 
@@ -187,10 +188,15 @@ class TorCompiler:
         ]
 
     def _vrf_items(self, vrf: str) -> list[Encoded]:
-        fabric = self.d.fabric
-        # (the next hops' owners only where there are static routes: a walk of the VRF)
-        owners = routing.ip_owners(self._vrf_members(vrf)) if fabric.vrfs[vrf].routes else {}
-        return routing.vrf_items(self.enc, fabric, self.name, vrf, self.d.alloc, owners)
+        fabric, learned = self.d.fabric, self.d.learned
+        # (the VMs by IP only where there are static routes or learned host
+        # routes: a walk of the VRF)
+        owners = (
+            routing.ip_owners(self._vrf_members(vrf))
+            if routing.needs_owners(fabric, vrf, learned)
+            else {}
+        )
+        return routing.vrf_items(self.enc, fabric, self.name, vrf, self.d.alloc, owners, learned)
 
     def _replica_items(self) -> list[Encoded]:
         tors = {t for counts in self.remote.values() for t in counts}
@@ -234,6 +240,36 @@ class TorCompiler:
             for vm in self.d.members(self.name, x):
                 if (vm.mac in was) != (vm.mac in now):
                     units[("vm", vm.name)] = self._vm_items(vm)
+        # The VRFs held here whose learned routes changed, or one of whose
+        # VMs a remote VTEP won or gave back (its host routes leave or come
+        # back with its MAC), and our VMs whose host route for an IP passes
+        # to (or back from) a learned one.
+        moved: dict[int, set[str]] = {}
+        for vni, mac in old.taken ^ new.taken:
+            moved.setdefault(vni, set()).add(mac)
+        for vrf in sorted(self.vrfs):
+            old_hosts, new_hosts = old.hosts.get(vrf, {}), new.hosts.get(vrf, {})
+            ips = {
+                ip
+                for ip in set(old_hosts) | set(new_hosts)
+                if old_hosts.get(ip) != new_hosts.get(ip)
+            }
+            vms = [
+                vm
+                for vni in routing.vnis_of(self.d.fabric, vrf)
+                if vni in moved
+                for vm in self.d.members(self.name, vni)
+                if vm.mac in moved[vni]
+            ]
+            if not vms and not ips and old.prefixes.get(vrf) == new.prefixes.get(vrf):
+                continue
+            units[("vrf", vrf)] = self._vrf_items(vrf)
+            for vm in vms:
+                units[("vm", vm.name)] = self._vm_items(vm)
+            if ips:
+                for vm in self._vrf_members(vrf):
+                    if not ips.isdisjoint(vm.ips):
+                        units[("vm", vm.name)] = self._vm_items(vm)
         self._set_units(units)
         flood_vnis = {
             x for x in set(old.flood) | set(new.flood) if old.flood.get(x) != new.flood.get(x)
@@ -259,7 +295,9 @@ class TorCompiler:
             items = []
         vrf = fabric.vnis[vm.vni].vrf
         if vrf is not None and vrf in self.vrfs:
-            items += routing.host_routes(self.enc, fabric, self.name, vm, self.d.alloc)
+            items += routing.host_routes(
+                self.enc, fabric, self.name, vm, self.d.alloc, self.d.learned
+            )
         return items
 
     # --- whole rebuild (start, bulk reload) ----------------------------------------
@@ -294,11 +332,14 @@ class TorCompiler:
         for vni in self.local:
             self.remote.setdefault(vni, Counter())
         self.vrfs = routing.vrfs_of(fabric, self.local)
+        vrf_units: dict[Unit, list[Encoded]] = {
+            ("vrf", vrf): self._vrf_items(vrf) for vrf in sorted(self.vrfs)
+        }
         units: dict[Unit, list[Encoded]] = {
             ("ports",): ports.build(self.enc, fabric, self.name),
             ("underlay",): self._underlay_items(),
             ("replicas",): self._replica_items(),
-            **{("vrf", vrf): self._vrf_items(vrf) for vrf in sorted(self.vrfs)},
+            **vrf_units,
         }
         self._stale_vnis = set()
         vm_items = self._vm_items
@@ -333,9 +374,10 @@ class TorCompiler:
         for name, vm in view.items():
             self._set_unit(("vm", name), vm_items(vm))
         # A key that passed from a VM's unit to a learned one (a MAC a peer
-        # took) was removed again by that VM's step: put the learned units
-        # back. (Keys passing the other way are removed first, then put.)
-        self._set_units(learned)
+        # took, or the host route that goes with it) was removed again by that
+        # VM's step: put the learned and VRF units back. (Keys passing the
+        # other way are removed first, then put.)
+        self._set_units({**learned, **vrf_units})
         yield SwitchState()
 
     def _learned_all(self) -> dict[Unit, list[Encoded]]:
@@ -476,16 +518,24 @@ class TorCompiler:
             for vm in self._vrf_members(vrf):
                 if vm.name != name:
                     self._set_unit(("vm", vm.name), self._vm_items(vm))
-        # A static route follows the VM that owns its next hop: rebuilt only when
-        # the VM had or has a next hop's IP (the rebuild walks the VRF's VMs).
+        # A static route follows the VM that owns its next hop, and a learned
+        # host route gives way to (or takes back) the IP of a VM of ours:
+        # rebuilt only when the VM had or has a next hop's or a learned host's
+        # IP (the rebuild walks the VRF's VMs).
         ips = {ip for vm in (old, new) if vm is not None for ip in vm.ips}
-        for vrf in routing.vrfs_of(fabric, vnis) & vrfs_before & self.vrfs:
-            if any(route.next_hop in ips for route in fabric.vrfs[vrf].routes):
-                self._set_unit(("vrf", vrf), self._vrf_items(vrf))
+        vrf_units: dict[Unit, list[Encoded]] = {}
+        for vrf in sorted(routing.vrfs_of(fabric, vnis) & vrfs_before & self.vrfs):
+            hosts = self.d.learned.hosts.get(vrf, {})
+            if any(route.next_hop in ips for route in fabric.vrfs[vrf].routes) or any(
+                ip in hosts for ip in ips
+            ):
+                vrf_units[("vrf", vrf)] = self._vrf_items(vrf)
 
-        # The VM's entries and the learned MACs of its VNI(s) that it shadows
-        # (or stops shadowing) change together.
-        self._set_units({("vm", name): self._vm_items(new), **self._learned_units(vnis)})
+        # The VM's entries, the learned MACs of its VNI(s) and the learned
+        # routes of its VRF that it shadows (or stops shadowing) change together.
+        self._set_units(
+            {("vm", name): self._vm_items(new), **self._learned_units(vnis), **vrf_units}
+        )
         self._stale_vnis.update(x for x in flood_changed if x in self.local)
         if remote_changed:  # (also when a VNI with external flood VTEPs came or went)
             self._set_unit(("replicas",), self._replica_items())

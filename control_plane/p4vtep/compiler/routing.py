@@ -9,6 +9,20 @@ here, or over the L3 VNI to its ToR's router MAC.
 
 The switch's VRF id is the VRF's L3 VNI: unique, and the same on every ToR and
 across restarts, so no index is allocated for it.
+
+Routes learned through EVPN (``Learned.hosts``, ``Learned.prefixes``) are
+held with the VRF, towards their external VTEP's router MAC. Ours win, and
+a host route goes with its MAC:
+
+- a VM of ours whose MAC a remote VTEP won (``Learned.takes``: it moved
+  away) has no host routes; the remote winner's host routes are installed
+  instead, in the same commit as its MAC entry;
+- a learned host route is left out for a gateway IP, and for an IP a VM of
+  ours in the VRF has (unless that VM moved away);
+- a static route whose next hop's VM moved away follows the learned host
+  route of that IP, or is inactive without one;
+- a learned prefix is left out where a static route of the VRF for the same
+  prefix is installed.
 """
 
 from __future__ import annotations
@@ -20,6 +34,7 @@ from ..allocation import Allocations
 from ..dataplane.entries import LocalVmHop, RemoteVtepHop, RouteHop
 from ..model import Fabric, Vm, Vrf
 from .encode import Encoder
+from .learned import NOTHING, Learned, LearnedHost, LearnedPrefix
 from .state import Encoded
 
 TRAFFIC_CLASS_L3VNI = 0  # routed frames keep the class their sender's VNI gave them
@@ -74,15 +89,35 @@ def hop_to(fabric: Fabric, tor_name: str, vm: Vm, alloc: Allocations) -> RouteHo
     return RemoteVtepHop(tor.vtep_ip, tor.router_mac, vrf.l3vni)
 
 
+def learned_hop(route: LearnedHost | LearnedPrefix) -> RemoteVtepHop:
+    return RemoteVtepHop(route.vtep, route.router_mac, route.vni)
+
+
 def host_routes(
-    enc: Encoder, fabric: Fabric, tor_name: str, vm: Vm, alloc: Allocations
+    enc: Encoder,
+    fabric: Fabric,
+    tor_name: str,
+    vm: Vm,
+    alloc: Allocations,
+    learned: Learned = NOTHING,
 ) -> list[Encoded]:
-    """One host route per IP of a VM of a routed VNI, for a ToR holding its VRF."""
+    """One host route per IP of a VM of a routed VNI, for a ToR holding its
+    VRF; none while a remote VTEP holds the VM's MAC (it moved away)."""
     vrf = vrf_of(fabric, vm.vni)
-    if vrf is None or not vm.ips:
+    if vrf is None or not vm.ips or learned.takes(vm.vni, vm.mac):
         return []
     hop = hop_to(fabric, tor_name, vm, alloc)
     return [enc.host_route(vrf.l3vni, ip, hop) for ip in vm.ips]
+
+
+def gateways(fabric: Fabric, vrf_name: str) -> set[str]:
+    """The gateway IPs of a VRF's subnets (answered by the ToRs themselves)."""
+    return {s.gateway for vni in vnis_of(fabric, vrf_name) for s in fabric.vnis[vni].subnets}
+
+
+def needs_owners(fabric: Fabric, vrf_name: str, learned: Learned) -> bool:
+    """Whether ``vrf_items`` reads the VRF's VMs by IP (a walk of the VRF)."""
+    return bool(fabric.vrfs[vrf_name].routes or learned.hosts.get(vrf_name))
 
 
 def vrf_items(
@@ -92,27 +127,59 @@ def vrf_items(
     vrf_name: str,
     alloc: Allocations,
     owners: Mapping[str, Vm],
+    learned: Learned = NOTHING,
 ) -> list[Encoded]:
-    """A VRF this ToR holds: its L3 VNI, and its static routes towards the VM
+    """A VRF this ToR holds: its L3 VNI, its static routes towards the VM
     that owns each next hop (`owners`: the VRF's VMs by IP, as this ToR sees
-    them; a route whose next hop no VM owns now is left out)."""
+    them; a route whose next hop no VM owns now is left out), and the
+    routes learned into it (see the module's rules)."""
     vrf = fabric.vrfs[vrf_name]
     rmac = fabric.tors[tor_name].router_mac
     out = [
         enc.of(enc.entries.l3vni_config(vrf.l3vni, 0, TRAFFIC_CLASS_L3VNI)),
         enc.of(enc.entries.mac_to_router(vrf.l3vni, rmac, _anycast_mac(fabric))),
     ]
+    hosts = learned.hosts.get(vrf_name, {})
+    static: set[str] = set()
     for route in vrf.routes:
         owner = owners.get(route.next_hop)
         if owner is None:
             continue
         net = ipaddress.IPv4Network(route.prefix)
-        hop = hop_to(fabric, tor_name, owner, alloc)
+        hop: RouteHop
+        if learned.takes(owner.vni, owner.mac):  # (the next hop's VM moved away: follow it)
+            moved = hosts.get(route.next_hop)
+            if moved is None:
+                continue
+            hop = learned_hop(moved)
+        else:
+            hop = hop_to(fabric, tor_name, owner, alloc)
+        static.add(str(net))
         out.append(
             enc.of(
                 enc.entries.prefix_route(vrf.l3vni, str(net.network_address), net.prefixlen, hop)
             )
         )
+    for prefix in sorted(learned.prefixes.get(vrf_name, {})):
+        if prefix in static:
+            continue  # (our static route for the same prefix wins)
+        remote = learned.prefixes[vrf_name][prefix]
+        net = ipaddress.IPv4Network(prefix)
+        out.append(
+            enc.of(
+                enc.entries.prefix_route(
+                    vrf.l3vni, str(net.network_address), net.prefixlen, learned_hop(remote)
+                )
+            )
+        )
+    if hosts:
+        ours = gateways(fabric, vrf_name)
+        for ip in sorted(hosts):
+            host = hosts[ip]
+            owner = owners.get(ip)
+            if ip in ours or (owner is not None and not learned.takes(owner.vni, owner.mac)):
+                continue
+            out.append(enc.host_route(vrf.l3vni, ip, learned_hop(host)))
     return out
 
 

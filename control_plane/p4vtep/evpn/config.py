@@ -12,6 +12,11 @@
           rd: 10.0.0.254:5000       # default: <ToR VTEP IP>:<VNI, low 16 bits>
           route_targets: [65000:5000]          # both directions, or:
           # route_targets: {import: ["*:5000"], export: [65000:5000]}
+      vrfs:                         # optional overrides; every fabric VRF takes part
+        - name: tenant-a
+          rd: auto                  # default: <ToR VTEP IP>:<L3 VNI, low 16 bits>
+          route_targets: [auto]     # default auto: <ASN low 16 bits>:<L3 VNI> (FRR's)
+          advertise_prefixes: true  # type 5 for subnets and static routes (default)
       static_vteps:                 # VTEPs that speak no BGP
         - vtep_ip: 192.0.2.50
           vnis: [5000]
@@ -20,24 +25,34 @@
 The parser works on the fabric loader's document object (``p4vtep.config``'s
 ``_Doc``: ``get``/``typed``/``list``/``error``), so errors name the file,
 line and field like every other fabric-file error.
+
+What EVPN needs of the routing model (docs/routing.md) is copied in from the
+fabric (``EvpnConfig.for_fabric``): the VRF and subnets of each routed VNI,
+each VRF's L3 VNI and static routes, the ToRs' router MACs and the anycast
+gateway MAC. The config is then all the speaker's side needs: what to
+advertise (symmetric IRB type 2 and type 5) and what to accept.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .routes import (
     VNI_MAX,
     RouteError,
     auto_route_target,
     canonical_ipv4,
+    canonical_mac,
     canonical_rd,
     canonical_rt,
     unicast_mac,
 )
+
+if TYPE_CHECKING:
+    from ..model import Fabric
 
 AUTO = "auto"
 
@@ -56,24 +71,53 @@ class EvpnPeer:
     password: str | None = None
 
 
+def _imports(wanted_rts: Iterable[str], route_targets: Iterable[str]) -> bool:
+    wanted = tuple(wanted_rts)
+    for rt in route_targets:
+        for one in wanted:
+            if one == rt or (one.startswith("*:") and rt.rpartition(":")[2] == one[2:]):
+                return True
+    return False
+
+
 @dataclass(frozen=True)
 class VniRouting:
+    """A MAC-VRF: one fabric VNI's RD and route targets."""
+
     vni: int
     rd: str | None  # None: per ToR, <VTEP IP>:<VNI low 16 bits>
     import_rts: tuple[str, ...]  # "ASN:N", "IP:N" or the wildcard "*:N"
     export_rts: tuple[str, ...]
+    # From the fabric's routing model (for_fabric): the VRF the VNI is routed
+    # in (None: L2 only) and its subnets' prefixes.
+    vrf: str | None = None
+    subnets: tuple[str, ...] = ()
 
     def rd_for(self, vtep_ip: str) -> str:
         return self.rd if self.rd is not None else f"{vtep_ip}:{self.vni & 0xFFFF}"
 
     def imports(self, route_targets: Iterable[str]) -> bool:
-        for rt in route_targets:
-            for wanted in self.import_rts:
-                if wanted == rt or (
-                    wanted.startswith("*:") and rt.rpartition(":")[2] == wanted[2:]
-                ):
-                    return True
-        return False
+        return _imports(self.import_rts, route_targets)
+
+
+@dataclass(frozen=True)
+class VrfRouting:
+    """An IP-VRF (RFC 9135): a fabric VRF's RD, route targets and whether its
+    prefixes are advertised (type 5), with its L3 VNI and static routes."""
+
+    name: str
+    l3vni: int
+    rd: str | None  # None: per ToR, <VTEP IP>:<L3 VNI low 16 bits>
+    import_rts: tuple[str, ...]
+    export_rts: tuple[str, ...]
+    advertise_prefixes: bool = True
+    static_routes: tuple[tuple[str, str], ...] = ()  # (prefix, next hop), from the fabric
+
+    def rd_for(self, vtep_ip: str) -> str:
+        return self.rd if self.rd is not None else f"{vtep_ip}:{self.l3vni & 0xFFFF}"
+
+    def imports(self, route_targets: Iterable[str]) -> bool:
+        return _imports(self.import_rts, route_targets)
 
 
 @dataclass(frozen=True)
@@ -99,12 +143,79 @@ class EvpnConfig:
     static_vteps: tuple[StaticVtep, ...] = ()
     hold_time: int = 9
     listen_port: int = 179
+    vrfs: tuple[VrfRouting, ...] = ()  # one per fabric VRF (for_fabric), defaults filled in
+    # From the fabric (for_fabric): each ToR's router MAC by its VTEP IP, and
+    # the anycast gateway MAC. Never advertised as a host or a router MAC,
+    # and refused as a router MAC in received routes.
+    router_macs: tuple[tuple[str, str], ...] = ()
+    anycast_mac: str | None = None
 
     def routing(self, vni: int) -> VniRouting | None:
         for routing in self.vnis:
             if routing.vni == vni:
                 return routing
         return None
+
+    def vrf(self, name: str) -> VrfRouting | None:
+        for vrf in self.vrfs:
+            if vrf.name == name:
+                return vrf
+        return None
+
+    def vrf_by_l3vni(self, l3vni: int) -> VrfRouting | None:
+        for vrf in self.vrfs:
+            if vrf.l3vni == l3vni:
+                return vrf
+        return None
+
+    def router_mac(self, vtep_ip: str) -> str | None:
+        """The router MAC of our ToR with this VTEP IP."""
+        for vtep, mac in self.router_macs:
+            if vtep == vtep_ip:
+                return mac
+        return None
+
+    def own_macs(self) -> frozenset[str]:
+        """Our ToRs' router MACs and the anycast gateway MAC."""
+        macs = {mac for _, mac in self.router_macs}
+        if self.anycast_mac is not None:
+            macs.add(self.anycast_mac)
+        return frozenset(macs)
+
+    def for_fabric(self, fabric: Fabric) -> EvpnConfig:
+        """This config with the routing model of ``fabric`` copied in: each
+        VNI's VRF and subnets, a VrfRouting for every fabric VRF (the ones
+        given here keep their RD, route targets and switch; the others get
+        the automatic ones), the ToRs' router MACs and the anycast MAC."""
+        vnis = []
+        for routing in self.vnis:
+            spec = fabric.vnis.get(routing.vni)
+            vrf = spec.vrf if spec is not None else None
+            subnets = tuple(s.prefix for s in spec.subnets) if spec is not None else ()
+            vnis.append(replace(routing, vrf=vrf, subnets=subnets if vrf else ()))
+        given = {v.name: v for v in self.vrfs}
+        vrfs = []
+        for name in sorted(fabric.vrfs):
+            spec_vrf = fabric.vrfs[name]
+            routes = tuple((r.prefix, r.next_hop) for r in spec_vrf.routes)
+            base = given.get(name)
+            if base is None:
+                auto = (auto_route_target(self.asn, spec_vrf.l3vni),)
+                base = VrfRouting(name, spec_vrf.l3vni, None, auto, auto)
+            vrfs.append(replace(base, l3vni=spec_vrf.l3vni, static_routes=routes))
+        return replace(
+            self,
+            vnis=tuple(vnis),
+            vrfs=tuple(vrfs),
+            router_macs=tuple(
+                sorted((t.vtep_ip, canonical_mac(t.router_mac)) for t in fabric.tors.values())
+            ),
+            anycast_mac=(
+                canonical_mac(fabric.anycast_gateway_mac)
+                if fabric.anycast_gateway_mac is not None
+                else None
+            ),
+        )
 
 
 def _route_targets(
@@ -148,10 +259,14 @@ def parse_evpn(
     fabric_vnis: Iterable[int],
     own_vteps: Iterable[str],
     root: tuple[Any, ...] = ("evpn",),
+    *,
+    fabric: Fabric | None = None,
 ) -> EvpnConfig | None:
     """The ``evpn`` section, or None when the file has none. fabric_vnis and
     own_vteps are the fabric's VNIs and its ToRs' VTEP IPs (a static VTEP may
-    not be one of ours; only fabric VNIs can be routed)."""
+    not be one of ours; only fabric VNIs can be routed). ``fabric``: the
+    fabric with its routing model loaded; its VRFs are what ``vrfs:`` may
+    name, and the result carries its routing facts (``for_fabric``)."""
     if doc.get(root, {}) == {}:
         return None
     # A fabric VNI out of range is the fabric validation's to report; skip it here.
@@ -194,6 +309,8 @@ def parse_evpn(
         overrides[vni] = p
 
     routings: list[VniRouting] = []
+    # The automatic RDs of MAC-VRFs and IP-VRFs share one space per ToR
+    # (<VTEP IP>:<low 16 bits>): an L3 VNI counts here like a VNI.
     auto_rd_owner: dict[int, int] = {}
     for vni in known_vnis:
         o = overrides.get(vni)
@@ -217,6 +334,8 @@ def parse_evpn(
         else:
             imports = exports = (auto_route_target(asn, vni),)
         routings.append(VniRouting(vni, rd, imports, exports))
+
+    vrfs = _vrfs(doc, root, asn, fabric, auto_rd_owner)
 
     statics: list[StaticVtep] = []
     static_macs: dict[tuple[int, str], str] = {}
@@ -259,7 +378,7 @@ def parse_evpn(
             macs.append(StaticMac(vni, mac, tuple(checked)))
         statics.append(StaticVtep(vtep_ip, tuple(vnis), tuple(macs)))
 
-    return EvpnConfig(
+    config = EvpnConfig(
         asn=asn,
         router_id=router_id,
         peers=tuple(peers),
@@ -267,7 +386,64 @@ def parse_evpn(
         static_vteps=tuple(statics),
         hold_time=hold_time,
         listen_port=listen_port,
+        vrfs=vrfs,
     )
+    return config if fabric is None else config.for_fabric(fabric)
+
+
+VRF_KEYS = ("name", "rd", "route_targets", "advertise_prefixes")
+
+
+def _vrfs(
+    doc: _Doc,
+    root: tuple[Any, ...],
+    asn: int,
+    fabric: Fabric | None,
+    auto_rd_owner: dict[int, int],
+) -> tuple[VrfRouting, ...]:
+    """``evpn.vrfs``: RD, route targets and the type 5 switch of fabric VRFs
+    (the same rules as ``vnis``); the VRFs not listed get the defaults."""
+    l3vnis = {} if fabric is None else {name: v.l3vni for name, v in fabric.vrfs.items()}
+    overrides: dict[str, tuple[Any, ...]] = {}
+    for i, item in enumerate(doc.list(root + ("vrfs",), required=False)):
+        p = root + ("vrfs", i)
+        if not isinstance(item, dict):
+            raise doc.error(p, f"expected a mapping with {', '.join(VRF_KEYS)}")
+        unknown = sorted(set(item) - set(VRF_KEYS))
+        if unknown:
+            raise doc.error(p + (unknown[0],), f"unknown field (expected {', '.join(VRF_KEYS)})")
+        name = doc.typed(p + ("name",), str)
+        if name not in l3vnis:
+            raise doc.error(p + ("name",), f"VRF {name!r} is not one of the fabric's vrfs")
+        if name in overrides:
+            raise doc.error(p + ("name",), f"VRF {name!r} listed twice")
+        overrides[name] = p
+    out = []
+    for name in sorted(l3vnis):
+        l3vni = l3vnis[name]
+        o = overrides.get(name)
+        rd: str | None = None
+        if o is not None and str(doc.get(o + ("rd",), AUTO)) != AUTO:
+            try:
+                rd = canonical_rd(str(doc.get(o + ("rd",))))
+            except RouteError as exc:
+                raise doc.error(o + ("rd",), str(exc)) from None
+        if rd is None and 1 <= l3vni <= VNI_MAX:
+            other = auto_rd_owner.setdefault(l3vni & 0xFFFF, l3vni)
+            if other != l3vni:
+                raise doc.error(
+                    o or root,
+                    f"VNI {other} and VRF {name}'s L3 VNI {l3vni} would get the same "
+                    "automatic RD; give one an rd",
+                )
+        if o is not None:
+            imports, exports = _route_targets(doc, o + ("route_targets",), asn, l3vni)
+            advertise = doc.typed(o + ("advertise_prefixes",), bool, True)
+        else:
+            imports = exports = (auto_route_target(asn, l3vni),)
+            advertise = True
+        out.append(VrfRouting(name, l3vni, rd, imports, exports, advertise))
+    return tuple(out)
 
 
 def _ipv4(doc: _Doc, path: tuple[Any, ...]) -> str:

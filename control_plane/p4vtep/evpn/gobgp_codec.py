@@ -11,7 +11,10 @@ from typing import Any
 
 from . import gobgp_api
 from .routes import (
+    SINGLE_HOMED_ESI,
+    EvpnRoute,
     InclusiveMulticastRoute,
+    IpPrefixRoute,
     MacIpRoute,
     RouteError,
     parse_admin_value,
@@ -82,12 +85,15 @@ def _esi(text: str) -> Any:
     return gobgp_api.attribute_pb2.EthernetSegmentIdentifier(type=raw[0], value=raw[1:])
 
 
-def encode(route: MacIpRoute | InclusiveMulticastRoute) -> Any:
+def encode(route: EvpnRoute) -> Any:
     """The ``apipb.Path`` that announces (AddPath) or withdraws (DeletePath) it."""
     api, attr = gobgp_api.gobgp_pb2, gobgp_api.attribute_pb2
     communities = [_route_target(rt) for rt in route.route_targets]
     communities.append(_any(attr.EncapExtended(tunnel_type=TUNNEL_TYPE_VXLAN)))
+    if not isinstance(route, InclusiveMulticastRoute) and route.router_mac is not None:
+        communities.append(_any(attr.RouterMacExtended(mac=route.router_mac)))
     pattrs = [_any(attr.OriginAttribute(origin=ORIGIN_IGP))]
+    nlri: Any
     if isinstance(route, MacIpRoute):
         nlri = attr.EVPNMACIPAdvertisementRoute(
             rd=_rd(route.rd),
@@ -95,7 +101,7 @@ def encode(route: MacIpRoute | InclusiveMulticastRoute) -> Any:
             ethernet_tag=route.ethernet_tag,
             mac_address=route.mac,
             ip_address=route.ip or "",
-            labels=[route.vni],
+            labels=[route.vni] if route.l3vni is None else [route.vni, route.l3vni],
         )
         if route.mobility_seq or route.sticky:
             communities.append(
@@ -105,6 +111,18 @@ def encode(route: MacIpRoute | InclusiveMulticastRoute) -> Any:
                     )
                 )
             )
+    elif isinstance(route, IpPrefixRoute):
+        network = ipaddress.ip_network(route.prefix)
+        unset = str(ipaddress.ip_address(bytes(len(network.network_address.packed))))
+        nlri = attr.EVPNIPPrefixRoute(
+            rd=_rd(route.rd),
+            esi=_esi(route.esi),
+            ethernet_tag=route.ethernet_tag,
+            ip_prefix=str(network.network_address),
+            ip_prefix_len=network.prefixlen,
+            gw_address=route.gateway_ip or unset,
+            label=route.l3vni,
+        )
     else:
         nlri = attr.EVPNInclusiveMulticastEthernetTagRoute(
             rd=_rd(route.rd), ethernet_tag=route.ethernet_tag, ip_address=route.originator
@@ -159,7 +177,7 @@ def _decode_esi(esi: Any) -> str:
 
 def decode_key(path: Any) -> tuple[object, ...] | None:
     """The NLRI key of an EVPN path, or None when it is a route type we do
-    not use (1, 4, 5: ignored, not refused)."""
+    not use (1, 4: ignored, not refused)."""
     attr = gobgp_api.attribute_pb2
     name = _type_name(path.nlri)
     if name == attr.EVPNMACIPAdvertisementRoute.__name__:
@@ -183,7 +201,21 @@ def decode_key(path: Any) -> tuple[object, ...] | None:
             ethernet_tag=n.ethernet_tag,
         )
         return im.nlri_key()
+    if name == attr.EVPNIPPrefixRoute.__name__:
+        n = _unpack(path.nlri, attr.EVPNIPPrefixRoute)
+        return _prefix_route(n, l3vni=1, next_hop="0.0.0.0").nlri_key()
     return None
+
+
+def _prefix_route(n: Any, **fields: Any) -> IpPrefixRoute:
+    return IpPrefixRoute(
+        rd=_decode_rd(n.rd),
+        prefix=f"{n.ip_prefix}/{n.ip_prefix_len}",
+        ethernet_tag=n.ethernet_tag,
+        esi=_decode_esi(n.esi) if n.HasField("esi") else SINGLE_HOMED_ESI,
+        gateway_ip=_ip_or_none(n.gw_address),
+        **fields,
+    )
 
 
 def _ip_or_none(text: str) -> str | None:
@@ -191,7 +223,7 @@ def _ip_or_none(text: str) -> str | None:
     return text if text and text not in ("<nil>", "0.0.0.0", "::") else None
 
 
-def decode(path: Any) -> MacIpRoute | InclusiveMulticastRoute | None:
+def decode(path: Any) -> EvpnRoute | None:
     """A received (announced) path as a route; None for route types we do not
     use. Raises RouteError for a malformed one (the caller counts it)."""
     attr = gobgp_api.attribute_pb2
@@ -199,6 +231,7 @@ def decode(path: Any) -> MacIpRoute | InclusiveMulticastRoute | None:
     next_hop = ""
     targets: list[str] = []
     seq, sticky = 0, False
+    router_mac: str | None = None
     pmsi = None
     for wrapped in path.pattrs:
         kind = _type_name(wrapped)
@@ -225,6 +258,8 @@ def decode(path: Any) -> MacIpRoute | InclusiveMulticastRoute | None:
                 elif ckind == "MacMobilityExtended":
                     c = _unpack(community, attr.MacMobilityExtended)
                     seq, sticky = c.sequence_num, c.is_sticky
+                elif ckind == "RouterMacExtended":
+                    router_mac = _unpack(community, attr.RouterMacExtended).mac
         elif kind == "PmsiTunnelAttribute":
             pmsi = _unpack(wrapped, attr.PmsiTunnelAttribute)
     if not next_hop:
@@ -233,6 +268,8 @@ def decode(path: Any) -> MacIpRoute | InclusiveMulticastRoute | None:
         n = _unpack(path.nlri, attr.EVPNMACIPAdvertisementRoute)
         if not n.labels:
             raise RouteError(f"type 2 {n.mac_address} without a label (VNI)")
+        if len(n.labels) > 2:
+            raise RouteError(f"type 2 {n.mac_address} with {len(n.labels)} labels (at most 2)")
         return MacIpRoute(
             rd=_decode_rd(n.rd),
             mac=n.mac_address,
@@ -244,6 +281,17 @@ def decode(path: Any) -> MacIpRoute | InclusiveMulticastRoute | None:
             sticky=sticky,
             esi=_decode_esi(n.esi),
             ethernet_tag=n.ethernet_tag,
+            l3vni=n.labels[1] if len(n.labels) == 2 else None,
+            router_mac=router_mac,
+        )
+    if name == attr.EVPNIPPrefixRoute.__name__:
+        n = _unpack(path.nlri, attr.EVPNIPPrefixRoute)
+        return _prefix_route(
+            n,
+            l3vni=n.label,
+            next_hop=next_hop,
+            route_targets=tuple(targets),
+            router_mac=router_mac,
         )
     if name == attr.EVPNInclusiveMulticastEthernetTagRoute.__name__:
         n = _unpack(path.nlri, attr.EVPNInclusiveMulticastEthernetTagRoute)

@@ -4,20 +4,57 @@ A route is refused, with one log line and a counter by reason, when it is for
 a VNI we do not route, when its route targets and its label name different
 VNIs, when its next hop is one of our own ToR VTEPs (our routes reflected
 back, or a peer claiming our addresses), or when it carries a MAC no host can
-own. Nothing is raised: a bad route must never stop the speaker's loop.
+own. Routed routes (symmetric IRB: a type 2 with a second label, a type 5)
+are refused too when they lack the Router's MAC extended community, carry one
+of our own MACs as router MAC, name no VRF of ours, or (type 5) rely on an
+overlay index (gateway IP or ESI: not supported). Nothing is raised: a bad
+route must never stop the speaker's loop.
+
+An admitted route says what it is good for (``Admitted``): its MAC in its L2
+VNI (``bridged``: a VNI this fabric hosts, imported by its route targets),
+and a host or prefix route in a VRF (``vrf``). A two-label type 2 whose L2
+VNI we do not host is admitted for its VRF alone (symmetric IRB); one whose
+VRF we do not have, for its MAC alone. A single-label MAC+IP route in a
+routed VNI we host is also a host route in that VNI's VRF (asymmetric IRB on
+receive: routed to the host in its own VNI).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .config import EvpnConfig
-from .routes import EvpnRoute, InclusiveMulticastRoute, MacIpRoute, RouteError, unicast_mac
+from .config import EvpnConfig, VrfRouting
+from .routes import (
+    SINGLE_HOMED_ESI,
+    EvpnRoute,
+    InclusiveMulticastRoute,
+    IpPrefixRoute,
+    MacIpRoute,
+    RouteError,
+    unicast_mac,
+)
 
 log = logging.getLogger(__name__)
+
+# Refusal reasons of routed routes (the L2 ones are spelt where they are found).
+NO_ROUTER_MAC = "no-router-mac"
+OWN_ROUTER_MAC = "own-router-mac"
+OVERLAY_INDEX = "overlay-index"
+UNKNOWN_VRF = "unknown-vrf"
+L3VNI_TYPE3 = "l3vni-type3"
+NOT_IPV4 = "not-ipv4"
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """What an admitted route is used for."""
+
+    vrf: str | None = None  # the VRF of its host (type 2) or prefix (type 5) route
+    bridged: bool = True  # type 2: its MAC (and IPs) in its L2 VNI
 
 
 @dataclass
@@ -37,16 +74,17 @@ class RouteIntake:
     def build(cls, config: EvpnConfig, own_vteps: Iterable[str]) -> RouteIntake:
         return cls(config, frozenset(own_vteps))
 
-    def admit(self, source: str, route: MacIpRoute | InclusiveMulticastRoute) -> bool:
-        reason = self._problem(route)
+    def admit(self, source: str, route: EvpnRoute) -> Admitted | None:
+        """What the route may be used for, or None when it is refused."""
+        verdict = self._verdict(route)
         key = (source, route.nlri_key())
-        if reason is None:
+        if isinstance(verdict, Admitted):
             self.accepted[source] += 1
             self.held_refused.pop(key, None)
-            return True
-        self.held_refused[key] = (route, reason[0])
-        self.refuse(source, reason[0], f"{_describe(route)}: {reason[1]}")
-        return False
+            return verdict
+        self.held_refused[key] = (route, verdict[0])
+        self.refuse(source, verdict[0], f"{_describe(route)}: {verdict[1]}")
+        return None
 
     def forget(self, source: str, nlri_key: tuple[object, ...]) -> None:
         """The peer withdrew the route: a refused version is no longer held."""
@@ -61,7 +99,35 @@ class RouteIntake:
         self.refused[reason] += 1
         log.warning("EVPN: refused a route from %s (%s): %s", source, reason, detail)
 
-    def _problem(self, route: MacIpRoute | InclusiveMulticastRoute) -> tuple[str, str] | None:
+    # ---- the rules ------------------------------------------------------------
+
+    def _verdict(self, route: EvpnRoute) -> Admitted | tuple[str, str]:
+        if isinstance(route, IpPrefixRoute):
+            return self._prefix(route)
+        if isinstance(route, InclusiveMulticastRoute):
+            if self.config.vrf_by_l3vni(route.vni) is not None:
+                vrf = self.config.vrf_by_l3vni(route.vni)
+                assert vrf is not None
+                return L3VNI_TYPE3, (
+                    f"VNI {route.vni} is the L3 VNI of VRF {vrf.name}: nothing is flooded in it"
+                )
+            problem = self._l2(route)
+            return problem if problem is not None else Admitted()
+        if route.l3vni is not None:
+            return self._symmetric(route)
+        problem = self._l2(route)
+        if problem is not None:
+            return problem
+        # Asymmetric on receive: the host's IPv4 address routed to it in its
+        # own VNI, when we route that VNI.
+        routing = self.config.routing(route.vni)
+        routed_in = routing.vrf if routing is not None else None
+        if routed_in is not None and route.ip is not None and _is_ipv4(route.ip):
+            return Admitted(vrf=routed_in)
+        return Admitted()
+
+    def _l2(self, route: MacIpRoute | InclusiveMulticastRoute) -> tuple[str, str] | None:
+        """The checks of an L2 route (its label is a VNI of ours)."""
         routing = self.config.routing(route.vni)
         if routing is None:
             return "unknown-vni", f"VNI {route.vni} is not routed by this fabric"
@@ -76,7 +142,10 @@ class RouteIntake:
                 f"route targets {', '.join(route.route_targets) or '(none)'} are not imported "
                 f"for VNI {route.vni}"
             )
-        vtep = route.next_hop if isinstance(route, MacIpRoute) else route.vtep
+        return self._common(route)
+
+    def _common(self, route: EvpnRoute) -> tuple[str, str] | None:
+        vtep = route.vtep if isinstance(route, InclusiveMulticastRoute) else route.next_hop
         if vtep in self.own_vteps or route.next_hop in self.own_vteps:
             return "own-vtep", f"next hop {vtep} is one of our own ToR VTEPs"
         if isinstance(route, MacIpRoute):
@@ -84,11 +153,101 @@ class RouteIntake:
                 unicast_mac(route.mac)
             except RouteError as exc:
                 return "bad-mac", str(exc)
+            if route.mac == self.config.anycast_mac:
+                return "bad-mac", f"{route.mac} is this fabric's anycast gateway MAC"
         return None
 
+    def _router_mac(self, route: MacIpRoute | IpPrefixRoute) -> tuple[str, str] | None:
+        if route.router_mac is None:
+            return NO_ROUTER_MAC, "no Router's MAC extended community (RFC 9135 8.1)"
+        if route.router_mac in self.config.own_macs():
+            what = (
+                "this fabric's anycast gateway MAC"
+                if route.router_mac == self.config.anycast_mac
+                else "the router MAC of one of our ToRs"
+            )
+            return OWN_ROUTER_MAC, f"router MAC {route.router_mac} is {what}"
+        try:
+            unicast_mac(route.router_mac)
+        except RouteError as exc:
+            return NO_ROUTER_MAC, f"router MAC: {exc}"
+        return None
 
-def _describe(route: MacIpRoute | InclusiveMulticastRoute) -> str:
+    def _vrf(self, l3vni: int, route_targets: tuple[str, ...]) -> VrfRouting | tuple[str, str]:
+        """The VRF a routed route imports into: the one whose L3 VNI its
+        label names, if its route targets import there."""
+        vrf = self.config.vrf_by_l3vni(l3vni)
+        if vrf is None:
+            return UNKNOWN_VRF, f"L3 VNI {l3vni} is the L3 VNI of none of our VRFs"
+        if not vrf.imports(route_targets):
+            others = [v.name for v in self.config.vrfs if v.imports(route_targets)]
+            if others:
+                return "vni-mismatch", (
+                    f"label says L3 VNI {l3vni} (VRF {vrf.name}), route targets "
+                    f"{', '.join(route_targets)} say VRF {others[0]}"
+                )
+            return "no-route-target", (
+                f"route targets {', '.join(route_targets) or '(none)'} are not imported "
+                f"into VRF {vrf.name}"
+            )
+        return vrf
+
+    def _symmetric(self, route: MacIpRoute) -> Admitted | tuple[str, str]:
+        """A type 2 with a second label (the L3 VNI)."""
+        problem = self._common(route) or self._router_mac(route)
+        if problem is not None:
+            return problem
+        assert route.l3vni is not None
+        routing = self.config.routing(route.vni)
+        bridged = routing is not None and routing.imports(route.route_targets)
+        vrf = self._vrf(route.l3vni, route.route_targets)
+        routed = isinstance(vrf, VrfRouting) and route.ip is not None and _is_ipv4(route.ip)
+        if isinstance(vrf, VrfRouting) and (routed or bridged):
+            return Admitted(vrf=vrf.name if routed else None, bridged=bridged)
+        if bridged:
+            return Admitted()  # (its MAC in a VNI we host; no VRF of ours for its IP)
+        if isinstance(vrf, VrfRouting):
+            # A VRF of ours, but nothing to route: an IPv6 (or no) address of a
+            # host in an L2 VNI we do not host.
+            reason = "unknown-vni" if routing is None else "no-route-target"
+            return reason, (
+                f"its MAC is not for a VNI of ours (VNI {route.vni}) and "
+                f"{route.ip or 'no IP'} is not an IPv4 host of VRF {vrf.name}"
+            )
+        return vrf
+
+    def _prefix(self, route: IpPrefixRoute) -> Admitted | tuple[str, str]:
+        problem = self._common(route)
+        if problem is not None:
+            return problem
+        if not route.ipv4:
+            return NOT_IPV4, f"{route.prefix}: only IPv4 prefixes are routed"
+        if route.gateway_ip is not None or route.esi != SINGLE_HOMED_ESI:
+            index = (
+                f"gateway IP {route.gateway_ip}"
+                if route.gateway_ip is not None
+                else f"ESI {route.esi}"
+            )
+            return OVERLAY_INDEX, (
+                f"overlay index {index} set: recursive resolution (RFC 9136 3.2) "
+                "is not supported, only interface-less routes"
+            )
+        problem = self._router_mac(route)
+        if problem is not None:
+            return problem
+        vrf = self._vrf(route.l3vni, route.route_targets)
+        return Admitted(vrf=vrf.name) if isinstance(vrf, VrfRouting) else vrf
+
+
+def _is_ipv4(ip: str) -> bool:
+    return ipaddress.ip_address(ip).version == 4
+
+
+def _describe(route: EvpnRoute) -> str:
     if isinstance(route, MacIpRoute):
         ip = f" {route.ip}" if route.ip else ""
-        return f"type 2 {route.mac}{ip} VNI {route.vni} via {route.next_hop} (rd {route.rd})"
+        l3 = f" L3 VNI {route.l3vni}" if route.l3vni is not None else ""
+        return f"type 2 {route.mac}{ip} VNI {route.vni}{l3} via {route.next_hop} (rd {route.rd})"
+    if isinstance(route, IpPrefixRoute):
+        return f"type 5 {route.prefix} L3 VNI {route.l3vni} via {route.next_hop} (rd {route.rd})"
     return f"type 3 VNI {route.vni} VTEP {route.vtep} (rd {route.rd})"

@@ -1,9 +1,13 @@
 """EVPN routes as plain values (RFC 7432 section 7, VXLAN use per RFC 8365).
 
-Only the two route types a VXLAN fabric without multihoming needs: type 2
-(MAC/IP advertisement) and type 3 (inclusive multicast Ethernet tag, with a
-PMSI tunnel attribute of type ingress replication). The VNI travels in the
-MPLS label field (RFC 8365 section 5.1.3) and in the PMSI tunnel label.
+The route types a VXLAN fabric without multihoming needs: type 2 (MAC/IP
+advertisement), type 3 (inclusive multicast Ethernet tag, with a PMSI tunnel
+attribute of type ingress replication) and, for routed tenants (symmetric
+IRB, RFC 9135 / RFC 9136), type 2 with a second label and type 5 (IP
+prefix). The VNI travels in the MPLS label field (RFC 8365 section 5.1.3) and
+in the PMSI tunnel label; a routed type 2 carries the L3 VNI as its second
+label and a type 5 as its label, both with the Router's MAC extended
+community (RFC 9135 8.1).
 
 Route distinguishers and route targets are kept as canonical strings
 ("10.0.0.1:5000", "65000:5000"): they are compared, logged and shown far
@@ -126,6 +130,11 @@ class MacIpRoute:
     sticky: bool = False  # static MAC: must not move (RFC 7432 15.2)
     esi: str = SINGLE_HOMED_ESI
     ethernet_tag: int = 0  # VLAN-based service: always 0 (RFC 8365 5.1.2)
+    # Symmetric IRB (RFC 9135 5.1, 8.1): label 2 is the IP-VRF's L3 VNI, and
+    # the Router's MAC extended community the inner destination MAC of
+    # routed frames to this host's VTEP. Both absent on an L2-only route.
+    l3vni: int | None = None
+    router_mac: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rd", canonical_rd(self.rd))
@@ -134,6 +143,10 @@ class MacIpRoute:
         object.__setattr__(self, "next_hop", canonical_ipv4(self.next_hop))
         if self.ip is not None:
             object.__setattr__(self, "ip", canonical_ip(self.ip))
+        if self.l3vni is not None:
+            check_vni(self.l3vni)
+        if self.router_mac is not None:
+            object.__setattr__(self, "router_mac", canonical_mac(self.router_mac))
         object.__setattr__(
             self, "route_targets", tuple(sorted({canonical_rt(t) for t in self.route_targets}))
         )
@@ -188,7 +201,59 @@ class InclusiveMulticastRoute:
         return (3, self.rd, self.ethernet_tag, self.originator)
 
 
-EvpnRoute = MacIpRoute | InclusiveMulticastRoute
+@dataclass(frozen=True)
+class IpPrefixRoute:
+    """Route type 5 (RFC 9136), interface-less (section 4.4.1): an IP prefix
+    of an IP-VRF behind a VTEP, label = the VRF's L3 VNI, the VTEP's router
+    MAC in the Router's MAC extended community; ESI and gateway IP 0 (no
+    overlay index)."""
+
+    rd: str
+    prefix: str  # "10.1.0.0/16": canonical network (host bits cleared)
+    l3vni: int  # the label (RFC 8365 5.1.3)
+    next_hop: str  # the VTEP
+    route_targets: tuple[str, ...] = ()
+    router_mac: str | None = None
+    gateway_ip: str | None = None  # overlay index (RFC 9136 3.2); None = 0
+    esi: str = SINGLE_HOMED_ESI  # overlay index when not 0
+    ethernet_tag: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rd", canonical_rd(self.rd))
+        try:
+            network = ipaddress.ip_network(str(self.prefix).strip(), strict=False)
+        except ValueError:
+            raise RouteError(f"{self.prefix!r} is not an IP prefix") from None
+        object.__setattr__(self, "prefix", str(network))
+        check_vni(self.l3vni)
+        object.__setattr__(self, "next_hop", canonical_ipv4(self.next_hop))
+        object.__setattr__(
+            self, "route_targets", tuple(sorted({canonical_rt(t) for t in self.route_targets}))
+        )
+        if self.router_mac is not None:
+            object.__setattr__(self, "router_mac", canonical_mac(self.router_mac))
+        if self.gateway_ip is not None:
+            gateway = canonical_ip(self.gateway_ip)
+            unset = ipaddress.ip_address(gateway).packed == bytes(
+                len(network.network_address.packed)
+            )
+            object.__setattr__(self, "gateway_ip", None if unset else gateway)
+        if not ESI_RE.match(self.esi):
+            raise RouteError(f"ESI {self.esi!r}: expected 10 colon-separated bytes")
+        if not 0 <= self.ethernet_tag <= 0xFFFFFFFF:
+            raise RouteError(f"Ethernet tag {self.ethernet_tag} is outside 32 bits")
+
+    @property
+    def ipv4(self) -> bool:
+        return ipaddress.ip_network(self.prefix).version == 4
+
+    def nlri_key(self) -> tuple[object, ...]:
+        """RD, Ethernet tag and the prefix (RFC 9136 3.1: the ESI, gateway IP
+        and label are not part of the route's key)."""
+        return (5, self.rd, self.ethernet_tag, self.prefix)
+
+
+EvpnRoute = MacIpRoute | InclusiveMulticastRoute | IpPrefixRoute
 
 
 def auto_route_target(asn: int, vni: int) -> str:

@@ -14,7 +14,7 @@ from .advertiser import Advertiser
 from .config import EvpnConfig
 from .intake import RouteIntake
 from .options import DEFAULTS, EvpnOptions
-from .routes import InclusiveMulticastRoute, MacIpRoute
+from .routes import EvpnRoute
 from .speaker import GoBgpSpeaker
 from .table import EvpnView, LearnedTable, LocalMac, ViewChange
 
@@ -96,9 +96,10 @@ class EvpnService:
 
     # ---- speaker callbacks ----------------------------------------------------
 
-    def _route(self, source: str, route: MacIpRoute | InclusiveMulticastRoute) -> None:
-        if self.intake.admit(source, route):
-            self.table.learn(source, route)
+    def _route(self, source: str, route: EvpnRoute) -> None:
+        admitted = self.intake.admit(source, route)
+        if admitted is not None:
+            self.table.learn(source, route, admitted.vrf, admitted.bridged)
         else:
             # A refused re-advertisement replaces an accepted one: drop the old.
             self.table.unlearn(source, route.nlri_key())

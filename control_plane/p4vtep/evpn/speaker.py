@@ -28,7 +28,7 @@ from ..processes import stop_process
 from . import gobgp_api, gobgp_codec
 from .config import EvpnConfig
 from .options import DEFAULTS, EvpnOptions
-from .routes import InclusiveMulticastRoute, MacIpRoute, RouteError
+from .routes import EvpnRoute, MacIpRoute, RouteError
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class PeerStatus:
 
 # Callbacks: a received route (or a malformed one, as its error), a withdrawn
 # NLRI key, and a peer's session going up or down.
-OnRoute = Callable[[str, MacIpRoute | InclusiveMulticastRoute], None]
+OnRoute = Callable[[str, EvpnRoute], None]
 OnMalformed = Callable[[str, str], None]
 OnWithdraw = Callable[[str, tuple[object, ...]], None]
 OnPeerState = Callable[[str, bool], None]
@@ -214,13 +214,13 @@ class GoBgpSpeaker:
 
     # ---- routes out ---------------------------------------------------------
 
-    def announce(self, route: MacIpRoute | InclusiveMulticastRoute) -> None:
+    def announce(self, route: EvpnRoute) -> None:
         api = gobgp_api.gobgp_pb2
         self._stub.AddPath(
             api.AddPathRequest(table_type=api.GLOBAL, path=gobgp_codec.encode(route))
         )
 
-    def withdraw(self, route: MacIpRoute | InclusiveMulticastRoute) -> None:
+    def withdraw(self, route: EvpnRoute) -> None:
         api = gobgp_api.gobgp_pb2
         if isinstance(route, MacIpRoute):
             # A withdrawal is the NLRI alone. Sent with its old MAC mobility
@@ -236,10 +236,10 @@ class GoBgpSpeaker:
             )
         )
 
-    def originated(self) -> list[MacIpRoute | InclusiveMulticastRoute]:
+    def originated(self) -> list[EvpnRoute]:
         """The routes gobgpd holds as ours (its global RIB, local paths)."""
         api = gobgp_api.gobgp_pb2
-        routes: list[MacIpRoute | InclusiveMulticastRoute] = []
+        routes: list[EvpnRoute] = []
         for reply in self._stub.ListPath(
             api.ListPathRequest(table_type=api.GLOBAL, family=gobgp_codec.evpn_family())
         ):

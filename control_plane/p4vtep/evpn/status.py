@@ -8,12 +8,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import grpc
 
 from .. import events
-from .routes import EvpnRoute, MacIpRoute
+from .routes import EvpnRoute, IpPrefixRoute, MacIpRoute
 from .service import EvpnService, SessionChange
 from .table import LOCAL
 
@@ -39,16 +39,19 @@ class PeerReport:
 
 @dataclass(frozen=True)
 class RouteReport:
-    type: int  # 2 or 3
-    vni: int
+    type: int  # 2, 3 or 5
+    vni: int  # type 5: the L3 VNI (its label)
     mac: str  # type 2
-    ips: tuple[str, ...]
+    ips: tuple[str, ...]  # type 5: the prefix
     vtep: str
     seq: int
     source: str  # peer address, "static" or "local"
     rd: str
     installed: bool  # remote: the ToRs get it; local: advertised
     refused: str  # why not: an intake reason, "conflict" or "superseded"
+    vrf: str = ""  # the VRF of its host or prefix route (received routes admitted into one)
+    l3vni: int = 0  # type 2: its second label
+    router_mac: str = ""  # the Router's MAC extended community
 
 
 def peer_reports(service: EvpnService, now: float | None = None) -> list[PeerReport]:
@@ -103,13 +106,18 @@ def route_reports(service: EvpnService, vni: int | None = None) -> list[RouteRep
             h.rd,
             not h.lost,
             h.lost,
+            h.vrf,
+            h.l3vni,
+            h.router_mac,
         )
         for h in service.view.held_routes()
     ]
     for (source, _), (route, reason) in dict(service.intake.held_refused).items():
         reports.append(_report(route, source, installed=False, refused=reason))
     for route in dict(service.advertiser.announced).values():
-        reports.append(_report(route, LOCAL, installed=True, refused=""))
+        report = _report(route, LOCAL, installed=True, refused="")
+        vrf = service.config.vrf_by_l3vni(report.l3vni) if report.l3vni else None
+        reports.append(replace(report, vrf=vrf.name) if vrf is not None else report)
     if vni is not None:
         reports = [r for r in reports if r.vni == vni]
     return sorted(reports, key=lambda r: (r.vni, r.type, r.mac, r.ips, r.vtep, r.source))
@@ -129,6 +137,23 @@ def _report(route: EvpnRoute, source: str, installed: bool, refused: str) -> Rou
             route.rd,
             installed,
             refused,
+            l3vni=route.l3vni or 0,
+            router_mac=route.router_mac or "",
+        )
+    if isinstance(route, IpPrefixRoute):
+        return RouteReport(
+            5,
+            route.l3vni,
+            "",
+            (route.prefix,),
+            route.next_hop,
+            0,
+            source,
+            route.rd,
+            installed,
+            refused,
+            l3vni=route.l3vni,
+            router_mac=route.router_mac or "",
         )
     return RouteReport(3, route.vni, "", (), route.vtep, 0, source, route.rd, installed, refused)
 

@@ -18,28 +18,44 @@ moving traffic on that evidence is worse than staying put.
 A local VM whose MAC is claimed remotely is advertised with seq = highest
 remote + 1 (it moved to us); a remote claim above our number means the VM
 moved away, and we stop advertising it.
+
+Routed tenants (symmetric IRB): a type 2 route admitted for a VRF makes its
+IP a host route of that VRF behind its VTEP. The host route belongs to the
+MAC's claim, so it follows the MAC mobility winner: one winner per (VNI,
+MAC), its MAC entry and its host routes given out together. A type 2 for an
+L2 VNI this fabric does not host takes part in the mobility rules the same
+way, but only its host routes are given out. Type 5 routes (IP prefixes of
+a VRF) are held per peer; for each (VRF, prefix) the route from the lowest
+VTEP IP is the one given out (our data plane has one next hop per prefix).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .routes import InclusiveMulticastRoute, MacIpRoute
+from ..compiler.learned import Learned, LearnedHost, LearnedMac, LearnedPrefix
+from .routes import EvpnRoute, InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute
 
 log = logging.getLogger(__name__)
 
 STATIC = "static"  # the source name of fabric-file static VTEPs
 
 MacKey = tuple[int, str]  # (VNI, MAC)
+PrefixKey = tuple[str, str]  # (VRF, prefix)
+# A host route a type 2 route gives: (VRF, IPv4 address, router MAC, the VNI
+# routed frames travel in: the L3 VNI, or the host's own VNI when asymmetric).
+RoutedIp = tuple[str, str, str, int]
 
 
 @dataclass(frozen=True)
 class RemoteMac:
-    """A MAC behind a VTEP that is not one of ours: what the ToRs will install."""
+    """A MAC behind a VTEP that is not one of ours: what the ToRs will install
+    (its MAC entry in its VNI when ``bridged``, and its host ``routes``)."""
 
     vni: int
     mac: str
@@ -47,6 +63,35 @@ class RemoteMac:
     ips: frozenset[str]
     seq: int
     source: str  # peer address, or "static"
+    bridged: bool = True  # False: a VNI we do not host (symmetric IRB), routes only
+    routes: frozenset[RoutedIp] = frozenset()
+
+
+@dataclass(frozen=True)
+class RemoteHost:
+    """A host route of a VRF behind an external VTEP (from the winner of its MAC)."""
+
+    vrf: str
+    ip: str
+    vtep: str
+    router_mac: str
+    vni: int  # what routed frames travel in (see RoutedIp)
+    l2vni: int
+    mac: str
+    seq: int
+    source: str
+
+
+@dataclass(frozen=True)
+class RemotePrefix:
+    """A prefix of a VRF behind an external VTEP (type 5): what the ToRs install."""
+
+    vrf: str
+    prefix: str
+    vtep: str
+    router_mac: str
+    l3vni: int
+    source: str
 
 
 @dataclass(frozen=True)
@@ -79,15 +124,23 @@ class ViewChange:
     flood_added: frozenset[tuple[int, str]] = frozenset()  # (VNI, VTEP)
     flood_removed: frozenset[tuple[int, str]] = frozenset()
     local_changed: frozenset[MacKey] = frozenset()  # advertisement added, gone or renumbered
+    prefixes_added: frozenset[RemotePrefix] = frozenset()
+    prefixes_removed: frozenset[RemotePrefix] = frozenset()
 
-    def __bool__(self) -> bool:
+    @property
+    def learned_changed(self) -> bool:
+        """Whether what the ToRs are given (``EvpnView.learned``) changed."""
         return bool(
             self.remote_added
             or self.remote_removed
             or self.flood_added
             or self.flood_removed
-            or self.local_changed
+            or self.prefixes_added
+            or self.prefixes_removed
         )
+
+    def __bool__(self) -> bool:
+        return self.learned_changed or bool(self.local_changed)
 
 
 @dataclass(frozen=True)
@@ -96,16 +149,20 @@ class HeldRoute:
     of the fabric file), and whether it is what the ToRs get for its MAC."""
 
     source: str  # peer address, or "static"
-    type: int  # 2 or 3
-    vni: int
+    type: int  # 2, 3 or 5
+    vni: int  # type 5: the L3 VNI
     vtep: str
     mac: str = ""  # type 2
-    ips: frozenset[str] = frozenset()
+    ips: frozenset[str] = frozenset()  # type 5: the prefix
     seq: int = 0
     rd: str = ""  # empty for static entries
     # Why it is not installed: "conflict" (another VTEP holds the MAC with the
-    # same number) or "superseded" (another VTEP, or our VM, with a higher one).
+    # same number) or "superseded" (another VTEP, or our VM, with a higher one;
+    # type 5: a lower VTEP IP with the same prefix).
     lost: str = ""
+    vrf: str = ""  # the VRF of a host (type 2) or prefix (type 5) route
+    l3vni: int = 0  # type 2 with a second label
+    router_mac: str = ""
 
 
 CONFLICT = "conflict"
@@ -119,6 +176,8 @@ class _Claim:
     sticky: bool
     ips: frozenset[str]
     source: str  # peer address, "static" or "local"
+    bridged: bool = True
+    routed: frozenset[RoutedIp] = frozenset()
 
     @property
     def rank(self) -> tuple[bool, int]:
@@ -135,6 +194,7 @@ class _Before:
     winners: dict[MacKey, _Claim | None]
     local_seq: dict[MacKey, int | None]
     flood: frozenset[tuple[int, str]] | None
+    prefixes: dict[PrefixKey, RemotePrefix | None]
 
 
 class LearnedTable:
@@ -143,7 +203,11 @@ class LearnedTable:
     def __init__(self) -> None:
         # Accepted remote routes by (peer, NLRI key), and type 2 keys by (VNI, MAC).
         self._type2: dict[tuple[str, tuple[object, ...]], MacIpRoute] = {}
+        # What each type 2 route is used for: (VRF of its host route, bridged).
+        self._use: dict[tuple[str, tuple[object, ...]], tuple[str | None, bool]] = {}
         self._type3: dict[tuple[str, tuple[object, ...]], InclusiveMulticastRoute] = {}
+        self._type5: dict[tuple[str, tuple[object, ...]], tuple[IpPrefixRoute, str]] = {}
+        self._by_prefix: dict[PrefixKey, set[tuple[str, tuple[object, ...]]]] = {}
         self._by_mac: dict[MacKey, set[tuple[str, tuple[object, ...]]]] = {}
         self._static_macs: dict[MacKey, _Claim] = {}
         self._static_flood: set[tuple[int, str]] = set()
@@ -156,9 +220,17 @@ class LearnedTable:
 
     # ---- inputs -------------------------------------------------------------
 
-    def learn(self, source: str, route: MacIpRoute | InclusiveMulticastRoute) -> ViewChange:
+    def learn(
+        self,
+        source: str,
+        route: EvpnRoute,
+        vrf: str | None = None,
+        bridged: bool = True,
+    ) -> ViewChange:
         """A validated route from peer ``source`` (a re-advertisement replaces
-        the earlier version of the same NLRI)."""
+        the earlier version of the same NLRI). ``vrf``: the VRF the intake
+        admitted it into (type 2: its host route; type 5: required);
+        ``bridged``: a type 2's MAC is installed in its VNI (a VNI we host)."""
         with self._lock:
             key = (source, route.nlri_key())
             if isinstance(route, MacIpRoute):
@@ -170,8 +242,21 @@ class LearnedTable:
                 if old is not None:
                     self._unindex(key, old)
                 self._type2[key] = route
+                self._use[key] = (vrf, bridged)
                 self._by_mac.setdefault((route.vni, route.mac), set()).add(key)
                 self._settle(touched, newcomer=(source, route))
+            elif isinstance(route, IpPrefixRoute):
+                if vrf is None:
+                    raise ValueError(f"type 5 {route.prefix} learned without its VRF")
+                old5 = self._type5.get(key)
+                touched5 = {(vrf, route.prefix)}
+                if old5 is not None:
+                    touched5.add((old5[1], old5[0].prefix))
+                before = self._before(set(), flood=False, prefixes=touched5)
+                if old5 is not None:
+                    self._unindex_prefix(key, old5)
+                self._type5[key] = (route, vrf)
+                self._by_prefix.setdefault((vrf, route.prefix), set()).add(key)
             else:
                 before = self._before(set(), flood=True)
                 self._type3[key] = route
@@ -184,11 +269,16 @@ class LearnedTable:
         with self._lock:
             key = (source, nlri_key)
             old = self._type2.get(key)
+            old5 = self._type5.get(key)
             touched = {(old.vni, old.mac)} if old is not None else set()
-            before = self._before(touched, flood=key in self._type3)
+            touched5 = {(old5[1], old5[0].prefix)} if old5 is not None else set()
+            before = self._before(touched, flood=key in self._type3, prefixes=touched5)
             if old is not None:
                 del self._type2[key]
                 self._unindex(key, old)
+            if old5 is not None:
+                del self._type5[key]
+                self._unindex_prefix(key, old5)
             self._type3.pop(key, None)
             self._settle(touched)
             change = self._diff(before)
@@ -201,12 +291,16 @@ class LearnedTable:
         with self._lock:
             gone2 = [k for k in self._type2 if k[0] == source]
             gone3 = [k for k in self._type3 if k[0] == source]
+            gone5 = [k for k in self._type5 if k[0] == source]
             touched = {(self._type2[k].vni, self._type2[k].mac) for k in gone2}
-            before = self._before(touched, flood=bool(gone3))
+            touched5 = {(self._type5[k][1], self._type5[k][0].prefix) for k in gone5}
+            before = self._before(touched, flood=bool(gone3), prefixes=touched5)
             for key in gone2:
                 self._unindex(key, self._type2.pop(key))
             for key in gone3:
                 del self._type3[key]
+            for key in gone5:
+                self._unindex_prefix(key, self._type5.pop(key))
             self._settle(touched)
             change = self._diff(before)
         self._notify(change)
@@ -266,24 +360,43 @@ class LearnedTable:
         return EvpnView(self)
 
     def _unindex(self, key: tuple[str, tuple[object, ...]], route: MacIpRoute) -> None:
+        self._use.pop(key, None)
         keys = self._by_mac.get((route.vni, route.mac))
         if keys is not None:
             keys.discard(key)
             if not keys:
                 del self._by_mac[route.vni, route.mac]
 
+    def _unindex_prefix(
+        self, key: tuple[str, tuple[object, ...]], held: tuple[IpPrefixRoute, str]
+    ) -> None:
+        route, vrf = held
+        keys = self._by_prefix.get((vrf, route.prefix))
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_prefix[vrf, route.prefix]
+
     # ---- the rules ----------------------------------------------------------
 
     def _remote_claims(self, key: MacKey) -> dict[str, _Claim]:
-        """One claim per remote VTEP: its highest number, the union of its IPs."""
+        """One claim per remote VTEP: its highest number, the union of its IPs
+        (of the routes bridged into the VNI) and of its host routes."""
         claims: dict[str, _Claim] = {}
         for route_key in sorted(self._by_mac.get(key, ()), key=repr):
             source, route = route_key[0], self._type2[route_key]
-            ips = frozenset([route.ip]) if route.ip else frozenset()
+            vrf, bridged = self._use.get(route_key, (None, True))
+            ips = frozenset([route.ip]) if route.ip and bridged else frozenset()
+            routed: frozenset[RoutedIp] = frozenset()
+            if vrf is not None and route.ip is not None:
+                if route.l3vni is not None and route.router_mac is not None:
+                    routed = frozenset([(vrf, route.ip, route.router_mac, route.l3vni)])
+                else:  # asymmetric: to the host itself, in its own VNI
+                    routed = frozenset([(vrf, route.ip, route.mac, route.vni)])
             old = claims.get(route.next_hop)
             if old is None:
                 claims[route.next_hop] = _Claim(
-                    route.next_hop, route.mobility_seq, route.sticky, ips, source
+                    route.next_hop, route.mobility_seq, route.sticky, ips, source, bridged, routed
                 )
             else:
                 claims[route.next_hop] = _Claim(
@@ -292,6 +405,8 @@ class LearnedTable:
                     old.sticky or route.sticky,
                     old.ips | ips,
                     old.source,
+                    old.bridged or bridged,
+                    old.routed | routed,
                 )
         static = self._static_macs.get(key)
         if static is not None and static.vtep not in claims:
@@ -353,12 +468,30 @@ class LearnedTable:
 
     # ---- read side ----------------------------------------------------------
 
-    def _before(self, touched: set[MacKey], flood: bool) -> _Before:
+    def _before(
+        self, touched: set[MacKey], flood: bool, prefixes: Iterable[PrefixKey] = ()
+    ) -> _Before:
         return _Before(
             {k: self._winner.get(k) for k in touched},
             {k: self._local_seq.get(k) for k in touched},
             self._flood() if flood else None,
+            {k: self._prefix_winner(k) for k in prefixes},
         )
+
+    def _prefix_winner(self, key: PrefixKey) -> RemotePrefix | None:
+        """The route given out for a (VRF, prefix): the lowest VTEP IP's (then
+        the lowest peer's, when two peers pass on the same VTEP's route)."""
+        best: tuple[tuple[int, str], RemotePrefix] | None = None
+        for route_key in self._by_prefix.get(key, ()):
+            route, vrf = self._type5[route_key]
+            assert route.router_mac is not None  # (the intake refuses a route without)
+            candidate = RemotePrefix(
+                vrf, route.prefix, route.next_hop, route.router_mac, route.l3vni, route_key[0]
+            )
+            rank = (int(ipaddress.IPv4Address(route.next_hop)), route_key[0])
+            if best is None or rank < best[0]:
+                best = (rank, candidate)
+        return best[1] if best is not None else None
 
     def _diff(self, before: _Before) -> ViewChange:
         added: set[RemoteMac] = set()
@@ -374,29 +507,48 @@ class LearnedTable:
                 if claim.source == LOCAL:
                     local.add(key)
                 else:
-                    bucket.add(
-                        RemoteMac(key[0], key[1], claim.vtep, claim.ips, claim.seq, claim.source)
-                    )
+                    bucket.add(_remote(key, claim))
         flood_added: frozenset[tuple[int, str]] = frozenset()
         flood_removed: frozenset[tuple[int, str]] = frozenset()
         if before.flood is not None:
             flood = self._flood()
             flood_added, flood_removed = flood - before.flood, before.flood - flood
         common = added & removed
+        prefixes_added: set[RemotePrefix] = set()
+        prefixes_removed: set[RemotePrefix] = set()
+        for pkey, was in before.prefixes.items():
+            now = self._prefix_winner(pkey)
+            if was != now:
+                if was is not None:
+                    prefixes_removed.add(was)
+                if now is not None:
+                    prefixes_added.add(now)
         return ViewChange(
             frozenset(added - common),
             frozenset(removed - common),
             flood_added,
             flood_removed,
             frozenset(local),
+            frozenset(prefixes_added),
+            frozenset(prefixes_removed),
         )
 
+    def _remote_winners(self) -> list[RemoteMac]:
+        return [_remote(key, c) for key, c in self._winner.items() if c.source != LOCAL]
+
     def _remote_macs(self) -> frozenset[RemoteMac]:
+        return frozenset(m for m in self._remote_winners() if m.bridged)
+
+    def _host_routes(self) -> frozenset[RemoteHost]:
         return frozenset(
-            RemoteMac(vni, mac, c.vtep, c.ips, c.seq, c.source)
-            for (vni, mac), c in self._winner.items()
-            if c.source != LOCAL
+            RemoteHost(vrf, ip, m.vtep, rmac, vni, m.vni, m.mac, m.seq, m.source)
+            for m in self._remote_winners()
+            for vrf, ip, rmac, vni in m.routes
         )
+
+    def _prefix_routes(self) -> frozenset[RemotePrefix]:
+        winners = (self._prefix_winner(key) for key in self._by_prefix)
+        return frozenset(w for w in winners if w is not None)
 
     def _flood(self) -> frozenset[tuple[int, str]]:
         learned = {(r.vni, r.vtep) for r in self._type3.values()}
@@ -411,9 +563,11 @@ class LearnedTable:
 
     def _held_routes(self) -> list[HeldRoute]:
         held = []
-        for (source, _), r2 in self._type2.items():
+        for route_key, r2 in self._type2.items():
+            source = route_key[0]
             key = (r2.vni, r2.mac)
             ips = frozenset([r2.ip]) if r2.ip else frozenset()
+            vrf, _ = self._use.get(route_key, (None, True))
             held.append(
                 HeldRoute(
                     source,
@@ -425,10 +579,29 @@ class LearnedTable:
                     r2.mobility_seq,
                     r2.rd,
                     self._lost(key, r2.next_hop),
+                    vrf or "",
+                    r2.l3vni or 0,
+                    r2.router_mac or "",
                 )
             )
         for (source, _), r3 in self._type3.items():
             held.append(HeldRoute(source, 3, r3.vni, r3.vtep, rd=r3.rd))
+        for (source, _), (r5, vrf) in self._type5.items():
+            winner = self._prefix_winner((vrf, r5.prefix))
+            held.append(
+                HeldRoute(
+                    source,
+                    5,
+                    r5.l3vni,
+                    r5.next_hop,
+                    ips=frozenset([r5.prefix]),
+                    rd=r5.rd,
+                    lost="" if winner is not None and winner.vtep == r5.next_hop else SUPERSEDED,
+                    vrf=vrf,
+                    l3vni=r5.l3vni,
+                    router_mac=r5.router_mac or "",
+                )
+            )
         for key, claim in self._static_macs.items():
             held.append(
                 HeldRoute(
@@ -458,6 +631,21 @@ class LearnedTable:
         mine = claims[vtep].rank if vtep in claims else (False, 0)
         return CONFLICT if ranks and max(ranks) <= mine else SUPERSEDED
 
+    def _learned(self) -> Learned:
+        macs = [LearnedMac(m.vni, m.mac, m.vtep, tuple(sorted(m.ips))) for m in self._remote_macs()]
+        flood: dict[int, set[str]] = {}
+        for vni, vtep in self._flood():
+            flood.setdefault(vni, set()).add(vtep)
+        hosts = [
+            LearnedHost(h.vrf, h.ip, h.vtep, h.router_mac, h.vni, h.l2vni, h.mac)
+            for h in self._host_routes()
+        ]
+        prefixes = [
+            LearnedPrefix(p.vrf, p.prefix, p.vtep, p.router_mac, p.l3vni)
+            for p in self._prefix_routes()
+        ]
+        return Learned.of(macs, flood, hosts, prefixes)
+
     def _notify(self, change: ViewChange) -> None:
         if not change:
             return
@@ -468,16 +656,43 @@ class LearnedTable:
                 log.exception("EVPN: change listener failed")
 
 
+def _remote(key: MacKey, claim: _Claim) -> RemoteMac:
+    return RemoteMac(
+        key[0], key[1], claim.vtep, claim.ips, claim.seq, claim.source, claim.bridged, claim.routed
+    )
+
+
 class EvpnView:
-    """Read-only facts for the controller's compiler (next round's integration)."""
+    """Read-only facts for the controller's compiler."""
 
     def __init__(self, table: LearnedTable) -> None:
         self._table = table
 
     def remote_macs(self, vni: int | None = None) -> frozenset[RemoteMac]:
+        """The remote winners whose MAC is installed in its VNI (a VNI we host)."""
         with self._table._lock:
             macs = self._table._remote_macs()
         return macs if vni is None else frozenset(m for m in macs if m.vni == vni)
+
+    def host_routes(self, vrf: str | None = None) -> frozenset[RemoteHost]:
+        """The host routes of the remote winners (symmetric IRB type 2, and
+        MAC+IP routes in our routed VNIs)."""
+        with self._table._lock:
+            hosts = self._table._host_routes()
+        return hosts if vrf is None else frozenset(h for h in hosts if h.vrf == vrf)
+
+    def prefix_routes(self, vrf: str | None = None) -> frozenset[RemotePrefix]:
+        """The type 5 routes given out: one per (VRF, prefix)."""
+        with self._table._lock:
+            prefixes = self._table._prefix_routes()
+        return prefixes if vrf is None else frozenset(p for p in prefixes if p.vrf == vrf)
+
+    def learned(self) -> Learned:
+        """Everything the ToRs are given, as the compiler takes it: the
+        winners' MACs (of VNIs we host) and host routes, the flood VTEPs and
+        the prefix routes, read at one instant."""
+        with self._table._lock:
+            return self._table._learned()
 
     def flood_vteps(self, vni: int) -> frozenset[str]:
         with self._table._lock:
@@ -515,8 +730,9 @@ class EvpnView:
             return self._table._held_routes()
 
     def learned_counts(self) -> Counter[str]:
-        """Routes held per peer (type 2 and 3), refused ones not included."""
+        """Routes held per peer (type 2, 3 and 5), refused ones not included."""
         with self._table._lock:
             counts: Counter[str] = Counter(source for source, _ in self._table._type2)
             counts.update(source for source, _ in self._table._type3)
+            counts.update(source for source, _ in self._table._type5)
         return counts

@@ -15,7 +15,8 @@ event thread nor a committing API call waits on the other:
   stale; the worker reads the view (the winners of the RFC 7432 mobility
   rules, see ``evpn.table``) and commits it through
   ``Controller.commit_learned`` as ``Learned``: the remote MACs and flood
-  VTEPs every ToR hosting the VNI must hold.
+  VTEPs every ToR hosting the VNI must hold, and the host and prefix routes
+  every ToR holding their VRF must hold (symmetric IRB).
 
 A learned MAC that one of our VMs has in the same VNI only reaches the view
 when the VM lost the mobility contest (a remote VTEP advertised it with a
@@ -39,7 +40,7 @@ import threading
 import time
 
 from ..allocation import SpaceFull
-from ..compiler.learned import Learned, LearnedMac
+from ..compiler.learned import Learned
 from ..controller import Controller
 from ..events import DesiredStateChanged, Event, refused
 from ..evpn.config import EvpnConfig
@@ -146,12 +147,7 @@ class EvpnSource:
 
     def _view_changed(self, change: ViewChange) -> None:
         self._last_change = time.monotonic()
-        if (
-            change.remote_added
-            or change.remote_removed
-            or change.flood_added
-            or change.flood_removed
-        ):
+        if change.learned_changed:
             self._learned_stale = True
             subscription = self._subscription
             if subscription is not None:
@@ -207,10 +203,9 @@ class EvpnSource:
         self.service.set_local(macs, vnis_by_vtep)
 
     def learned(self) -> Learned:
-        """The service's view as the compiler takes it."""
-        view = self.service.view
-        macs = [LearnedMac(m.vni, m.mac, m.vtep, tuple(sorted(m.ips))) for m in view.remote_macs()]
-        return Learned.of(macs, view.flood_map())
+        """The service's view as the compiler takes it (MACs, flood VTEPs,
+        and the VRFs' host and prefix routes)."""
+        return self.service.view.learned()
 
     def _commit_learned(self) -> None:
         learned = self.learned()
