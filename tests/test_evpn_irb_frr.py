@@ -1,0 +1,449 @@
+"""Symmetric IRB against FRR 8.4 (control plane): p4vtep's EVPN speaker and an
+FRR VTEP with a VRF (L3 VNI 50000) exchange two-label type 2 and type 5
+routes; a second GoBGP, an eBGP observer, checks the exact attributes of what
+we send. FRR's VRF is a network namespace (``zebra -n``: the kernel here has
+no VRF devices, see frr_irb_lab.py).
+
+One lab for the module; each test leaves it as it found it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from fabric_fixture import ANYCAST_MAC, routed_fabric, routed_vms
+from frr_irb_lab import FRR_RMAC, OBSERVER_ASN, SUBNET, VM_IP, VM_MAC, FrrIrbLab
+from frr_lab import needs_frr
+from p4vtep.allocation import Allocations
+from p4vtep.compiler import DesiredState, Encoder, compile_tor
+from p4vtep.compiler.learned import Learned, LearnedHost, LearnedPrefix
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PipelineEntries, RemoteVtepHop
+from p4vtep.evpn import gobgp_api, status
+from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting, VrfRouting
+from p4vtep.evpn.options import EvpnOptions
+from p4vtep.evpn.service import EvpnService
+from p4vtep.evpn.speaker import wait_for
+from p4vtep.evpn.table import LocalMac, RemoteHost, RemotePrefix
+
+pytestmark = [pytest.mark.evpn, needs_frr()]
+
+L3VNI, FRR_VNI = 50000, 5007
+TOR1, TOR2 = "10.0.0.1", "10.0.0.2"
+TOR1_RMAC, TOR2_RMAC = "00:aa:00:00:00:01", "00:aa:00:00:00:02"
+# Our VMs (routed_vms): web-1 on tor1 (VNI 5000), db-1 on tor2 (VNI 5001),
+# fw on tor2 (VNI 5000, the next hop of red's default route).
+WEB = LocalMac(5000, "00:00:0a:00:00:01", TOR1, frozenset({"192.168.1.1"}))
+DB = LocalMac(5001, "00:00:0a:00:01:01", TOR2, frozenset({"192.168.2.1"}))
+FW = LocalMac(5000, "00:00:0a:00:00:03", TOR2, frozenset({"192.168.1.3"}))
+OURS = ([WEB, DB, FW], {TOR1: [5000], TOR2: [5000, 5001]})
+ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
+ENC = Encoder(ENTRIES)
+
+
+def our_config(frr: FrrIrbLab) -> EvpnConfig:
+    """routed_fabric's VRF red and VNIs with the automatic RDs and route
+    targets (FRR's convention: 65000:VNI, 65000:L3VNI)."""
+    return EvpnConfig(
+        asn=65000,
+        router_id=frr.ctl_ip,
+        peers=(EvpnPeer(frr.frr_ip, 65000), EvpnPeer(frr.observer_ip, OBSERVER_ASN)),
+        vnis=tuple(VniRouting(v, None, (f"65000:{v}",), (f"65000:{v}",)) for v in (5000, 5001)),
+        hold_time=3,
+    ).for_fabric(routed_fabric())
+
+
+def observer_config(frr: FrrIrbLab) -> EvpnConfig:
+    """A listener that imports anything of VRF red and VNIs 5000/5001, and
+    knows none of our MACs (so it refuses none of our routes)."""
+    return EvpnConfig(
+        asn=OBSERVER_ASN,
+        router_id=frr.observer_ip,
+        peers=(EvpnPeer(frr.ctl_ip, 65000),),
+        vnis=tuple(
+            VniRouting(v, None, (f"*:{v}",), (f"{OBSERVER_ASN}:{v}",)) for v in (5000, 5001)
+        ),
+        vrfs=(VrfRouting("red", L3VNI, None, ("*:50000",), ("65099:50000",)),),
+        hold_time=3,
+        listen_port=-1,
+    )
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[tuple[FrrIrbLab, EvpnService]]:
+    with FrrIrbLab(l3vni=L3VNI, l2vni=FRR_VNI) as frr:
+        service = EvpnService(
+            our_config(frr),
+            [TOR1, TOR2],
+            EvpnOptions(
+                command_prefix=("ip", "netns", "exec", frr.ctl_ns),
+                listen_addresses=(frr.ctl_ip,),
+            ),
+        )
+        service.start()
+        try:
+            assert wait_for(frr.session_established, 30), f"no session; logs in {frr.dir}"
+            assert wait_for(frr.l3vni_up, 10), frr.vtysh("show evpn vni")
+            frr.vm_speaks()
+            yield frr, service
+        finally:
+            service.stop()
+
+
+def frr_paths(frr: FrrIrbLab, next_hop: str) -> dict[str, dict[str, Any]]:
+    """FRR's EVPN paths with this next hop, by "RD prefix"."""
+    return {
+        f"{p['rd']} {p['prefix']}": p
+        for p in frr.evpn_routes()
+        if any(nh.get("ip") == next_hop for nh in p.get("nexthops", []))
+    }
+
+
+def frr_vrf(frr: FrrIrbLab) -> dict[str, set[str]]:
+    """FRR's VRF table: prefix -> next hops."""
+    return {
+        prefix: {nh["ip"] for path in paths for nh in path.get("nexthops", [])}
+        for prefix, paths in frr.vrf_routes().items()
+    }
+
+
+def kernel(frr: FrrIrbLab) -> dict[str, set[tuple[str, str]]]:
+    """The VRF's kernel routes installed by FRR's BGP: dst -> {(gateway, dev)}
+    (several for an ECMP route)."""
+    out = {}
+    for r in frr.kernel_routes():
+        if r.get("protocol") == "bgp":
+            hops = r.get("nexthops", [r])
+            out[r["dst"]] = {(h.get("gateway", ""), h.get("dev", "")) for h in hops}
+    return out
+
+
+def test_frr_takes_our_type_2_as_vni_l2_l3_with_our_router_mac_and_imports_our_type_5(
+    lab: tuple[FrrIrbLab, EvpnService],
+) -> None:
+    frr, service = lab
+    service.set_local(*OURS)
+    try:
+        mac_ip = f"{TOR1}:5000 [2]:[0]:[48]:[{WEB.mac}]:[32]:[192.168.1.1]"
+        # 3 VMs x (MAC, MAC+IP), type 3 for 3 (ToR, VNI), type 5 for 3 subnets
+        # (192.168.1.0/24 from both ToRs) and the default route
+        assert wait_for(
+            lambda: len(frr_paths(frr, TOR1)) + len(frr_paths(frr, TOR2)) == 6 + 3 + 4, 10
+        ), frr.vtysh("show bgp l2vpn evpn")
+        tor1 = frr_paths(frr, TOR1)
+        assert tor1[mac_ip]["extendedCommunity"]["string"] == (
+            f"RT:65000:5000 RT:65000:50000 ET:8 Rmac:{TOR1_RMAC}"
+        )
+        # The MAC-only route keeps one label, the MAC-VRF's route target.
+        assert tor1[f"{TOR1}:5000 [2]:[0]:[48]:[{WEB.mac}]"]["extendedCommunity"]["string"] == (
+            "RT:65000:5000 ET:8"
+        )
+        detail = frr.evpn_detail()
+        assert f"Route [2]:[0]:[48]:[{WEB.mac}]:[32]:[192.168.1.1] VNI 5000/50000" in detail
+        assert f"Route [2]:[0]:[48]:[{WEB.mac}] VNI 5000\n" in detail
+        assert f"Route [5]:[0]:[24]:[192.168.1.0] VNI {L3VNI}" in detail
+        assert tor1[f"{TOR1}:{L3VNI} [5]:[0]:[24]:[192.168.1.0]"]["extendedCommunity"][
+            "string"
+        ] == (f"RT:65000:50000 ET:8 Rmac:{TOR1_RMAC}")
+        # Type 3 for the L2 VNIs only, never the L3 VNI.
+        type3 = [
+            p for hop in (TOR1, TOR2) for p in frr_paths(frr, hop).values() if p["routeType"] == 3
+        ]
+        assert sorted(p["extendedCommunity"]["string"] for p in type3) == [
+            "RT:65000:5000 ET:8",
+            "RT:65000:5000 ET:8",
+            "RT:65000:5001 ET:8",
+        ]
+
+        # FRR imported them into its VRF: host routes, subnets from every ToR
+        # serving them, the default route from the ToR of its next hop (fw).
+        want = {
+            "192.168.1.1/32": {TOR1},
+            "192.168.2.1/32": {TOR2},
+            "192.168.1.3/32": {TOR2},
+            "192.168.1.0/24": {TOR1, TOR2},
+            "192.168.2.0/24": {TOR2},
+            "0.0.0.0/0": {TOR2},
+        }
+        assert wait_for(lambda: {k: v for k, v in frr_vrf(frr).items() if k in want} == want, 10), (
+            frr_vrf(frr)
+        )
+        assert {k: v for k, v in frr.rmacs().items() if k != "numRmacs"} == {
+            TOR1_RMAC: {"routerMac": TOR1_RMAC, "vtepIp": TOR1},
+            TOR2_RMAC: {"routerMac": TOR2_RMAC, "vtepIp": TOR2},
+        }
+        # ... and zebra installed them in the VRF's kernel table, towards our
+        # VTEPs over the L3 VNI's SVI.
+        svi = f"br{L3VNI}"
+        assert wait_for(lambda: len(kernel(frr)) == 6, 10), frr.kernel_routes()
+        assert kernel(frr) == {
+            "192.168.1.1": {(TOR1, svi)},
+            "192.168.2.1": {(TOR2, svi)},
+            "192.168.1.3": {(TOR2, svi)},
+            "192.168.1.0/24": {(TOR1, svi), (TOR2, svi)},  # (ECMP over both ToRs)
+            "192.168.2.0/24": {(TOR2, svi)},
+            "default": {(TOR2, svi)},
+        }
+        # Nothing of ours carries the anycast gateway MAC.
+        assert ANYCAST_MAC not in frr.vtysh("show bgp l2vpn evpn")
+    finally:
+        service.set_local([], {})
+    assert wait_for(lambda: not frr_paths(frr, TOR1) and not frr_paths(frr, TOR2), 10)
+    assert wait_for(lambda: not kernel(frr), 10), frr.kernel_routes()
+
+
+def test_we_decode_frrs_two_label_type_2_and_type_5_into_the_vrf(
+    lab: tuple[FrrIrbLab, EvpnService],
+) -> None:
+    frr, service = lab
+    host = RemoteHost("red", VM_IP, frr.frr_ip, FRR_RMAC, L3VNI, FRR_VNI, VM_MAC, 0, frr.frr_ip)
+    subnet = RemotePrefix("red", SUBNET, frr.frr_ip, FRR_RMAC, L3VNI, frr.frr_ip)
+    assert wait_for(lambda: service.view.host_routes() == {host}, 15), (
+        service.view.host_routes(),
+        dict(service.intake.refused),
+    )
+    assert wait_for(lambda: service.view.prefix_routes() == {subnet}, 10)
+    # VNI 5007 is FRR's alone: no MAC entry for it here (a host route only),
+    # and its MAC-only route and type 3 are refused, counted and held.
+    assert service.view.remote_macs() == frozenset()
+    assert service.view.learned() == Learned.of(
+        [],
+        {},
+        [LearnedHost("red", VM_IP, frr.frr_ip, FRR_RMAC, L3VNI, FRR_VNI, VM_MAC)],
+        [LearnedPrefix("red", SUBNET, frr.frr_ip, FRR_RMAC, L3VNI)],
+    )
+    held = {key[1][0]: reason for key, (_, reason) in service.intake.held_refused.items()}
+    assert held == {2: "unknown-vni", 3: "unknown-vni"}
+    reports = {
+        (r.type, r.ips, r.installed, r.vrf, r.l3vni, r.router_mac)
+        for r in status.route_reports(service)
+        if r.source == frr.frr_ip and r.installed
+    }
+    assert reports == {
+        (2, (VM_IP,), True, "red", L3VNI, FRR_RMAC),
+        (5, (SUBNET,), True, "red", L3VNI, FRR_RMAC),
+    }
+
+    # Compiled: on every ToR holding red, towards FRR's VTEP and router MAC.
+    fabric, vms = routed_fabric(), routed_vms()
+    desired = DesiredState(fabric, ENC, Allocations())
+    desired.change(vms, [])
+    desired.set_learned(service.view.learned())
+    to_frr = RemoteVtepHop(frr.frr_ip, FRR_RMAC, L3VNI)
+    for tor in ("tor1", "tor2"):
+        state = desired.tors[tor].state
+        for message in (
+            ENTRIES.host_route(L3VNI, VM_IP, to_frr),
+            ENTRIES.prefix_route(L3VNI, "192.168.7.0", 24, to_frr),
+            ENTRIES.underlay_route(frr.frr_ip, 32, group_id=1),
+        ):
+            key, data = ENC.of(message)
+            assert state.get(key) == data
+        assert state == compile_tor(fabric, vms, tor, desired.alloc, ENC, desired.learned)
+
+
+def test_a_default_route_from_frr_is_a_prefix_route_to_it(
+    lab: tuple[FrrIrbLab, EvpnService],
+) -> None:
+    frr, service = lab
+    default = RemotePrefix("red", "0.0.0.0/0", frr.frr_ip, FRR_RMAC, L3VNI, frr.frr_ip)
+    frr.configure(f"router bgp {frr.asn} vrf {frr.vrf}", "address-family l2vpn evpn",
+                  "default-originate ipv4")  # fmt: skip
+    try:
+        assert wait_for(lambda: default in service.view.prefix_routes(), 10), (
+            service.view.prefix_routes()
+        )
+        learned = service.view.learned()
+        assert learned.prefixes["red"]["0.0.0.0/0"] == LearnedPrefix(
+            "red", "0.0.0.0/0", frr.frr_ip, FRR_RMAC, L3VNI
+        )
+        fabric, vms = routed_fabric(), routed_vms()
+        fabric.vrfs["red"] = replace(fabric.vrfs["red"], routes=())  # (no static default)
+        desired = DesiredState(fabric, ENC, Allocations())
+        desired.change(vms, [])
+        desired.set_learned(learned)
+        key, data = ENC.of(
+            ENTRIES.prefix_route(L3VNI, "0.0.0.0", 0, RemoteVtepHop(frr.frr_ip, FRR_RMAC, L3VNI))
+        )
+        assert desired.tors["tor1"].state.get(key) == data
+    finally:
+        frr.configure(f"router bgp {frr.asn} vrf {frr.vrf}", "address-family l2vpn evpn",
+                      "no default-originate ipv4")  # fmt: skip
+    assert wait_for(lambda: default not in service.view.prefix_routes(), 10)
+
+
+def _observed(observer: EvpnService, ctl_ip: str) -> list[dict[str, Any]]:
+    """The EVPN paths the observer's gobgpd holds from us, every attribute
+    spelt out from GoBGP's own messages."""
+    api, attr = gobgp_api.gobgp_pb2, gobgp_api.attribute_pb2
+    stub = observer.speaker._stub
+    out = []
+    request = api.ListPathRequest(
+        table_type=api.ADJ_IN,
+        name=ctl_ip,
+        family=api.Family(afi=api.Family.AFI_L2VPN, safi=api.Family.SAFI_EVPN),
+    )
+    for reply in stub.ListPath(request):
+        for path in reply.destination.paths:
+            kind = path.nlri.type_url.rpartition(".")[2]
+            seen: dict[str, Any] = {"kind": kind, "rts": set(), "encap": None, "rmac": None}
+            if kind == "EVPNMACIPAdvertisementRoute":
+                n = attr.EVPNMACIPAdvertisementRoute()
+                path.nlri.Unpack(n)
+                seen.update(mac=n.mac_address, ip=n.ip_address, labels=list(n.labels))
+                seen["esi"] = bytes([n.esi.type]) + bytes(n.esi.value)
+            elif kind == "EVPNIPPrefixRoute":
+                n = attr.EVPNIPPrefixRoute()
+                path.nlri.Unpack(n)
+                seen.update(
+                    prefix=f"{n.ip_prefix}/{n.ip_prefix_len}", gw=n.gw_address, labels=[n.label]
+                )
+                seen["esi"] = bytes([n.esi.type]) + bytes(n.esi.value)
+            elif kind == "EVPNInclusiveMulticastEthernetTagRoute":
+                n = attr.EVPNInclusiveMulticastEthernetTagRoute()
+                path.nlri.Unpack(n)
+                seen.update(originator=n.ip_address)
+            for wrapped in path.pattrs:
+                name = wrapped.type_url.rpartition(".")[2]
+                if name == "MpReachNLRIAttribute":
+                    reach = attr.MpReachNLRIAttribute()
+                    wrapped.Unpack(reach)
+                    seen["next_hop"] = reach.next_hops[0]
+                elif name == "PmsiTunnelAttribute":
+                    pmsi = attr.PmsiTunnelAttribute()
+                    wrapped.Unpack(pmsi)
+                    seen["pmsi_label"] = pmsi.label
+                elif name == "ExtendedCommunitiesAttribute":
+                    communities = attr.ExtendedCommunitiesAttribute()
+                    wrapped.Unpack(communities)
+                    for c in communities.communities:
+                        ckind = c.type_url.rpartition(".")[2]
+                        if ckind == "TwoOctetAsSpecificExtended":
+                            rt = attr.TwoOctetAsSpecificExtended()
+                            c.Unpack(rt)
+                            seen["rts"].add(f"{rt.asn}:{rt.local_admin}")
+                        elif ckind == "EncapExtended":
+                            encap = attr.EncapExtended()
+                            c.Unpack(encap)
+                            seen["encap"] = encap.tunnel_type
+                        elif ckind == "RouterMacExtended":
+                            rmac = attr.RouterMacExtended()
+                            c.Unpack(rmac)
+                            seen["rmac"] = rmac.mac
+                        elif ckind == "MacMobilityExtended":
+                            mobility = attr.MacMobilityExtended()
+                            c.Unpack(mobility)
+                            seen["seq"] = mobility.sequence_num
+            out.append(seen)
+    return out
+
+
+def test_an_observer_sees_the_exact_attributes_of_what_we_send(
+    lab: tuple[FrrIrbLab, EvpnService],
+) -> None:
+    frr, service = lab
+    observer = EvpnService(
+        observer_config(frr),
+        [],
+        EvpnOptions(
+            command_prefix=("ip", "netns", "exec", frr.frr_ns), local_address=frr.observer_ip
+        ),
+    )
+    service.set_local([WEB], {TOR1: [5000]})
+    observer.start()
+    try:
+        assert wait_for(lambda: len(_observed(observer, frr.ctl_ip)) == 4, 30), _observed(
+            observer, frr.ctl_ip
+        )
+        esi0 = bytes(10)
+        by_kind: dict[tuple[str, str], dict[str, Any]] = {}
+        for seen in _observed(observer, frr.ctl_ip):
+            ident = seen.get("ip") or seen.get("prefix") or seen.get("originator") or ""
+            by_kind[seen["kind"], ident if ident != "<nil>" else ""] = seen
+        assert set(by_kind) == {
+            ("EVPNMACIPAdvertisementRoute", ""),
+            ("EVPNMACIPAdvertisementRoute", "192.168.1.1"),
+            ("EVPNIPPrefixRoute", "192.168.1.0/24"),
+            ("EVPNInclusiveMulticastEthernetTagRoute", TOR1),
+        }  # (and none of FRR's: we pass on only our own)
+        mac_ip = by_kind["EVPNMACIPAdvertisementRoute", "192.168.1.1"]
+        assert {
+            k: mac_ip[k] for k in ("mac", "labels", "rts", "encap", "rmac", "next_hop", "esi")
+        } == {
+            "mac": WEB.mac,
+            "labels": [5000, L3VNI],
+            "rts": {"65000:5000", "65000:50000"},
+            "encap": 8,
+            "rmac": TOR1_RMAC,
+            "next_hop": TOR1,
+            "esi": esi0,
+        }
+        mac = by_kind["EVPNMACIPAdvertisementRoute", ""]
+        assert (mac["labels"], mac["rts"], mac["encap"], mac["rmac"]) == (
+            [5000],
+            {"65000:5000"},
+            8,
+            None,
+        )
+        p5 = by_kind["EVPNIPPrefixRoute", "192.168.1.0/24"]
+        assert {k: p5[k] for k in ("labels", "gw", "esi", "rts", "encap", "rmac", "next_hop")} == {
+            "labels": [L3VNI],
+            "gw": "0.0.0.0",
+            "esi": esi0,
+            "rts": {"65000:50000"},
+            "encap": 8,
+            "rmac": TOR1_RMAC,
+            "next_hop": TOR1,
+        }
+        imet = by_kind["EVPNInclusiveMulticastEthernetTagRoute", TOR1]
+        assert (imet["pmsi_label"], imet["rts"]) == (5000, {"65000:5000"})
+        # The observer's own table took them: a host route and a prefix of red.
+        assert wait_for(
+            lambda: (
+                {(h.ip, h.vtep, h.router_mac) for h in observer.view.host_routes()}
+                == {("192.168.1.1", TOR1, TOR1_RMAC)}
+            ),
+            10,
+        )
+        assert {(p.prefix, p.vtep) for p in observer.view.prefix_routes()} == {
+            ("192.168.1.0/24", TOR1)
+        }
+        assert not observer.intake.refused
+    finally:
+        observer.stop()
+        service.set_local([], {})
+
+
+def test_frr_with_one_of_our_macs_as_router_mac_is_refused_and_its_routes_dropped(
+    lab: tuple[FrrIrbLab, EvpnService],
+) -> None:
+    """FRR's router MAC becomes the anycast gateway MAC (its L3 SVI's MAC):
+    its re-advertised type 2 and type 5 are refused (own-router-mac, counted,
+    held with the reason) and the accepted versions leave the table."""
+    frr, service = lab
+    assert wait_for(lambda: service.view.host_routes() and service.view.prefix_routes(), 15)
+    before = service.intake.refused["own-router-mac"]
+    frr.set_router_mac(ANYCAST_MAC)
+    try:
+        assert wait_for(
+            lambda: not service.view.host_routes() and not service.view.prefix_routes(), 10
+        ), service.view.learned()
+        assert service.intake.refused["own-router-mac"] - before == 2
+        assert service.view.learned() == Learned()
+        refused = {
+            (r.type, r.ips): r.refused
+            for r in status.route_reports(service)
+            if r.source == frr.frr_ip and not r.installed
+        }
+        assert refused[2, (VM_IP,)] == "own-router-mac"
+        assert refused[5, (SUBNET,)] == "own-router-mac"
+        assert (
+            status.refusals(service)["own-router-mac"] == service.intake.refused["own-router-mac"]
+        )
+    finally:
+        frr.set_router_mac(FRR_RMAC)
+    assert wait_for(lambda: service.view.host_routes() and service.view.prefix_routes(), 10)
+    assert {h.router_mac for h in service.view.host_routes()} == {FRR_RMAC}
