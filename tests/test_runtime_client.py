@@ -150,7 +150,8 @@ def test_pipelined_write_sends_a_part_at_once_when_the_switch_is_idle(switch):
             [Update(type=INSERT, entity=to_entity(arp(i))).SerializeToString() for i in (1, 2)]
         )
         assert wait_until(lambda: len(switch.table_entries()) == 2, 5)  # before finish()
-        assert writer.switch_idle
+        # (the switch holds them before its answer reaches us: wait for that too)
+        assert wait_until(lambda: writer.switch_idle, 5)
         writer.add([Update(type=INSERT, entity=to_entity(arp(3))).SerializeToString()])
         writer.finish()
         assert len(switch.table_entries()) == 3
