@@ -152,6 +152,18 @@ def test_evpn_routes_keep_every_field():
     assert evpn_route_to_pb(routes[1]) == response.routes[1]
 
 
+def test_an_evpn_route_of_a_routed_tenant_keeps_its_vrf_l3vni_and_router_mac():
+    irb = RouteReport(2, 5000, "52:54:00:f0:00:01", ("192.168.1.9",), "10.99.38.2", 0,
+                      "10.99.38.2", "10.99.38.2:2", True, "", vrf="red", l3vni=50000,
+                      router_mac="00:aa:00:00:00:09")  # fmt: skip
+    message = evpn_route_to_pb(irb)
+    assert (message.vrf, message.l3vni, message.router_mac) == (
+        "red",
+        50000,
+        "00:aa:00:00:00:09",
+    )
+
+
 def test_vrfs_and_routes():
     vrf = VrfRow("tenant-a", 9000, (5000, 5001), ("192.168.1.0/24",), ("tor1",), 3)
     assert list_vrfs_response([vrf]).vrfs[0] == pb.Vrf(

@@ -177,9 +177,12 @@ def test_peers_routes_and_metrics_show_the_real_sessions(
     assert out[6:] == ["REFUSED      ROUTES", "-----------  ------", f"unknown-vni  {refused}"]
     assert cli_main(["--api", rig.address, "evpn", "routes", "--vni", str(VNI)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["TYPE", "VNI", "MAC", "IPS", "VTEP", "SEQ", "SOURCE", "RD", "STATUS"]
+    assert out[0].split() == [
+        "TYPE", "VNI", "MAC", "IPS", "VTEP", "SEQ", "SOURCE", "RD", "VRF", "RMAC", "STATUS",
+    ]  # fmt: skip
     table = sorted(line.split() for line in out[2:])
-    assert [[r[0], r[2], r[3], r[4], r[6], r[8]] for r in table] == sorted(
+    assert {(r[8], r[9]) for r in table} == {("-", "-")}  # L2 routes: no VRF, no router MAC
+    assert [[r[0], r[2], r[3], r[4], r[6], r[10]] for r in table] == sorted(
         [
             ["2", VM_MAC, "-", frr_ip, frr_ip, "installed"],
             ["3", "-", "-", frr_ip, frr_ip, "installed"],

@@ -502,18 +502,21 @@ def evpn_routes(args) -> int:
     rows = [
         [
             r.type,
-            r.vni,
+            f"{r.vni}/{r.l3vni}" if r.l3vni else r.vni,  # (L2/L3 VNI, as FRR shows it)
             r.mac or "-",
             ",".join(r.ips) or "-",
             r.vtep,
             r.sequence if r.type == 2 else "-",
             r.source,
             r.rd or "-",
+            r.vrf or "-",
+            r.router_mac or "-",
             ("advertised" if r.source == "local" else "installed") if r.installed else r.refused,
         ]
         for r in reply.routes
     ]
-    print(table(rows, ["TYPE", "VNI", "MAC", "IPS", "VTEP", "SEQ", "SOURCE", "RD", "STATUS"]))
+    headers = ["TYPE", "VNI", "MAC", "IPS", "VTEP", "SEQ", "SOURCE", "RD", "VRF", "RMAC", "STATUS"]
+    print(table(rows, headers))
     return 0
 
 

@@ -175,6 +175,9 @@ def evpn_route_to_pb(r: RouteReport) -> pb.EvpnRoute:
         rd=r.rd,
         installed=r.installed,
         refused=r.refused,
+        vrf=r.vrf,
+        l3vni=r.l3vni,
+        router_mac=r.router_mac,
     )
 
 

@@ -271,7 +271,7 @@ class EvpnRoutesRequest(_message.Message):
     def __init__(self, vni: _Optional[int] = ...) -> None: ...
 
 class EvpnRoute(_message.Message):
-    __slots__ = ("type", "vni", "mac", "ips", "vtep", "sequence", "source", "rd", "installed", "refused")
+    __slots__ = ("type", "vni", "mac", "ips", "vtep", "sequence", "source", "rd", "installed", "refused", "vrf", "l3vni", "router_mac")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     VNI_FIELD_NUMBER: _ClassVar[int]
     MAC_FIELD_NUMBER: _ClassVar[int]
@@ -282,6 +282,9 @@ class EvpnRoute(_message.Message):
     RD_FIELD_NUMBER: _ClassVar[int]
     INSTALLED_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FIELD_NUMBER: _ClassVar[int]
+    VRF_FIELD_NUMBER: _ClassVar[int]
+    L3VNI_FIELD_NUMBER: _ClassVar[int]
+    ROUTER_MAC_FIELD_NUMBER: _ClassVar[int]
     type: int
     vni: int
     mac: str
@@ -292,7 +295,10 @@ class EvpnRoute(_message.Message):
     rd: str
     installed: bool
     refused: str
-    def __init__(self, type: _Optional[int] = ..., vni: _Optional[int] = ..., mac: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., vtep: _Optional[str] = ..., sequence: _Optional[int] = ..., source: _Optional[str] = ..., rd: _Optional[str] = ..., installed: _Optional[bool] = ..., refused: _Optional[str] = ...) -> None: ...
+    vrf: str
+    l3vni: int
+    router_mac: str
+    def __init__(self, type: _Optional[int] = ..., vni: _Optional[int] = ..., mac: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., vtep: _Optional[str] = ..., sequence: _Optional[int] = ..., source: _Optional[str] = ..., rd: _Optional[str] = ..., installed: _Optional[bool] = ..., refused: _Optional[str] = ..., vrf: _Optional[str] = ..., l3vni: _Optional[int] = ..., router_mac: _Optional[str] = ...) -> None: ...
 
 class EvpnRoutesResponse(_message.Message):
     __slots__ = ("routes",)
