@@ -6,6 +6,12 @@
                                    br<vni> ── vxlan<vni> (local 10.99.<n>.2)
                                       └── vmbr0 ══ vm0 (the VM's MAC)  [ns vm]
 
+With ``controllers=N`` FRR has a neighbor per controller address (10.99.<n>.1,
+.4, .5, ...: one per controller replica, each speaker on its own address);
+with ``root_side=True`` the controllers' end of the veth is in the root
+namespace (``p4vb<pid>``), where controller processes that also reach etcd
+and the switches on loopback run their speakers.
+
 FRR runs as its own packaged user with every file (config, pid, vty sockets,
 zebra API socket, logs) in a private temp dir: nothing under /etc/frr or
 /var/run/frr is touched. Namespaces and links carry this run's pid in their
@@ -72,7 +78,13 @@ def _run(*args: str, check: bool = True) -> str:
 
 class FrrLab:
     def __init__(
-        self, vni: int = 5000, asn: int = 65000, hold_time: int = 3, foreign_vni: int | None = None
+        self,
+        vni: int = 5000,
+        asn: int = 65000,
+        hold_time: int = 3,
+        foreign_vni: int | None = None,
+        controllers: int = 1,
+        root_side: bool = False,
     ) -> None:
         tag = os.getpid() % 100000
         self.vni, self.asn, self.hold_time = vni, asn, hold_time
@@ -83,6 +95,10 @@ class FrrLab:
         subnet = tag % 250 + 1
         self.ctl_ip, self.frr_ip = f"10.99.{subnet}.1", f"10.99.{subnet}.2"
         self.observer_ip = f"10.99.{subnet}.3"  # a second address on FRR's side, for a 2nd peer
+        # One address per controller (replica), each a neighbor of FRR's.
+        self.ctl_ips = [self.ctl_ip] + [f"10.99.{subnet}.{4 + i}" for i in range(controllers - 1)]
+        # The controllers' end of the veth: in the root namespace, or ctl0 in ctl_ns.
+        self.root_dev = f"p4vb{tag}" if root_side else None
         self.dir = Path(tempfile.mkdtemp(prefix="p4vtep-frr-"))
         self.dir.chmod(0o777)  # the frr user writes its sockets, pid and log files here
         self.daemons: dict[str, subprocess.Popen[bytes]] = {}
@@ -104,7 +120,8 @@ class FrrLab:
 
     def _network(self) -> None:
         c, f, vni = self.ctl_ns, self.frr_ns, self.vni
-        _run("ip", "netns", "add", c)
+        if self.root_dev is None:
+            _run("ip", "netns", "add", c)
         _run("ip", "netns", "add", f)
         _run("ip", "netns", "add", self.vm_ns)
         # The VM says nothing unless told to (no IPv6 DAD or router solicitations).
@@ -117,13 +134,24 @@ class FrrLab:
             "-qw",
             "net.ipv6.conf.default.disable_ipv6=1",
         )
-        _run(
-            "ip", "-n", c, "link", "add", "ctl0", "type", "veth", "peer", "name", "frr0", "netns", f
-        )
-        for ns, dev, ip in ((c, "ctl0", self.ctl_ip), (f, "frr0", self.frr_ip)):
-            _run("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
-            _run("ip", "-n", ns, "link", "set", dev, "up")
-            _run("ip", "-n", ns, "link", "set", "lo", "up")
+        if self.root_dev is None:
+            _run(
+                "ip", "-n", c, "link", "add", "ctl0", "type", "veth", "peer", "name", "frr0",
+                "netns", f,
+            )  # fmt: skip
+            ctl_side = ["ip", "-n", c]
+            _run(*ctl_side, "link", "set", "lo", "up")
+            dev = "ctl0"
+        else:
+            _run("ip", "link", "add", self.root_dev, "type", "veth", "peer", "name", "frr0",
+                 "netns", f)  # fmt: skip
+            ctl_side, dev = ["ip"], self.root_dev
+        for ip in self.ctl_ips:
+            _run(*ctl_side, "addr", "add", f"{ip}/24", "dev", dev)
+        _run(*ctl_side, "link", "set", dev, "up")
+        _run("ip", "-n", f, "addr", "add", f"{self.frr_ip}/24", "dev", "frr0")
+        _run("ip", "-n", f, "link", "set", "frr0", "up")
+        _run("ip", "-n", f, "link", "set", "lo", "up")
         _run("ip", "-n", f, "addr", "add", f"{self.observer_ip}/24", "dev", "frr0")
         # p4vtep's ToR VTEPs (10.0.0.0/24) are reached through the controller's
         # side here, so FRR's next-hop tracking finds them resolvable.
@@ -230,6 +258,13 @@ class FrrLab:
 
     def _start_frr(self) -> None:
         (self.dir / "zebra.conf").write_text(f"hostname frr-evpn\nlog file {self.dir}/zebra.log\n")
+        neighbors = "".join(
+            f" neighbor {ip} remote-as {self.asn}\n"
+            f" neighbor {ip} timers 1 {self.hold_time}\n"
+            f" neighbor {ip} timers connect 1\n"
+            for ip in self.ctl_ips
+        )
+        activate = "".join(f"  neighbor {ip} activate\n" for ip in self.ctl_ips)
         (self.dir / "bgpd.conf").write_text(
             f"""frr defaults datacenter
 hostname frr-evpn
@@ -237,12 +272,8 @@ log file {self.dir}/bgpd.log
 router bgp {self.asn}
  bgp router-id {self.frr_ip}
  no bgp default ipv4-unicast
- neighbor {self.ctl_ip} remote-as {self.asn}
- neighbor {self.ctl_ip} timers 1 {self.hold_time}
- neighbor {self.ctl_ip} timers connect 1
- address-family l2vpn evpn
-  neighbor {self.ctl_ip} activate
-  advertise-all-vni
+{neighbors} address-family l2vpn evpn
+{activate}  advertise-all-vni
  exit-address-family
 """
         )
@@ -321,10 +352,11 @@ router bgp {self.asn}
         out = _run("bridge", "-n", self.frr_ns, "-j", "fdb", "show", "dev", f"vxlan{self.vni}")
         return list(json.loads(out or "[]"))
 
-    def session_established(self) -> bool:
+    def session_established(self, address: str | None = None) -> bool:
+        """FRR's session to ``address`` (default: the first controller's) is up."""
         summary = json.loads(self.vtysh("show bgp l2vpn evpn summary json") or "{}")
         peers = summary.get("peers", {})
-        return peers.get(self.ctl_ip, {}).get("state") == "Established"
+        return peers.get(address or self.ctl_ip, {}).get("state") == "Established"
 
     def freeze_bgpd(self) -> None:
         """bgpd stops answering but keeps its TCP session: only the hold
@@ -336,6 +368,8 @@ router bgp {self.asn}
     def close(self) -> None:
         stop_processes(self.daemons.values(), timeout=5)  # a frozen bgpd is resumed first
         self.daemons.clear()
+        if self.root_dev is not None:
+            _run("ip", "link", "del", self.root_dev, check=False)
         for ns in (self.ctl_ns, self.frr_ns, self.vm_ns, *self.extra_ns):
             _run("ip", "netns", "del", ns, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -148,16 +148,17 @@ def start_replica(
     ttl: int,
     margin: float,
     extra: Sequence[str] = (),
+    launcher: Sequence[str] = ("-m", "p4vtep.cli"),
 ) -> ReplicaProcess:
-    """``extra``: more ``controller run`` arguments (e.g. ``--inventory F``)."""
+    """``extra``: more ``controller run`` arguments (e.g. ``--inventory F``);
+    ``launcher``: what Python runs with them (e.g. replica_mutant.py MODE)."""
     api = f"127.0.0.1:{free_port()}"
     log = log_dir / f"{replica_id}.log"
     with log.open("ab") as out:
         process = subprocess.Popen(
             [
                 sys.executable,
-                "-m",
-                "p4vtep.cli",
+                *launcher,
                 "controller",
                 "run",
                 "--fabric",

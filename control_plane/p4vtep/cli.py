@@ -16,6 +16,7 @@ import grpc
 from .events import KINDS
 
 if TYPE_CHECKING:
+    from .evpn.options import EvpnOptions
     from .replica import SourceFactory
     from .state.etcd_connection import EtcdSettings
 
@@ -34,7 +35,7 @@ def table(rows: Sequence[Sequence[object]], headers: Sequence[str]) -> str:
 # --- controller run ------------------------------------------------------------------
 def run_controller(args: argparse.Namespace) -> int:
     from .api.server import serve
-    from .config import ConfigError, load_fabric
+    from .config import load_fabric
     from .controller import Controller
     from .dataplane.artifacts import bmv2_pipeline
     from .sources.inventory_file import InventoryWatcher
@@ -62,7 +63,7 @@ def run_controller(args: argparse.Namespace) -> int:
         if fabric.evpn is not None:
             from .sources.evpn import EvpnSource
 
-            evpn_source = EvpnSource(controller)
+            evpn_source = EvpnSource(controller, evpn_options(args))
         if args.inventory:
             watcher = InventoryWatcher(controller, args.inventory)
             watcher.load_now()
@@ -78,15 +79,22 @@ def run_controller(args: argparse.Namespace) -> int:
             libvirt_source = LibvirtSource(controller, libvirt_uris)
             libvirt_source.start()
     else:
-        from .replica import Replica
+        from .replica import Replica, SharedSourceFactory
 
+        shared: list[SharedSourceFactory] = []
         if fabric.evpn is not None:
-            # Each replica's speaker would learn on its own while only the
-            # leader may store the external VTEPs' indices: not built yet.
-            raise ConfigError(
-                f"{args.fabric}: evpn: is not supported with etcd replicas yet; "
-                "run a single controller for EVPN"
-            )
+            # Every replica speaks BGP and learns; only the leader commits
+            # (docs/ha.md, "BGP EVPN with replicas").
+            from .sources.evpn import EvpnSource
+
+            options = evpn_options(args)
+            if options.router_id is None:
+                logging.getLogger(__name__).warning(
+                    "EVPN with replicas: this replica uses the fabric file's router id %s; "
+                    "give each replica its own (--evpn-address or --evpn-router-id)",
+                    fabric.evpn.router_id,
+                )
+            shared.append(lambda controller: EvpnSource(controller, options))
         replica = Replica(
             fabric,
             bmv2_pipeline(),
@@ -97,8 +105,13 @@ def run_controller(args: argparse.Namespace) -> int:
             margin=args.lease_margin,
             resync_seconds=args.resync,
             sources=leader_sources(args.inventory, libvirt_uris),
+            shared=shared,
         )
         controller = replica.controller
+        if fabric.evpn is not None:
+            from .sources.evpn import EvpnSource
+
+            evpn_source = next(s for s in replica.shared_sources if isinstance(s, EvpnSource))
         replica.start()
     credentials = None
     if fabric.api_tls is not None:
@@ -127,12 +140,37 @@ def run_controller(args: argparse.Namespace) -> int:
     if libvirt_source:
         libvirt_source.stop()
     if replica is not None:
-        replica.stop()
+        replica.stop()  # (and its EVPN source)
     else:
         controller.stop()
-    if evpn_source is not None:
-        evpn_source.stop()
+        if evpn_source is not None:
+            evpn_source.stop()
     return 0
+
+
+def evpn_options(args: argparse.Namespace) -> EvpnOptions:
+    """How this process runs its BGP speaker: ``--evpn-address`` is where
+    gobgpd listens and what its sessions come from, and the router id unless
+    ``--evpn-router-id`` says otherwise."""
+    from .config import ConfigError
+    from .evpn.options import EvpnOptions
+
+    address = args.evpn_address
+    router_id = args.evpn_router_id or address
+    if router_id is not None:
+        import ipaddress
+
+        try:
+            ipaddress.IPv4Address(router_id)
+        except ValueError:
+            raise ConfigError(
+                f"EVPN router id {router_id!r} is not an IPv4 address (--evpn-router-id)"
+            ) from None
+    return EvpnOptions(
+        listen_addresses=(address,) if address else (),
+        local_address=address,
+        router_id=router_id,
+    )
 
 
 def leader_sources(inventory: str | None, libvirt_uris: dict[str, str]) -> list[SourceFactory]:
@@ -615,6 +653,19 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=1.0,
         help="stop writing this long before the lease can expire, seconds",
+    )
+    bgp = run.add_argument_group("BGP EVPN (the fabric file's evpn: section; docs/evpn.md)")
+    bgp.add_argument(
+        "--evpn-address",
+        metavar="IP",
+        help="the speaker listens on this address only and opens its sessions from it; "
+        "also the router id unless --evpn-router-id (replicas: each its own, "
+        "every one a neighbor of the peers)",
+    )
+    bgp.add_argument(
+        "--evpn-router-id",
+        metavar="IPV4",
+        help="this speaker's BGP identifier (default: --evpn-address, else the fabric file's)",
     )
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=run_controller)

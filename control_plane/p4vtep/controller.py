@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from . import events, tls
-from .allocation import Allocations, SpaceFull
+from .allocation import EXTERNAL_VTEP, Allocations, SpaceFull, external_vtep_key
 from .compiler import Change, DesiredState, Encoder, Key, Learned, SwitchState, compile_tor
 from .compiler.incremental import steps_under
 from .dataplane.artifacts import Pipeline, pipeline_for
@@ -34,7 +34,7 @@ from .state.protocol import Change as StateChange
 from .state.protocol import Leadership, NotLeader, StateEvent, StateStore
 from .state.rows import allocation_rows, allocations_from_rows, set_row
 from .store import Store
-from .supervisor import SwitchSupervisor
+from .supervisor import SwitchSupervisor, WriteGate
 from .tenant_routes import RouteDelta, route_deltas
 from .validation import (
     Problem,
@@ -101,7 +101,11 @@ class Controller:
         election_id: int = 1,
         resync_seconds: float = 30.0,
         leadership: Leadership | None = None,
+        gate: WriteGate | None = None,
     ) -> None:
+        """``gate``: when the supervisors may write (default: the
+        ``leadership``; a replica opens its own only once it holds what the
+        switches must get, ``replica.Replica``)."""
         problems = check_fabric(fabric)
         if problems:
             raise ValidationError(problems)
@@ -155,7 +159,7 @@ class Controller:
                 self.bus,
                 resync_seconds=resync_seconds,
                 credentials=credentials,
-                gate=leadership,
+                gate=gate if gate is not None else leadership,
             )
             for name, tor in fabric.tors.items()
         }
@@ -416,19 +420,43 @@ class Controller:
     def commit_learned(self, learned: Learned) -> int:
         """Replace what is known of external VTEPs (EVPN routes, static VTEPs):
         their replica ids allocated and stored, every ToR recompiled and told.
-        SpaceFull (no index left) changes nothing."""
+        SpaceFull (no index left) changes nothing.
+
+        Replica ids of external VTEPs that neither the old nor the new facts
+        name are freed with it: they were left by VTEPs that went while no
+        one committed (a restart, a failover: a new leader starts from no
+        facts, ``forget_learned``)."""
         with self._lock:
             if learned == self.desired.learned:
                 return self.version
             term = self._fence()
             old = self.desired.learned
-            self.desired.set_learned(learned)
+            named = old.flood_vteps() | learned.flood_vteps()
+            space = self.alloc.tor
+            orphans = {
+                key: index
+                for key, index in space.items()
+                if isinstance(key, str)
+                and key.startswith(EXTERNAL_VTEP)
+                and key[len(EXTERNAL_VTEP) :] not in named
+            }
+            for key in orphans:
+                space.release(key)
+            try:
+                self.desired.set_learned(learned)
+            except BaseException:
+                for key, index in orphans.items():
+                    space.restore(key, index)
+                self.alloc.take_changes()
+                raise
             try:
                 self.revision = self.store.commit(
                     self._pending_change([], []), self.revision, fence_term=term
                 )
             except BaseException:
                 self.desired.set_learned(old)  # not stored: undone in memory too (as _commit)
+                for key, index in orphans.items():
+                    space.restore(key, index)
                 self.alloc.take_changes()
                 raise
             self.version += 1
@@ -436,6 +464,30 @@ class Controller:
         for sup in self.supervisors.values():
             sup.notify()
         return version
+
+    def forget_learned(self) -> None:
+        """Drop the learned facts from memory, storing nothing: a replica
+        that stops leading (it no longer commits them; when it leads again
+        it commits what it holds then, from no facts, so its ToR entities
+        are compiled with the replica ids the store has by then). The
+        replica ids stay as stored: only a leader's commit frees them."""
+        with self._lock:
+            old = self.desired.learned
+            if old == Learned():
+                return
+            space = self.alloc.tor
+            kept = {}
+            for ip in old.flood_vteps():
+                index = space.peek(external_vtep_key(ip))
+                if index is not None:
+                    kept[external_vtep_key(ip)] = index
+            self.desired.set_learned(Learned())
+            for key, index in kept.items():
+                space.restore(key, index)
+                space.changes.pop(key, None)  # (nothing to store: as it was)
+            self.version += 1
+        for sup in self.supervisors.values():
+            sup.notify()
 
     def attach(self, vm: Vm) -> int:
         with self._lock:

@@ -14,6 +14,15 @@ alone, started each time this replica wins and stopped when it loses: a
 follower's commits would be refused, and the new leader reads each input
 whole when it starts, so whatever changed in it during the failover is
 applied then (an input that did not change commits nothing).
+
+Shared inputs (BGP EVPN) run on every replica: each keeps its own BGP
+sessions, advertises our VMs from the desired state it follows and learns
+the peers' routes, and only the leader commits what it learned. A replica
+campaigns once its shared inputs have started (EVPN: every peer's routes in,
+or its bounded wait over), and a new leader commits what they hold before its
+supervisors may write (its gate opens only then): the switches' learned
+entries are compiled exactly as the old leader left them when nothing
+changed, so a takeover writes nothing for them.
 """
 
 from __future__ import annotations
@@ -25,16 +34,41 @@ from collections.abc import Callable, Sequence
 from .controller import Controller
 from .dataplane.artifacts import Pipeline
 from .model import Fabric
-from .sources import Source, SourceError
+from .sources import SharedSource, Source, SourceError
 from .state.etcd_connection import EtcdSettings
 from .state.etcd_store import EtcdStateStore
 from .state.leadership import EtcdLeadership
-from .state.protocol import StateError, Subscription
+from .state.protocol import Leadership, StateError, Subscription
 
 log = logging.getLogger(__name__)
 
 # Makes one source for this replica's controller, once per term it leads.
 SourceFactory = Callable[[Controller], Source]
+# Makes this replica's shared source (run whether it leads or not), once.
+SharedSourceFactory = Callable[[Controller], SharedSource]
+
+
+class HeldGate:
+    """The supervisors' write gate: the leadership's, but for a term only
+    once the replica has opened it (after its shared inputs committed what
+    they hold). Closed again when the term ends."""
+
+    def __init__(self, leadership: Leadership) -> None:
+        self._leadership = leadership
+        self._term: int | None = None
+
+    def open(self, term: int) -> None:
+        self._term = term
+
+    def close(self) -> None:
+        self._term = None
+
+    def may_write(self) -> bool:
+        term = self._term
+        return term is not None and self._leadership.term == term and self._leadership.may_write()
+
+    def election_id(self) -> int:
+        return self._leadership.election_id()
 
 
 class Replica:
@@ -50,8 +84,10 @@ class Replica:
         margin: float = 1.0,
         resync_seconds: float = 30.0,
         sources: Sequence[SourceFactory] = (),
+        shared: Sequence[SharedSourceFactory] = (),
     ) -> None:
-        """``sources``: the inputs run while this replica leads."""
+        """``sources``: the inputs run while this replica leads; ``shared``:
+        those it runs all along (``shared_sources``, built here)."""
         self.replica_id = replica_id
         self.source_factories = tuple(sources)
         self.sources: list[Source] = []  # running now (this replica leads)
@@ -61,13 +97,16 @@ class Replica:
         self.leadership = EtcdLeadership(
             settings, replica_id, api_address, ttl=ttl, margin=margin, on_lost=self._on_lost
         )
+        self.gate = HeldGate(self.leadership)
         self.controller = Controller(
             fabric,
             pipeline,
             self.store,
             resync_seconds=resync_seconds,
             leadership=self.leadership,
+            gate=self.gate,
         )
+        self.shared_sources = [make(self.controller) for make in shared]
         self.terms: list[int] = []  # every term this replica led
         self._subscription: Subscription | None = None
         self._thread = threading.Thread(
@@ -79,8 +118,12 @@ class Replica:
         return self.leadership.term is not None
 
     def start(self) -> None:
+        """Follow the store, start the shared sources (blocks until each
+        holds what its input has to say, a bounded wait), then campaign."""
         # Own commits come back too: one reported unavailable may land later.
         self._subscription = self.store.watch(self.controller.apply_committed, include_own=True)
+        for source in self.shared_sources:
+            source.start()
         self.controller.start()
         self._thread.start()
 
@@ -92,6 +135,8 @@ class Replica:
         if self._thread.is_alive():
             self._thread.join(timeout=10)  # (it stops the sources)
         self.controller.stop()
+        for source in self.shared_sources:
+            source.stop()
         if self._subscription is not None:
             self._subscription.cancel()
         self.leadership.close()
@@ -127,14 +172,42 @@ class Replica:
                     term,
                     self.leadership.election_id(),
                 )
-            try:
-                self.controller.sync_allocations()
-            except StateError as exc:  # the next change commits them, or the next leader
-                log.warning("%s: index rows not committed: %s", self.replica_id, exc)
-            self._wake_supervisors()  # they connect with this term's election id
-            self._start_sources()
+            if self._take_over(term):
+                self._start_sources()
             self._lost.wait()
             self._stop_sources()
+            self.gate.close()
+            for source in self.shared_sources:
+                source.follow()
+
+    def _take_over(self, term: int) -> bool:
+        """Commit what this replica holds that the store lacks, then let the
+        supervisors write (False: the term ended first)."""
+        try:
+            self.controller.sync_allocations()
+        except StateError as exc:  # the next change commits them, or the next leader
+            log.warning("%s: index rows not committed: %s", self.replica_id, exc)
+        if not self._lead_shared():
+            return False
+        self.gate.open(term)
+        self._wake_supervisors()  # they connect with this term's election id
+        return True
+
+    def _lead_shared(self) -> bool:
+        """Each shared source commits what it holds (the hold: before any
+        switch write), tried again until it lands or the term ends."""
+        pending = list(self.shared_sources)
+        while pending and not self._lost.is_set():
+            try:
+                pending[0].lead()
+            except StateError as exc:
+                log.warning("%s: a shared source could not commit: %s", self.replica_id, exc)
+                self._lost.wait(0.5)
+                continue
+            except Exception:  # a bug must not keep the leader from writing at all
+                log.exception("%s: a shared source failed to lead; going on", self.replica_id)
+            pending.pop(0)
+        return not pending
 
     def _start_sources(self) -> None:
         for make in self.source_factories:

@@ -20,6 +20,9 @@ class EvpnOptions:
     listen_addresses: tuple[str, ...] = ()
     # Source address of the sessions we open; None lets the kernel choose.
     local_address: str | None = None
+    # This speaker's BGP identifier instead of the fabric file's
+    # ``evpn.router_id`` (controller replicas: each its own).
+    router_id: str | None = None
     # gobgpd's socket and log; None is a private temporary directory,
     # removed when the speaker stops.
     run_dir: Path | None = None

@@ -5,6 +5,7 @@ nothing of the controller: ``sources/evpn.py`` joins the two."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -36,6 +37,8 @@ class EvpnService:
     def __init__(
         self, config: EvpnConfig, own_vteps: Iterable[str], options: EvpnOptions = DEFAULTS
     ) -> None:
+        if options.router_id is not None:
+            config = dataclasses.replace(config, router_id=options.router_id)
         self.config = config
         self.table = LearnedTable()
         self.intake = RouteIntake.build(config, own_vteps)

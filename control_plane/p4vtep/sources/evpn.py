@@ -29,6 +29,14 @@ Started before the controller's supervisors, it waits until the peers'
 sessions are up and their routes have stopped arriving (at most
 ``initial_wait`` seconds): a restarted controller then compiles exactly what
 the switches already hold, and writes nothing.
+
+With controller replicas (the controller has a leadership) every replica runs
+its own source: its own sessions, our routes advertised from the desired
+state it follows (the same on every replica, next hops the ToRs' VTEPs), the
+peers' routes learned into its own table. Only the leader commits them; a
+follower holds them in the service's view, and commits them when its replica
+leads (``lead``, called before the new leader's supervisors may write), so a
+takeover compiles the learned entries the switches already hold.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from ..evpn.service import EvpnService
 from ..evpn.speaker import ESTABLISHED
 from ..evpn.status import publish_sessions
 from ..evpn.table import LocalMac, ViewChange
+from ..state.protocol import StateError
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +69,10 @@ QUIET = 3.0
 # Put on the worker's bus subscription (it is ours): the view changed, or stop.
 _VIEW_CHANGED = Event()
 _STOP = Event()
+
+# Seconds before a commit the store refused (etcd without quorum, the lease
+# ran out meanwhile) is tried again, while this replica leads.
+RETRY = 1.0
 
 
 class EvpnSource:
@@ -88,6 +101,11 @@ class EvpnSource:
         self._last_change = time.monotonic()
         self._shadowed: set[tuple[int, str, str]] = set()  # (VNI, MAC, VTEP) logged
         self._worker: threading.Thread | None = None
+        # Whether learned facts are committed: always for a single
+        # controller; for a replica, while it leads (lead() .. follow()).
+        self._leading = threading.Event()
+        if controller.leadership is None:
+            self._leading.set()
         self.service.view.on_change(self._view_changed)
 
     # ---- lifecycle ------------------------------------------------------------
@@ -110,6 +128,24 @@ class EvpnSource:
             target=self._run, args=(subscription,), name="evpn-source", daemon=True
         )
         self._worker.start()
+
+    def lead(self) -> None:
+        """This source's replica leads: commit the learned facts it holds
+        now, in the caller's thread (the replica calls this before its
+        supervisors may write, so they compile what the old leader left on
+        the switches). StateError if the store refused the commit (the
+        replica calls again)."""
+        self._leading.set()
+        self._learned_stale = True
+        self._sync_pending()
+
+    def follow(self) -> None:
+        """This source's replica no longer leads: commit nothing, and drop
+        the learned facts from the controller's memory (a follower holds
+        them in the service's view only; ``Controller.forget_learned``)."""
+        self._leading.clear()
+        with self._sync_lock:  # (after a commit in flight)
+            self._controller.forget_learned()
 
     def stop(self) -> None:
         subscription, self._subscription = self._subscription, None
@@ -157,17 +193,26 @@ class EvpnSource:
                     subscription.put_nowait(_VIEW_CHANGED)
 
     def _run(self, subscription: queue.Queue[Event]) -> None:
+        retry_at: float | None = None
         while True:
-            events = [subscription.get()]
+            events: list[Event] = []
+            wait = None if retry_at is None else max(0.0, retry_at - time.monotonic())
             with contextlib.suppress(queue.Empty):
+                events.append(subscription.get(timeout=wait))
                 while True:  # everything already queued: one sync for all of it
                     events.append(subscription.get_nowait())
             if any(e is _STOP for e in events):
                 return
             if any(_vms_changed(e) for e in events):
                 self._local_stale = True
+            retry_at = None
             try:
                 self._sync_pending()
+            except StateError as exc:
+                if self._leading.is_set():
+                    log.warning("EVPN: learned routes not committed, trying again: %s", exc)
+                    self._learned_stale = True
+                    retry_at = time.monotonic() + RETRY
             except Exception:  # the source must outlive one bad round
                 log.exception("EVPN: syncing with the controller failed")
 
@@ -186,7 +231,11 @@ class EvpnSource:
                     self._advertise()
                 if self._learned_stale:
                     self._learned_stale = False
-                    self._commit_learned()
+                    try:
+                        self._commit_learned()
+                    except StateError:
+                        self._learned_stale = True  # (lead() or the worker tries again)
+                        raise
 
     # ---- the two directions ---------------------------------------------------
 
@@ -208,6 +257,8 @@ class EvpnSource:
         return self.service.view.learned()
 
     def _commit_learned(self) -> None:
+        if not self._leading.is_set():
+            return  # a follower: held in the view until its replica leads
         learned = self.learned()
         ours = {(vm.vni, vm.mac): vm.name for vm in self._controller.desired_view().vms.values()}
         for vni, macs in learned.macs.items():
