@@ -4,10 +4,14 @@
        ctl0 10.96.<n>.1 ───veth─── frr0 10.96.<n>.2  [ns frr]   zebra -n + bgpd
                                    (10.96.<n>.3: a second peer, the observer)
                                    vxlan<L3VNI>, vxlan<L2VNI> (local 10.96.<n>.2)
+                                   (up0: a ToR's uplink, for the data plane)
                                        │ moved into
                                    [ns vrf: FRR's VRF]  br<L3VNI> (the RMAC)
                                                         br<L2VNI> 192.168.7.1/24
                                                           └── vmbr0 ══ vm0 [ns vm]
+                                                        (br<shared VNI>: one of the
+                                                         fabric's subnets, anycast
+                                                         gateway; a VM moves here)
 
 The container's kernel has no VRF devices (CONFIG_NET_VRF is not set:
 ``ip link add ... type vrf`` fails with "Unknown device type"), so FRR runs
@@ -16,9 +20,17 @@ namespace named like it, and the tenant's devices live in it. Then FRR 8.4
 does what it does with a kernel VRF: the L3 VNI comes up with the L3 SVI's
 MAC as router MAC, ``advertise-all-vni`` sends the VRF's hosts as two-label
 type 2 routes and ``advertise ipv4 unicast`` its prefixes as type 5, and the
-routes it imports are installed in that namespace's routing table. zebra
-looks at every namespace under /run/netns (it lists them as VRFs); only the
+routes it imports are installed in that namespace: routes via the remote
+VTEPs over the L3 SVI, a neighbour entry per remote VTEP IP with its router
+MAC, an FDB entry per router MAC towards its VTEP. The VXLAN devices keep
+FRR's namespace as their underlay (they were made there), so that is the
+whole Linux data plane of symmetric IRB, programmed by FRR. zebra looks at
+every namespace under /run/netns (it lists them as VRFs); only the
 configured one is used.
+
+``backend="vrf"`` builds the usual layout instead, where the kernel has VRF
+devices: everything in FRR's namespace, the bridges enslaved to a VRF device,
+zebra without ``-n`` (``kernel_vrf_missing()`` says why it cannot run here).
 
 FRR runs as its packaged user with every file in a private temp dir, as in
 frr_lab.py. Namespaces carry this run's pid and are deleted at the end; only
@@ -33,6 +45,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +59,71 @@ SUBNET = "192.168.7.0/24"
 GATEWAY = "192.168.7.1"
 FRR_RMAC = "02:fe:00:00:00:02"
 OBSERVER_ASN = 65099
+VRF_TABLE = 1001  # the kernel VRF device's table (backend "vrf")
+
+
+@dataclass(frozen=True)
+class SharedVni:
+    """An L2 VNI FRR serves as well as the fabric: one of its subnets, with
+    the fabric's anycast gateway (IP and MAC) on FRR's SVI, as a
+    distributed gateway does; a VM can move between the two."""
+
+    vni: int
+    prefix_len: int
+    gateway: str
+    gateway_mac: str
+
+
+def kernel_vrf_missing() -> str | None:
+    """Why kernel VRF devices cannot be made here, or None if they can (tried
+    in a namespace made and deleted for the purpose)."""
+    ns = f"p4vi-k{os.getpid() % 100000}"
+    try:
+        _run("ip", "netns", "add", ns)
+    except RuntimeError as exc:
+        return f"no network namespace: {exc}"
+    try:
+        done = subprocess.run(
+            ["ip", "-n", ns, "link", "add", "vrf-probe", "type", "vrf", "table", "10"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            return (
+                "this kernel has no VRF devices (CONFIG_NET_VRF; `ip link add ... type vrf`: "
+                f"{done.stderr.strip()})"
+            )
+        return None
+    finally:
+        _run("ip", "netns", "del", ns, check=False)
 
 
 class FrrIrbLab:
-    def __init__(self, asn: int = 65000, l3vni: int = 50000, l2vni: int = 5007) -> None:
+    def __init__(
+        self,
+        asn: int = 65000,
+        l3vni: int = 50000,
+        l2vni: int = 5007,
+        backend: str = "netns",
+        shared: SharedVni | None = None,
+    ) -> None:
+        if backend not in ("netns", "vrf"):
+            raise ValueError(f"backend {backend!r}: netns or vrf")
         tag = os.getpid() % 100000
         self.asn, self.l3vni, self.l2vni = asn, l3vni, l2vni
+        self.backend, self.shared = backend, shared
         self.ctl_ns, self.frr_ns = f"p4vi-c{tag}", f"p4vi-f{tag}"
-        self.vrf, self.vm_ns = f"p4vi-r{tag}", f"p4vi-v{tag}"  # (the VRF is a namespace)
+        self.vrf, self.vm_ns = f"p4vi-r{tag}", f"p4vi-v{tag}"  # (netns: the VRF is a namespace)
+        # Where the tenant's devices (bridges, SVIs, VMs' ports) are.
+        self.tenant_ns = self.vrf if backend == "netns" else self.frr_ns
         subnet = tag % 250 + 1
         self.ctl_ip, self.frr_ip = f"10.96.{subnet}.1", f"10.96.{subnet}.2"
         self.observer_ip = f"10.96.{subnet}.3"
         self.dir = Path(tempfile.mkdtemp(prefix="p4vtep-frr-irb-"))
         self.dir.chmod(0o777)
         self.daemons: dict[str, subprocess.Popen[bytes]] = {}
+        self.extra_ns: list[str] = []  # more VMs (add_vm)
 
     def __enter__(self) -> FrrIrbLab:
         try:
@@ -76,11 +140,14 @@ class FrrIrbLab:
     # ---- setup ----------------------------------------------------------------
 
     def _network(self) -> None:
-        c, f, r, v = self.ctl_ns, self.frr_ns, self.vrf, self.vm_ns
-        for ns in (c, f, r, v):
+        c, f, t, v = self.ctl_ns, self.frr_ns, self.tenant_ns, self.vm_ns
+        namespaces = (c, f, self.vrf, v) if self.backend == "netns" else (c, f, v)
+        for ns in namespaces:
             _run("ip", "netns", "add", ns)
-        _run("ip", "netns", "exec", v, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
-        _run("ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+        for ns in (v, t):
+            _run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+        # The tenant's namespace routes (a new namespace does not forward).
+        _run("ip", "netns", "exec", t, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         _run("ip", "-n", c, "link", "add", "ctl0", "type", "veth", "peer", "name", "frr0",
              "netns", f)  # fmt: skip
         for ns, dev, ip in ((c, "ctl0", self.ctl_ip), (f, "frr0", self.frr_ip)):
@@ -91,28 +158,43 @@ class FrrIrbLab:
         # p4vtep's ToR VTEPs (10.0.0.0/24) through the controller's side: FRR's
         # next-hop tracking then finds our routes' next hops resolvable.
         _run("ip", "-n", f, "route", "add", "10.0.0.0/24", "via", self.ctl_ip)
-        # VXLAN devices are made in FRR's namespace (their underlay) and
-        # moved into the VRF's, where the bridges (the SVIs) are.
-        for vni in (self.l3vni, self.l2vni):
+        if self.backend == "vrf":
+            _run("ip", "-n", f, "link", "add", self.vrf, "type", "vrf", "table", str(VRF_TABLE))
+            _run("ip", "-n", f, "link", "set", self.vrf, "up")
+        # VXLAN devices are made in FRR's namespace (their underlay) and, with
+        # the netns backend, moved into the VRF's, where the bridges (the
+        # SVIs) are.
+        vnis = [self.l3vni, self.l2vni] + ([self.shared.vni] if self.shared else [])
+        for vni in vnis:
             _run("ip", "-n", f, "link", "add", f"vxlan{vni}", "type", "vxlan", "id", str(vni),
                  "local", self.frr_ip, "dstport", "4789", "nolearning")  # fmt: skip
-            _run("ip", "-n", f, "link", "set", f"vxlan{vni}", "netns", r)
-        _run("ip", "-n", r, "link", "set", "lo", "up")
-        _run("ip", "-n", r, "link", "add", f"br{self.l3vni}", "address", FRR_RMAC, "type",
+            if t != f:
+                _run("ip", "-n", f, "link", "set", f"vxlan{vni}", "netns", t)
+        _run("ip", "-n", t, "link", "set", "lo", "up")
+        _run("ip", "-n", t, "link", "add", f"br{self.l3vni}", "address", FRR_RMAC, "type",
              "bridge")  # fmt: skip
-        _run("ip", "-n", r, "link", "add", f"br{self.l2vni}", "type", "bridge")
-        for vni in (self.l3vni, self.l2vni):
-            _run("ip", "-n", r, "link", "set", f"vxlan{vni}", "master", f"br{vni}")
-        _run("ip", "-n", r, "addr", "add", f"{GATEWAY}/24", "dev", f"br{self.l2vni}")
-        for dev in (f"br{self.l3vni}", f"br{self.l2vni}", f"vxlan{self.l3vni}",
-                    f"vxlan{self.l2vni}"):  # fmt: skip
-            _run("ip", "-n", r, "link", "set", dev, "up")
-        _run("ip", "-n", r, "link", "add", "vmbr0", "type", "veth", "peer", "name", "vm0",
+        _run("ip", "-n", t, "link", "add", f"br{self.l2vni}", "type", "bridge")
+        if self.shared:
+            _run("ip", "-n", t, "link", "add", f"br{self.shared.vni}", "address",
+                 self.shared.gateway_mac, "type", "bridge")  # fmt: skip
+        for vni in vnis:
+            if self.backend == "vrf":
+                _run("ip", "-n", t, "link", "set", f"br{vni}", "master", self.vrf)
+            _run("ip", "-n", t, "link", "set", f"vxlan{vni}", "master", f"br{vni}")
+        _run("ip", "-n", t, "addr", "add", f"{GATEWAY}/24", "dev", f"br{self.l2vni}")
+        if self.shared:
+            _run("ip", "-n", t, "addr", "add", f"{self.shared.gateway}/{self.shared.prefix_len}",
+                 "dev", f"br{self.shared.vni}")  # fmt: skip
+        for vni in vnis:
+            _run("ip", "-n", t, "link", "set", f"br{vni}", "up")
+            _run("ip", "-n", t, "link", "set", f"vxlan{vni}", "up")
+        _run("ip", "-n", t, "link", "add", "vmbr0", "type", "veth", "peer", "name", "vm0",
              "address", VM_MAC, "netns", v)  # fmt: skip
-        _run("ip", "-n", r, "link", "set", "vmbr0", "master", f"br{self.l2vni}")
-        _run("ip", "-n", r, "link", "set", "vmbr0", "up")
+        _run("ip", "-n", t, "link", "set", "vmbr0", "master", f"br{self.l2vni}")
+        _run("ip", "-n", t, "link", "set", "vmbr0", "up")
         _run("ip", "-n", v, "link", "set", "vm0", "up")
         _run("ip", "-n", v, "addr", "add", f"{VM_IP}/24", "dev", "vm0")
+        _run("ip", "-n", v, "route", "add", "default", "via", GATEWAY)
 
     def _start_frr(self) -> None:
         (self.dir / "zebra.conf").write_text(
@@ -145,8 +227,11 @@ router bgp {self.asn} vrf {self.vrf}
         )
         for name in ("zebra", "bgpd"):
             log = open(self.dir / f"{name}.out", "wb")  # noqa: SIM115 - handed to the child
-            options = ["-n"] if name == "zebra" else ["-l", self.frr_ip]
-            command = ["ip", "netns", "exec", self.frr_ns, str(FRR_DIR / name), *options]
+            command = ["ip", "netns", "exec", self.frr_ns]
+            if name == "zebra" and self.backend == "netns":
+                command += [*self._only_our_vrf(), str(FRR_DIR / name), "-n"]
+            else:
+                command += [str(FRR_DIR / name), *(["-l", self.frr_ip] if name == "bgpd" else [])]
             command += ["-f", str(self.dir / f"{name}.conf"), "-i", str(self.dir / f"{name}.pid")]
             command += ["--vty_socket", str(self.dir), "-z", str(self.dir / "zserv.api"), "-P", "0"]
             self.daemons[name] = subprocess.Popen(
@@ -160,6 +245,69 @@ router bgp {self.asn} vrf {self.vrf}
                         raise RuntimeError(f"zebra did not start; see {self.dir}")
                     time.sleep(0.05)
 
+    def _only_our_vrf(self) -> list[str]:
+        """A command prefix that runs zebra with a /run/netns of its own (in
+        a mount namespace of its own) holding only the VRF's namespace.
+        ``zebra -n`` makes a VRF of every namespace it finds there, and
+        bgpd then takes the MACs of all their interfaces for its own: a
+        route for a VM whose namespace zebra saw (another VTEP's VM, any
+        test's) would be dropped as "self MAC"."""
+        private = self.dir / "netns"
+        script = (
+            'mkdir -p "$1" && touch "$1/$2" && mount --bind "/run/netns/$2" "$1/$2" '
+            '&& mount --rbind "$1" /run/netns && shift 2 && exec "$@"'
+        )
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                str(private), self.vrf]  # fmt: skip
+
+    # ---- for the data-plane tests (a p4vtep ToR on BMv2 as the other VTEP) ------
+
+    def attach_underlay(self, iface: str, mac: str, tor_vtep: str, tor_mac: str) -> None:
+        """Move ``iface`` (the far end of a ToR's uplink) into FRR's namespace
+        as ``up0``, with the MAC the ToR sends to; the ToR's VTEP is reached
+        through it (a /32, more specific than the route via the controller)."""
+        f = self.frr_ns
+        _run("ip", "link", "set", iface, "netns", f)
+        _run("ip", "-n", f, "link", "set", iface, "name", "up0")
+        _run("ip", "-n", f, "link", "set", "up0", "address", mac, "up")
+        for conf in ("all", "default", "up0"):
+            _run("ip", "netns", "exec", f, "sysctl", "-qw", f"net.ipv4.conf.{conf}.rp_filter=0")
+        _run("ip", "-n", f, "route", "replace", f"{tor_vtep}/32", "dev", "up0")
+        _run("ip", "-n", f, "neigh", "replace", tor_vtep, "lladdr", tor_mac, "dev", "up0",
+             "nud", "permanent")  # fmt: skip
+
+    def add_vm(self, name: str, mac: str, ip: str) -> str:
+        """A VM on the shared VNI's bridge, in a namespace of its own with the
+        anycast gateway as default route, its link down until ``vm_up``;
+        returns the namespace."""
+        assert self.shared is not None
+        ns = f"{self.vm_ns}{name}"
+        _run("ip", "netns", "add", ns)
+        self.extra_ns.append(ns)
+        _run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+        port = f"{name}br"
+        _run("ip", "-n", self.tenant_ns, "link", "add", port, "type", "veth", "peer", "name",
+             f"{name}0", "address", mac, "netns", ns)  # fmt: skip
+        _run("ip", "-n", self.tenant_ns, "link", "set", port, "master", f"br{self.shared.vni}")
+        _run("ip", "-n", self.tenant_ns, "link", "set", port, "up")
+        _run("ip", "-n", ns, "link", "set", "lo", "up")
+        _run("ip", "-n", ns, "addr", "add", f"{ip}/{self.shared.prefix_len}", "dev", f"{name}0")
+        return ns
+
+    def vm_up(self, name: str, up: bool = True) -> None:
+        """The VM starts (its link up, its route to the gateway back) or
+        stops (its link down; its bridge entry and neighbour entry go)."""
+        assert self.shared is not None
+        ns = f"{self.vm_ns}{name}"
+        _run("ip", "-n", ns, "link", "set", f"{name}0", "up" if up else "down")
+        if up:
+            _run("ip", "-n", ns, "route", "replace", "default", "via", self.shared.gateway)
+        else:
+            _run("bridge", "-n", self.tenant_ns, "fdb", "flush", "dev", f"{name}br", check=False)
+
+    def in_ns(self, ns: str, *command: str, check: bool = True) -> str:
+        return _run("ip", "netns", "exec", ns, *command, check=check)
+
     def vm_speaks(self) -> None:
         """The VM pings its gateway once, while zebra runs: the bridge learns
         its MAC and the SVI its ARP entry (zebra, with the namespace backend,
@@ -169,7 +317,12 @@ router bgp {self.asn} vrf {self.vrf}
 
     def set_router_mac(self, mac: str) -> None:
         """FRR's router MAC is its L3 SVI's MAC."""
-        _run("ip", "-n", self.vrf, "link", "set", f"br{self.l3vni}", "address", mac)
+        _run("ip", "-n", self.tenant_ns, "link", "set", f"br{self.l3vni}", "address", mac)
+
+    def svi_mac(self, vni: int) -> str:
+        """The MAC of VNI ``vni``'s bridge (the SVI): routed frames' source."""
+        out = json.loads(_run("ip", "-n", self.tenant_ns, "-j", "link", "show", f"br{vni}"))
+        return str(out[0]["address"])
 
     # ---- looking at FRR -------------------------------------------------------
 
@@ -193,9 +346,23 @@ router bgp {self.asn} vrf {self.vrf}
         return dict(table.get("routes", {}))
 
     def kernel_routes(self) -> list[dict[str, Any]]:
-        """The VRF's routing table in the kernel (the VRF's namespace)."""
-        out = _run("ip", "-n", self.vrf, "-j", "route", "show")
+        """The VRF's routing table in the kernel (the VRF's namespace, or the
+        VRF device's table)."""
+        if self.backend == "netns":
+            out = _run("ip", "-n", self.vrf, "-j", "route", "show")
+        else:
+            out = _run("ip", "-n", self.frr_ns, "-j", "route", "show", "vrf", self.vrf)
         return list(json.loads(out or "[]"))
+
+    def kernel_neighbours(self) -> dict[str, str]:
+        """The L3 SVI's neighbour entries: remote VTEP IP -> router MAC."""
+        out = _run("ip", "-n", self.tenant_ns, "-j", "neigh", "show", "dev", f"br{self.l3vni}")
+        return {n["dst"]: n.get("lladdr", "") for n in json.loads(out or "[]")}
+
+    def kernel_fdb(self, vni: int) -> list[dict[str, Any]]:
+        """VNI ``vni``'s VXLAN device's FDB (entries with a ``dst``: towards VTEPs)."""
+        out = _run("bridge", "-n", self.tenant_ns, "-j", "fdb", "show", "dev", f"vxlan{vni}")
+        return [e for e in json.loads(out or "[]") if "dst" in e]
 
     def rmacs(self) -> dict[str, Any]:
         return dict(json.loads(self.vtysh(f"show evpn rmac vni {self.l3vni} json") or "{}"))
@@ -214,6 +381,7 @@ router bgp {self.asn} vrf {self.vrf}
     def close(self) -> None:
         stop_processes(self.daemons.values(), timeout=5)
         self.daemons.clear()
-        for ns in (self.ctl_ns, self.frr_ns, self.vrf, self.vm_ns):
-            _run("ip", "netns", "del", ns, check=False)
+        for ns in (self.ctl_ns, self.frr_ns, self.vrf, self.vm_ns, *self.extra_ns):
+            if ns != self.vrf or self.backend == "netns":
+                _run("ip", "netns", "del", ns, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from p4vtep.store import Store
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 from switch_fabric import needs_switch, send_and_receive
+from vm_netns import vm_behind_port
 
 pytestmark = [pytest.mark.evpn, needs_frr(), *needs_switch()]
 
@@ -100,33 +100,6 @@ class Lab:
             self.source.stop()
 
 
-RELAY = Path(__file__).with_name("vlan_relay.py")
-
-
-def _ns_port(ns: str, iface: str, vm: Vm) -> subprocess.Popen[bytes]:
-    """Move a ToR port's far end into namespace ``ns`` as the server of VM
-    ``vm``: the VM's interface (its MAC and IP) behind a VLAN tagger (the
-    VF's VLAN; vlan_relay.py, as this kernel may have no VLAN devices)."""
-
-    def ip(*args: str) -> None:
-        subprocess.run(["ip", *args], check=True, capture_output=True)
-
-    ip("netns", "add", ns)
-    ip("netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
-    ip("link", "set", iface, "netns", ns)
-    ip("-n", ns, "link", "set", iface, "up")
-    ip("-n", ns, "link", "add", "vm", "address", vm.mac, "type", "veth", "peer", "acc")
-    for dev in ("vm", "acc"):
-        subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off"],
-                       check=False, capture_output=True)  # fmt: skip
-        ip("-n", ns, "link", "set", dev, "up")
-    ip("-n", ns, "addr", "add", f"{vm.ips[0]}/24", "dev", "vm")
-    return subprocess.Popen(
-        ["ip", "netns", "exec", ns, sys.executable, str(RELAY), iface, "acc", str(vm.vlan)],
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def _fabric(grpc: str, frr: FrrLab) -> Fabric:
     fabric = Fabric()
     fabric.tors["tor1"] = Tor("tor1", grpc, 1, TOR_VTEP, TOR_MAC, (Uplink(3, UP_MAC),))
@@ -156,8 +129,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         )
         try:
             frr.attach_underlay(h3, UP_MAC, TOR_VTEP, TOR_MAC)
-            relays.append(_ns_port(vma, h1, A1))
-            relays.append(_ns_port(mvt, h4, MOVER))
+            relays.append(vm_behind_port(vma, h1, A1))
+            relays.append(vm_behind_port(mvt, h4, MOVER))
             frr.set_vm_ip(FRR_VM_IP)
             frr.add_vm_mac()
             switch.start()
