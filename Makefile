@@ -19,7 +19,7 @@ GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 .PHONY: all deps deps-system deps-python gobgp-api toolchain toolchain-archive p4 p4-if-p4c p4-tofino p4-check \
 	proto proto-api proto-p4runtime regen lint format typecheck unit check ptf test demo demo-cli clean \
 	bench bench-convergence bench-convergence-routed bench-memory bench-move bench-move-routed \
-	bench-churn bench-dataplane bench-dataplane-cost bench-server bench-report
+	bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost bench-server bench-report
 
 all: test
 
@@ -186,7 +186,7 @@ p4-if-p4c:
 # Benchmarks: each writes bench/results/NAME.json; bench-report renders
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.
 bench: bench-convergence bench-convergence-routed bench-memory bench-move bench-move-routed \
-	bench-churn bench-dataplane bench-dataplane-cost bench-server bench-report
+	bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost bench-server bench-report
 
 bench-convergence: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py
@@ -201,6 +201,10 @@ bench-move: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/vm_move.py
 bench-move-routed: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/vm_move.py --routed
+# Routes of a routed tenant learned from an EVPN peer (GoBGP) into the ToRs, and
+# from one new route to the first routed frame (root: network namespaces).
+bench-evpn-irb: deps
+	env $(TOOLCHAIN_VARS) $(VPY) bench/evpn_irb.py
 bench-churn: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/churn.py
 # The p4vtep build the bridged paths are compared with, in the same rounds: the

@@ -450,6 +450,79 @@ def section_routed(out: list[str]) -> None:
         )
 
 
+def section_evpn_irb(out: list[str]) -> None:
+    """Routes of a routed tenant learned from an EVPN peer (bench/evpn_irb.py)."""
+    data = load("evpn_irb")
+    if not data:
+        out.append("_Not run yet (`make bench-evpn-irb`)._\n")
+        return
+    n, learn, withdraw = data["routes"], data["learn"], data["withdraw"]
+    out.append(
+        f"A peer (gobgpd, iBGP) sends {n:,} two-label type 2 routes (MAC+IP, labels [7000,\n"
+        "50000], router MAC) for hosts of a subnet no ToR hosts: each is a host route of the\n"
+        f"VRF on both BMv2 ToRs ({2 * n:,} `host_route` entries), with {data['vms']:,} routed\n"
+        "VMs of our own installed. Timed from just before the first route is sent (one\n"
+        "AddPathStream, 1,000 paths per request) until the controller holds them all\n"
+        "(committed), both ToRs acknowledged the writes (acked) and both switches read back\n"
+        "exactly what the controller compiles (verified); then all withdrawn at once, timed\n"
+        f"the same way. {len(learn['runs'])} learnings, {len(withdraw['runs'])} withdrawals:\n"
+    )
+    out.append("| | learning | withdrawal |")
+    out.append("|---|---|---|")
+    count = "{:,.0f}"
+    for key, what, bold in (
+        ("routes_per_s_acked", "routes per second, until acked", True),
+        ("routes_per_s_verified", "routes per second, until read back", False),
+    ):
+        first = spread(learn[key], fmt=count)
+        out.append(
+            f"| {what} | {f'**{first}**' if bold else first} | {spread(withdraw[key], fmt=count)} |"
+        )
+    for key, what in (
+        ("sent_s", "s until the peer's gobgpd took them all"),
+        ("committed_s", "s until committed"),
+        ("acked_s", "s until acked"),
+        ("verified_s", "s until read back"),
+        ("commits", "commits of learned facts"),
+        ("own_cpu_s", "CPU s of the controller's process, until acked"),
+        ("switches_cpu_s", "CPU s of the two switches, until acked"),
+    ):
+        fmt = "{:.0f}" if key == "commits" else "{:.2f}"
+        out.append(f"| {what} | {spread(learn[key], fmt=fmt)} | {spread(withdraw[key], fmt=fmt)} |")
+    exact = all(learn["read_back_exact"]) and all(withdraw["read_back_exact"])
+    counts = {tuple(sorted(c.values())) for c in learn["host_routes_to_peer"]}
+    out.append(
+        f"| read back | {'exact' if all(learn['read_back_exact']) else '**differs**'}, "
+        f"host routes to the peer per ToR: {', '.join(str(c) for c in sorted(counts))} | "
+        f"{'exact' if all(withdraw['read_back_exact']) else '**differs**'} |"
+    )
+    out.append("")
+    if not exact:
+        out.append("**A read-back differed from the compile** (see the JSON).\n")
+    out.append(
+        "From one new route to the first routed frame: a VM on tor1 sends a frame every\n"
+        "millisecond through the anycast gateway to an IP no one announces yet (dropped:\n"
+        "no route); the peer announces it (one AddPath); timed until the first frame routed\n"
+        "to it (VXLAN, L3 VNI, the peer's router MAC) leaves tor1's uplink:\n"
+    )
+    out.append("| peer's routes installed | samples | p50 ms | p99 ms | max ms | missing |")
+    out.append("|---|---|---|---|---|---|")
+    for f in data["first_frame_seconds"]:
+        out.append(
+            f"| {f['routes_installed']:,} | {f['n']} | {ms(f['p50'])} | **{ms(f['p99'])}** | "
+            f"{ms(f['max'])} | {f['missing']} |"
+        )
+    early = sum(f["before_route"] for f in data["first_frame_seconds"])
+    out.append(
+        "\n"
+        + (
+            f"{early} probes reached the wire before their route was sent (should be none).\n"
+            if early
+            else "No probe reached the wire before its route was sent.\n"
+        )
+    )
+
+
 def section_churn(out: list[str]) -> None:
     data = load("churn")
     if not data:
@@ -835,6 +908,9 @@ def render() -> str:
     out += ["### Routed tenants", ""]
     ran_elsewhere(out, "convergence_routed", machine)
     section_routed(out)
+    out += ["### Routes learned through EVPN (routed tenants)", ""]
+    ran_elsewhere(out, "evpn_irb", machine)
+    section_evpn_irb(out)
     out += ["### Sustained churn", ""]
     ran_elsewhere(out, "churn", machine)
     section_churn(out)
