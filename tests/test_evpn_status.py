@@ -118,7 +118,7 @@ def test_routes_show_static_conflicting_superseded_refused_and_ours(rig, capsys)
         peers = {p.address: p for p in client.EvpnPeers(pb.EvpnPeersRequest()).peers}
         refused = client.EvpnPeers(pb.EvpnPeersRequest()).refused
     lines = capsys.readouterr().out.splitlines()
-    rows = {(r[2], r[4], r[6]): r[8] for r in (line.split() for line in lines[2:])}
+    rows = {(r[2], r[4], r[6]): r[-1] for r in (line.split() for line in lines[2:])}  # STATUS
     assert rows[(MAC, VTEP_A, PEER_A)] == "superseded"
     assert rows[(MAC, VTEP_B, PEER_B)] == "installed"
     assert rows[("52:54:00:00:00:03", TOR1, "local")] == "advertised"
