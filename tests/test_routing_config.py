@@ -95,6 +95,19 @@ def test_the_routing_model_loads(tmp_path):
         fabric.vrfs["tenant-a"].l3vni = 1  # type: ignore[misc]
 
 
+@pytest.mark.parametrize("target", ["tofino", "tofino2"])
+def test_a_routed_fabric_loads_on_tofino_tors(tmp_path, target):
+    """Both Tofino programs route (p4src/tna/l3_forwarding.p4): a routed VNI is
+    not refused on their ToRs."""
+    text = edited(
+        '    router_mac: "00:aa:00:00:00:02"\n',
+        f'    router_mac: "00:aa:00:00:00:02"\n    target: {target}\n',
+    )
+    fabric = load(tmp_path, text)
+    assert fabric.tors["tor2"].target == target
+    assert fabric.vnis[5000].vrf == "tenant-a"
+
+
 def test_prefixes_are_kept_canonical(tmp_path):
     fabric = load(
         tmp_path,
@@ -231,11 +244,6 @@ CASES = [
      "192.168.1.255"),
     ("{prefix: 0.0.0.0/0, next_hop: 192.168.1.10}", "{prefix: 0.0.0.0/0}",
      "vrfs[0].routes[0].next_hop", "missing", "{prefix: 0.0.0.0/0}"),
-    # a ToR whose pipeline does not route yet (docs/routing.md)
-    ('    router_mac: "00:aa:00:00:00:02"\n',
-     '    router_mac: "00:aa:00:00:00:02"\n    target: tofino\n', "tors[1].target",
-     "tofino does not route between subnets yet, and this fabric has routed VNIs "
-     "(docs/routing.md)", "target: tofino"),
 ]  # fmt: skip
 
 

@@ -58,7 +58,6 @@ def check_routing(fabric: Fabric) -> list[Problem]:
         return []
     return (
         _gateway_mac(fabric)
-        + _routing_targets(fabric)
         + _router_macs(fabric)
         + _vrfs(fabric)
         + _routed_vnis(fabric)
@@ -83,28 +82,6 @@ def _gateway_mac(fabric: Fabric) -> list[Problem]:
             message = f"{mac} is the router_mac of tor {tor.name} (the gateway MAC is not a ToR's)"
             return [Problem("fabric", "anycast_gateway_mac", message, at)]
     return []
-
-
-# The targets whose pipeline routes between subnets (docs/routing.md: the
-# Tofino program does not yet).
-ROUTING_TARGETS = ("bmv2",)
-
-
-def _routing_targets(fabric: Fabric) -> list[Problem]:
-    """A routed fabric needs ToRs whose pipeline routes."""
-    if not any(v.vrf is not None for v in fabric.vnis.values()):
-        return []
-    return [
-        Problem(
-            subject("tor", tor.name),
-            "target",
-            f"{tor.target} does not route between subnets yet, and this fabric has routed "
-            "VNIs (docs/routing.md)",
-            ("tors", tor.name, "target"),
-        )
-        for tor in fabric.tors.values()
-        if tor.target not in ROUTING_TARGETS
-    ]
 
 
 def _router_macs(fabric: Fabric) -> list[Problem]:

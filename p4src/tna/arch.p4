@@ -51,8 +51,9 @@
 // invalidation that implies costs nothing in hardware.
 #define PARSER_HEADERS_DIRECTION out
 
-// Ingress hands egress its decisions in a bridged header (tna/bridged.p4).
-#define ARCH_METADATA bridged_t bridged;
+// Ingress hands egress its decisions in a bridged header (tna/bridged.p4);
+// the route lookups leave their result in route (tna/route_result.p4).
+#define ARCH_METADATA bridged_t bridged; route_result_t route;
 
 // The Checksum extern verifies the outer IPv4 header in the parser. Tofino
 // cannot assign a parser field twice, so the caller starts checksum_ok at

@@ -19,6 +19,11 @@ header bridged_t {
     mac_addr_t  next_hop_mac;
     bit<16>     flow_hash;
     bit<2>      tx_color;
+    // Routing: egress rewrites (tna/l3_forwarding.p4, RoutedRewrite)
+    bit<1>      routed;
+    bit<1>      echo_reply;
+    mac_addr_t  route_mac;     // the routed frame's destination MAC
+    mac_addr_t  gateway_mac;   // its source MAC (the anycast gateway)
 }
 
 #endif  // P4VTEP_TNA_BRIDGED_P4

@@ -6,7 +6,12 @@
 // ../include/control/, so the P4Info names are v1model's; this file only
 // holds what TNA does differently (docs/tofino.md says why for each):
 // intrinsic metadata per gress, bridged metadata, drop_ctl, mcast_grp_a/rid,
-// qid, the Checksum extern, and the oversize check on IP lengths.
+// qid, the Checksum extern, and the oversize check on IP lengths; and the
+// layout of routing (tna/l3_forwarding.p4: lookups beside the MAC lookup,
+// the rewrite in egress).
+#define P4VTEP_ROUTING   // routing between a tenant's subnets (docs/routing.md)
+#define ROUTE_DECISION_BESIDE_L2   // the route decision inside L2Forwarding's hit branch
+
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
 #include <t2na.p4>
@@ -18,6 +23,7 @@
 #include "sizes.p4"
 #include "../include/defines.p4"
 #include "bridged.p4"
+#include "route_result.p4"
 #include "../include/headers.p4"
 #include "../include/parser.p4"
 #include "../include/control/port_config.p4"
@@ -26,6 +32,7 @@
 #include "../include/control/vni_lookup.p4"
 #include "../include/control/flow_hash.p4"
 #include "../include/control/arp_suppression.p4"
+#include "l3_forwarding.p4"   // (before L2Forwarding, which applies RouteDecision)
 #include "../include/control/l2_forwarding.p4"
 #include "../include/control/underlay.p4"
 #include "../include/control/policing.p4"
@@ -69,6 +76,23 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.l4_dst_port = 0; \
     meta.tx_color = 0; \
     meta.drop_reason = DROP_NONE; \
+    meta.vrf = 0; \
+    meta.is_l3vni = false; \
+    meta.to_router = false; \
+    meta.to_gateway = false; \
+    meta.routed = false; \
+    meta.gateway_mac = 0; \
+    meta.route.kind = ROUTE_NONE; \
+    meta.route.port = 0; \
+    meta.route.vlan_id = 0; \
+    meta.route.vm = 0; \
+    meta.route.vni_index = 0; \
+    meta.route.mac = 0; \
+    meta.route.vtep_ip = 0; \
+    meta.route.l3vni = 0; \
+    meta.route.echo_reply = false; \
+    meta.route.checksum_inv = 0; \
+    meta.route.checksum_change = 0; \
     meta.bridged.setInvalid();
 
 parser VtepIngressParser(packet_in packet,
@@ -103,6 +127,7 @@ control VtepIngress(inout headers_t hdr,
     TxPolicing(VM_COUNT) tx_policing;
     ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
+    L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
     PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
@@ -153,7 +178,11 @@ control VtepIngress(inout headers_t hdr,
                 // Not held back by the meter's verdict: a RED packet is still
                 // dropped (L2 sees the reason), only the lookups run.
                 arp_suppression.apply(hdr, meta);
+                // Beside the MAC lookup: it needs only the VRF and the IPv4
+                // destination (decapsulated by now).
+                l3_forwarding.apply(hdr, meta);
                 if (!meta.arp_replied) {
+                    // (a frame sent to the router is decided in its hit branch)
                     l2_forwarding.apply(hdr, meta);
                 }
                 // Last: it reads the headers ARP suppression may rewrite, and
@@ -189,6 +218,10 @@ control VtepIngress(inout headers_t hdr,
         meta.bridged.next_hop_mac = meta.next_hop_mac;
         meta.bridged.flow_hash = meta.flow_hash;
         meta.bridged.tx_color = meta.tx_color;
+        meta.bridged.routed = (bit<1>) meta.routed;
+        meta.bridged.echo_reply = (bit<1>) meta.route.echo_reply;
+        meta.bridged.route_mac = meta.route.mac;
+        meta.bridged.gateway_mac = meta.gateway_mac;
     }
 }
 
@@ -228,6 +261,10 @@ parser VtepEgressParser(packet_in packet,
         meta.next_hop_mac = meta.bridged.next_hop_mac;
         meta.flow_hash = meta.bridged.flow_hash;
         meta.tx_color = meta.bridged.tx_color;
+        meta.routed = (bool) meta.bridged.routed;
+        meta.route.echo_reply = (bool) meta.bridged.echo_reply;
+        meta.route.mac = meta.bridged.route_mac;
+        meta.gateway_mac = meta.bridged.gateway_mac;
         transition parse_ethernet;
     }
 
@@ -256,8 +293,14 @@ parser VtepEgressParser(packet_in packet,
         packet.extract(hdr.ipv4);
         transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
             (5, 0, IP_PROTO_UDP): parse_udp;
+            (5, 0, IP_PROTO_ICMP): parse_icmp;   // the gateway's echo reply
             default: accept;
         }
+    }
+
+    state parse_icmp {
+        packet.extract(hdr.icmp);
+        transition accept;
     }
 
     state parse_ipv6 {
@@ -292,6 +335,7 @@ control VtepEgress(inout headers_t hdr,
     VxlanEncap() vxlan_encap;
     RxPolicing(VM_COUNT, VNI_COUNT) rx_policing;
     VfTagging() vf_tagging;
+    RoutedRewrite() routed_rewrite;
     PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
     PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
@@ -313,6 +357,9 @@ control VtepEgress(inout headers_t hdr,
         }
         if (eg_intr_md.egress_rid != 0) {
             replication.apply(meta, eg_intr_md.egress_port, eg_intr_md.egress_rid);
+        }
+        if (meta.routed || meta.route.echo_reply) {
+            routed_rewrite.apply(hdr, meta);
         }
         if (meta.drop_reason == DROP_NONE) {
             if (meta.do_encap) {
@@ -340,9 +387,22 @@ control VtepEgressDeparser(packet_out packet,
                            in local_metadata_t meta,
                            in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     Checksum() ipv4_checksum;
+    Checksum() routed_checksum;
+    Checksum() echo_checksum;
     VtepHeaderDeparser() header_deparser;
 
     apply {
+        // RoutedRewrite's changes, added to the old checksum (RFC 1624 eqn. 3:
+        // new = ~(~old + ~m + m')): TTL - 1 takes 0x0100 off its word; the
+        // echo reply takes 0x0800 off the ICMP type word.
+        if (meta.routed) {
+            hdr.ipv4.hdr_checksum = routed_checksum.update(
+                { meta.route.checksum_inv, meta.route.checksum_change });
+        }
+        if (meta.route.echo_reply) {
+            hdr.icmp.checksum = echo_checksum.update(
+                { meta.route.checksum_inv, meta.route.checksum_change });
+        }
         // Only a header this switch built; a VM's own header is left as sent.
         if (hdr.encap_ipv4.isValid()) {
             hdr.encap_ipv4.hdr_checksum = ipv4_checksum.update(

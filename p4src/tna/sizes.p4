@@ -28,4 +28,21 @@
 #define REPLICA_TABLE_SIZE         32768   // flood replicas: local VFs + remote VTEPs
 #endif
 
+// Routing (docs/tofino.md): production sizes on Tofino 2. Tofino 1 holds the
+// largest measured to fit its 12 ingress stages beside 64K MACs and 64K ARP
+// entries (24K + 4K and 16K + 6K fit; 32K + 1K and 8K + 8K take 13 stages).
+#if __TARGET_TOFINO__ == 2
+#define HOST_ROUTE_DEFAULT         65536
+#define PREFIX_ROUTE_DEFAULT       8192
+#else
+#define HOST_ROUTE_DEFAULT         24576
+#define PREFIX_ROUTE_DEFAULT       4096
+#endif
+#ifndef HOST_ROUTE_TABLE_SIZE
+#define HOST_ROUTE_TABLE_SIZE      HOST_ROUTE_DEFAULT     // (VRF, IP) host routes, gateway IPs
+#endif
+#ifndef PREFIX_ROUTE_TABLE_SIZE
+#define PREFIX_ROUTE_TABLE_SIZE    PREFIX_ROUTE_DEFAULT   // (VRF, prefix) routes (LPM)
+#endif
+
 #endif  // P4VTEP_TNA_SIZES_P4

@@ -94,8 +94,8 @@ MeterRates = Rates
 class PipelineEntries:
     def __init__(self, p4info: P4Info) -> None:
         self.p4info = p4info
-        # Routing is in the BMv2 program only for now (docs/tofino.md): a
-        # pipeline without it has no VRF on its VNIs.
+        # Both p4vtep programs route; a pipeline without the routing tables
+        # (an older build, a test's) binds VMs without a VRF.
         self.routing = routing_supported(p4info)
 
     def _table(

@@ -34,6 +34,10 @@
 control L2Forwarding(in headers_t hdr,
                      inout local_metadata_t meta)
                     (bit<32> mac_table_size) {
+#ifdef ROUTE_DECISION_BESIDE_L2
+    RouteDecision() route_decision;   // (no tables: the P4Info is unchanged)
+#endif
+
     action to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm) {
         meta.egress_port = port;
         meta.egress_vlan = vlan_id;
@@ -88,7 +92,15 @@ control L2Forwarding(in headers_t hdr,
             if (mac_table.apply().hit) {
                 if (meta.drop_reason != DROP_NONE) {
                     // Dropped already (the TX meter): the first reason stands.
-                } else if (meta.do_encap && meta.from_fabric) {
+                }
+#ifdef ROUTE_DECISION_BESIDE_L2
+                // Tofino: the route decision is a branch of the L2 one, so that
+                // both sit in one stage (tna/l3_forwarding.p4).
+                else if (meta.to_router) {
+                    route_decision.apply(hdr, meta);
+                }
+#endif
+                else if (meta.do_encap && meta.from_fabric) {
                     meta.drop_reason = DROP_SPLIT_HORIZON;   // fabric back to fabric
                 } else if (!meta.do_encap && !meta.from_fabric &&
                            meta.egress_port == meta.ingress_port &&

@@ -1,0 +1,154 @@
+// Routing between a tenant's subnets on Tofino: the tables and actions of
+// ../include/control/l3_forwarding.p4 (same names, keys and parameters, so
+// the P4Info is v1model's), laid out for Tofino's stages instead of BMv2's
+// table applies:
+// - L3Forwarding only looks up: the VRF's longest prefix, then the host
+//   table, whose hit overrides it (host beats prefix). Its keys are ready as
+//   soon as the VRF and the (decapsulated) IPv4 header are, so both lookups
+//   sit beside ARP suppression and the MAC lookup, not after them.
+// - RouteDecision, after the MAC lookup sent the frame to the router, turns
+//   the result into the forwarding decision and the drop reasons, writing
+//   metadata only.
+// - RoutedRewrite, in egress, rewrites the frame: MACs, TTL - 1, the ICMP
+//   echo reply. An ingress rewrite would make the flow hash and the underlay
+//   wait for it (one stage each on Tofino 1's full ingress).
+#ifndef P4VTEP_TNA_L3_FORWARDING_P4
+#define P4VTEP_TNA_L3_FORWARDING_P4
+
+control L3Forwarding(inout headers_t hdr,
+                     inout local_metadata_t meta)
+                    (bit<32> host_table_size,
+                     bit<32> prefix_table_size) {
+    action route_to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm,
+                             vni_index_t vni_index, mac_addr_t vm_mac) {
+        meta.route.kind = ROUTE_LOCAL_VM;
+        meta.route.port = port;
+        meta.route.vlan_id = vlan_id;
+        meta.route.vm = vm;
+        meta.route.vni_index = vni_index;
+        meta.route.mac = vm_mac;
+    }
+
+    action route_to_remote_vtep(ipv4_addr_t vtep_ip, mac_addr_t router_mac, vni_t l3vni) {
+        meta.route.kind = ROUTE_REMOTE_VTEP;
+        meta.route.vtep_ip = vtep_ip;
+        meta.route.mac = router_mac;
+        meta.route.l3vni = l3vni;
+    }
+
+    action to_gateway() {
+        meta.route.kind = ROUTE_GATEWAY;
+    }
+
+    action no_route() {
+        meta.route.kind = ROUTE_NONE;
+    }
+
+    table host_route {
+        key = {
+            meta.vrf          : exact @name("vrf");
+            hdr.ipv4.dst_addr : exact @name("dst_ip");
+        }
+        actions = {
+            route_to_local_vm;
+            route_to_remote_vtep;
+            to_gateway;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = host_table_size;
+    }
+
+    table prefix_route {
+        key = {
+            meta.vrf          : exact @name("vrf");
+            hdr.ipv4.dst_addr : lpm @name("dst_prefix");
+        }
+        actions = {
+            route_to_local_vm;
+            route_to_remote_vtep;
+            @defaultonly no_route;
+        }
+        const default_action = no_route();
+        size = prefix_table_size;
+    }
+
+    apply {
+        // Every frame that may be routed is looked up; only the decision
+        // (RouteDecision) looks at whether it was sent to the router.
+        prefix_route.apply();
+        host_route.apply();
+    }
+}
+
+// After the MAC lookup, for a frame it sent to the router and not dropped
+// already (applied in L2Forwarding's hit branch, beside the L2 decision): the
+// same decisions and drop reasons, in the same order, as v1model's
+// L3Forwarding.
+control RouteDecision(in headers_t hdr, inout local_metadata_t meta) {
+    apply {
+        if (!hdr.ipv4.isValid() || hdr.ipv4.version != 4 || hdr.ipv4.ihl < 5) {
+            meta.drop_reason = DROP_NOT_IPV4_ROUTED;
+        } else if (hdr.ipv4.ttl <= 1) {
+            meta.drop_reason = DROP_TENANT_TTL_EXPIRED;
+        } else if (meta.route.kind == ROUTE_LOCAL_VM) {
+            meta.egress_port = meta.route.port;
+            meta.egress_vlan = meta.route.vlan_id;
+            meta.dst_vm = meta.route.vm;
+            meta.vni_index = meta.route.vni_index;
+            meta.routed = true;
+        } else if (meta.route.kind == ROUTE_REMOTE_VTEP) {
+            if (meta.from_fabric) {
+                // Routed fabric to fabric: this ToR is no transit router.
+                meta.drop_reason = DROP_ROUTED_TRANSIT;
+            } else {
+                meta.remote_vtep = meta.route.vtep_ip;
+                meta.vni = meta.route.l3vni;
+                meta.do_encap = true;
+                meta.routed = true;
+            }
+        } else if (meta.route.kind == ROUTE_GATEWAY) {
+            if (!meta.from_fabric && hdr.icmp.isValid() &&
+                hdr.icmp.type_code == ICMP_ECHO_REQUEST) {
+                // Echo reply from the gateway, back where the request came from.
+                meta.route.echo_reply = true;
+                meta.egress_port = meta.ingress_port;
+                meta.egress_vlan = meta.src_vlan;
+                meta.dst_vm = meta.src_vm;
+            } else {
+                meta.drop_reason = DROP_TO_GATEWAY;
+            }
+        } else {
+            meta.drop_reason = DROP_NO_TENANT_ROUTE;
+        }
+    }
+}
+
+// Egress: the rewrite of a routed frame or an echo reply. The checksums are
+// finished in the egress deparser from route.checksum_inv.
+control RoutedRewrite(inout headers_t hdr, inout local_metadata_t meta) {
+    apply {
+        if (meta.route.echo_reply) {
+            // The request's TTL is kept, so the IPv4 checksum stands (the
+            // addresses only swap).
+            ipv4_addr_t requester = hdr.ipv4.src_addr;
+            hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+            hdr.ipv4.dst_addr = requester;
+            hdr.icmp.type_code = ICMP_ECHO_REPLY;
+            meta.route.checksum_inv = ~hdr.icmp.checksum;
+            meta.route.checksum_change = ~ICMP_ECHO_REQUEST;   // type 8 -> 0
+            hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+            hdr.ethernet.src_addr = meta.gateway_mac;
+        } else {
+            hdr.ethernet.dst_addr = meta.route.mac;
+            if (!meta.do_encap) {
+                hdr.ethernet.src_addr = meta.gateway_mac;
+            }   // (into the L3 VNI, VxlanEncap sets our router MAC)
+            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+            meta.route.checksum_inv = ~hdr.ipv4.hdr_checksum;
+            meta.route.checksum_change = ~16w0x0100;            // TTL - 1
+        }
+    }
+}
+
+#endif  // P4VTEP_TNA_L3_FORWARDING_P4
