@@ -148,18 +148,24 @@ def test_the_api_path_refuses_what_would_overfill_a_link_and_changes_nothing(tmp
 # --- buckets TCP can use (qos_bursts.py) ---------------------------------------------------
 
 
-def test_a_policy_without_buckets_gets_ones_tcp_can_use(tmp_path, caplog):
-    from p4vtep.qos_bursts import default_burst
-
+def with_policies(tmp_path: Path, policies: str) -> tuple[Path, int]:
+    """The example fabric file with ``policies`` (YAML lines) as its
+    qos_policies; the path, and the line of the first policy."""
     path = tmp_path / "fabric.yaml"
     text = (EXAMPLES / "fabric.yaml").read_text()
     start = text.index("qos_policies:")
-    path.write_text(
-        text[:start]
-        + "qos_policies:\n"
-        + "  - name: bronze\n"
-        + "    tx: {cir: 625000, pir: 625000}\n"
-        + "    rx: {cir: 625000, cburst: 300000, pir: 250000000}\n"
+    path.write_text(text[:start] + "qos_policies:\n" + policies)
+    return path, text[:start].count("\n") + 2
+
+
+def test_a_policy_without_buckets_gets_ones_tcp_can_use(tmp_path, caplog):
+    from p4vtep.qos_bursts import default_burst
+
+    path, _ = with_policies(
+        tmp_path,
+        "  - name: bronze\n"
+        "    tx: {cir: 625000, pir: 625000}\n"
+        "    rx: {cir: 625000, cburst: 300000, pir: 250000000}\n",
     )
     with caplog.at_level("WARNING", logger="p4vtep.config"):
         fabric = load_fabric(path)
@@ -171,20 +177,15 @@ def test_a_policy_without_buckets_gets_ones_tcp_can_use(tmp_path, caplog):
 
 
 def test_a_bucket_too_small_for_tcp_is_warned_about_with_its_line(tmp_path, caplog):
-    path = tmp_path / "fabric.yaml"
-    text = (EXAMPLES / "fabric.yaml").read_text()
-    start = text.index("qos_policies:")
-    path.write_text(
-        text[:start]
-        + "qos_policies:\n"
-        + "  - name: bronze\n"
-        + "    tx: {cir: 625000, cburst: 62500, pir: 625000}\n"
-        + "  - name: fast\n"
-        + "    rx: {cir: 1250000000, cburst: 1000000, pir: 1250000000}\n"
+    path, line = with_policies(
+        tmp_path,
+        "  - name: bronze\n"
+        "    tx: {cir: 625000, cburst: 62500, pir: 625000}\n"
+        "  - name: fast\n"
+        "    rx: {cir: 1250000000, cburst: 1000000, pir: 1250000000}\n",
     )
     with caplog.at_level("WARNING", logger="p4vtep.config"):
         load_fabric(path)
-    line = text[:start].count("\n") + 2
     assert [r.getMessage() for r in caplog.records] == [
         f"{path}:{line}: qos_policies[0]: qos bronze: tx.cburst 62500 B is below 131072 B: "
         "TCP through this policer may stay well below 625000 B/s; leave it out for the "
