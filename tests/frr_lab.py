@@ -373,3 +373,22 @@ router bgp {self.asn}
         for ns in (self.ctl_ns, self.frr_ns, self.vm_ns, *self.extra_ns):
             _run("ip", "netns", "del", ns, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def start_evpn_controller(fabric: Any, store: Path, ctl_ns: str, ctl_ip: str) -> tuple[Any, Any]:
+    """A controller and its EVPN source started as the CLI starts them: the
+    source first (the switches get the learned routes at once), then the
+    supervisors; gobgpd runs in the lab's controller namespace."""
+    from p4vtep.controller import Controller
+    from p4vtep.dataplane.artifacts import bmv2_pipeline
+    from p4vtep.sources.evpn import EvpnSource
+    from p4vtep.store import Store
+
+    controller = Controller(fabric, bmv2_pipeline(), Store(store), resync_seconds=3600)
+    source = EvpnSource(
+        controller,
+        EvpnOptions(command_prefix=("ip", "netns", "exec", ctl_ns), listen_addresses=(ctl_ip,)),
+    )
+    source.start()
+    controller.start()
+    return controller, source

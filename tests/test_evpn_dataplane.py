@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from frr_lab import VM_MAC, FrrLab, needs_frr
+from frr_lab import VM_MAC, FrrLab, needs_frr, start_evpn_controller
 from p4vtep.allocation import external_vtep_key
 from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.compiler import ECMP_GROUP_ID, VTEP_REPLICA_BASE, Encoder, flood_groups
@@ -32,7 +32,6 @@ from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
-from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.routes import MacIpRoute
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
@@ -41,7 +40,6 @@ from p4vtep.processes import stop_processes
 from p4vtep.reconciler import SwitchReader, diff
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.sources.evpn import EvpnSource
-from p4vtep.store import Store
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 from switch_fabric import needs_switch, send_and_receive
@@ -78,20 +76,10 @@ class Lab:
         return self.source.service
 
     def start_controller(self) -> Controller:
-        """As the CLI does: the EVPN source first (the switches get the
-        learned routes at once), then the supervisors."""
-        self.controller = Controller(
-            self.fabric, bmv2_pipeline(), Store(self.store), resync_seconds=3600
+        """As the CLI does: the EVPN source first, then the supervisors."""
+        self.controller, self.source = start_evpn_controller(
+            self.fabric, self.store, self.frr.ctl_ns, self.frr.ctl_ip
         )
-        self.source = EvpnSource(
-            self.controller,
-            EvpnOptions(
-                command_prefix=("ip", "netns", "exec", self.frr.ctl_ns),
-                listen_addresses=(self.frr.ctl_ip,),
-            ),
-        )
-        self.source.start()
-        self.controller.start()
         return self.controller
 
     def stop_controller(self) -> None:

@@ -38,7 +38,7 @@ from types import SimpleNamespace
 import pytest
 from fabric_fixture import ANYCAST_MAC
 from frr_irb_lab import FRR_RMAC, VM_IP, VM_MAC, FrrIrbLab, SharedVni, kernel_vrf_missing
-from frr_lab import needs_frr
+from frr_lab import needs_frr, start_evpn_controller
 from netns_socket import Capture, send_frame
 from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.compiler import Encoder
@@ -46,7 +46,6 @@ from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
-from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
 from p4vtep.model import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
@@ -54,7 +53,6 @@ from p4vtep.processes import stop_processes
 from p4vtep.reconciler import SwitchReader
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.sources.evpn import EvpnSource
-from p4vtep.store import Store
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.layers.vxlan import VXLAN
@@ -105,18 +103,9 @@ class Lab:
 
     def start_controller(self) -> None:
         """As the CLI does: the EVPN source first, then the supervisors."""
-        self.controller = Controller(
-            self.fabric, bmv2_pipeline(), Store(self.store), resync_seconds=3600
+        self.controller, self.source = start_evpn_controller(
+            self.fabric, self.store, self.frr.ctl_ns, self.frr.ctl_ip
         )
-        self.source = EvpnSource(
-            self.controller,
-            EvpnOptions(
-                command_prefix=("ip", "netns", "exec", self.frr.ctl_ns),
-                listen_addresses=(self.frr.ctl_ip,),
-            ),
-        )
-        self.source.start()
-        self.controller.start()
 
     def stop_controller(self) -> None:
         if self.controller is not None:
