@@ -67,3 +67,17 @@ def routed_vms() -> list[Vm]:
         Vm("fw", "00:00:0a:00:00:03", ("192.168.1.3",), 5000, "s22", 30),
         Vm("b1", "00:00:0b:00:00:01", ("192.168.1.1",), 6000, "s12", 30),
     ]
+
+
+def add_tor3(fabric: Fabric) -> Fabric:
+    """A third ToR, tor3 (VTEP 10.0.0.3, one uplink), with its server s31."""
+    fabric.tors["tor3"] = Tor(
+        "tor3",
+        "127.0.0.1:9599",
+        3,
+        "10.0.0.3",
+        "00:aa:00:00:00:03",
+        (Uplink(3, "00:5e:00:03:01:01"),),
+    )
+    fabric.servers["s31"] = Server("s31", "tor3", 1)
+    return fabric

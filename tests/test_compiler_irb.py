@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from fabric_fixture import routed_fabric, routed_vms
+from fabric_fixture import add_tor3, routed_fabric, routed_vms
 from p4vtep.allocation import Allocations
 from p4vtep.compiler import DesiredState, Encoder, Learned, LearnedMac, compile_tor
 from p4vtep.compiler.learned import LearnedHost, LearnedPrefix
 from p4vtep.compiler.underlay import ECMP_GROUP_ID
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
-from p4vtep.model import Fabric, Server, Tor, Uplink, Vm
+from p4vtep.model import Fabric, Vm
 
 ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
 ENC = Encoder(ENTRIES)
@@ -34,15 +34,7 @@ TO_FRR = RemoteVtepHop(FRR, FRR_RMAC, L3VNI)
 def fabric3() -> Fabric:
     """routed_fabric plus tor3, which hosts only tenant B (L2): it does not hold red."""
     fabric = routed_fabric()
-    fabric.tors["tor3"] = Tor(
-        "tor3",
-        "127.0.0.1:9599",
-        3,
-        "10.0.0.3",
-        "00:aa:00:00:00:03",
-        (Uplink(3, "00:5e:00:03:01:01"),),
-    )
-    fabric.servers["s31"] = Server("s31", "tor3", 1)
+    add_tor3(fabric)
     return fabric
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from fabric_fixture import routed_fabric
+from fabric_fixture import add_tor3, routed_fabric
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4vtep.allocation import Allocations, external_vtep_key
@@ -25,7 +25,7 @@ from p4vtep.compiler import DesiredState, Encoder, Learned, LearnedMac, compile_
 from p4vtep.compiler.learned import LearnedHost, LearnedPrefix
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
-from p4vtep.model import Fabric, Server, StaticRoute, Tor, Uplink, Vm, Vni, Vrf
+from p4vtep.model import Fabric, StaticRoute, Vm, Vni, Vrf
 
 EXAMPLES = int(os.environ.get("P4VTEP_PROPERTY_EXAMPLES", "3000"))
 NAMES = [f"v{i}" for i in range(8)]
@@ -36,15 +36,7 @@ def three_tor_fabric() -> Fabric:
     fabric = routed_fabric()  # VNIs 5000 and 5001 routed in VRF "red"
     # the default route's next hop is a VM of the sequences (v3)
     fabric.vrfs["red"] = Vrf("red", 50000, (StaticRoute("0.0.0.0/0", "192.168.0.3"),))
-    fabric.tors["tor3"] = Tor(
-        "tor3",
-        "127.0.0.1:9599",
-        3,
-        "10.0.0.3",
-        "00:aa:00:00:00:03",
-        (Uplink(3, "00:5e:00:03:01:01"),),
-    )
-    fabric.servers["s31"] = Server("s31", "tor3", 1)
+    add_tor3(fabric)
     fabric.vnis[7000] = Vni(7000, "tenant-c", flood=False)
     return fabric
 
