@@ -63,6 +63,7 @@ from replica_harness import (
     wait_ready,
 )
 from switch_fabric import needs_switch
+from vm_netns import vm_behind_port
 
 pytestmark = [pytest.mark.etcd, pytest.mark.evpn, needs_etcd(), needs_frr(), *needs_switch()]
 
@@ -76,30 +77,11 @@ A2 = Vm("a2", "00:00:0a:00:00:02", ("192.168.1.2",), VNI, "s2", 20)
 TTL, MARGIN = 5, 1.0  # the default lease
 PROBE_PORT, PROBE_INTERVAL = 5555, 0.01
 HERE = Path(__file__).parent
-RELAY, PROBE, MUTANT = HERE / "vlan_relay.py", HERE / "udp_probe.py", HERE / "replica_mutant.py"
+PROBE, MUTANT = HERE / "udp_probe.py", HERE / "replica_mutant.py"
 
 
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True)
-
-
-def _ns_port(ns: str, iface: str, vm: Vm) -> subprocess.Popen[bytes]:
-    """The far end of a ToR port in namespace ``ns`` as VM ``vm``'s server:
-    the VM's interface behind a userspace VLAN tagger (vlan_relay.py)."""
-    _ip("netns", "add", ns)
-    _ip("netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
-    _ip("link", "set", iface, "netns", ns)
-    _ip("-n", ns, "link", "set", iface, "up")
-    _ip("-n", ns, "link", "add", "vm", "address", vm.mac, "type", "veth", "peer", "acc")
-    for dev in ("vm", "acc"):
-        subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off"],
-                       check=False, capture_output=True)  # fmt: skip
-        _ip("-n", ns, "link", "set", dev, "up")
-    _ip("-n", ns, "addr", "add", f"{vm.ips[0]}/24", "dev", "vm")
-    return subprocess.Popen(
-        ["ip", "netns", "exec", ns, sys.executable, str(RELAY), iface, "acc", str(vm.vlan)],
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @dataclass
@@ -147,7 +129,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         switch = Bmv2Switch("tor1", 1, free_port(), free_port(), {1: s1, 2: s2, 3: s3}, log_dir=tmp)
         try:
             frr.attach_underlay(h3, UP_MAC, TOR_VTEP, TOR_MAC)
-            relays.append(_ns_port(vma, h1, A1))
+            relays.append(vm_behind_port(vma, h1, A1))
             frr.set_vm_ip(FRR_VM_IP)
             frr.add_vm_mac()
             # The probes' ARP is settled: only the forwarding entries matter.
