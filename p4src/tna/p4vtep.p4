@@ -11,6 +11,10 @@
 // the rewrite in egress).
 #define P4VTEP_ROUTING   // routing between a tenant's subnets (docs/routing.md)
 #define ROUTE_DECISION_BESIDE_L2   // the route decision inside L2Forwarding's hit branch
+// Decap moves the tenant's IPv4 header into hdr.ipv4 for every frame: the
+// route lookups run beside the MAC lookup, before anything knows the frame is
+// routed, and on Tofino a header move costs no packet rate.
+#define DECAP_MOVES_INNER_IPV4
 
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2

@@ -90,7 +90,13 @@ control L3Forwarding(inout headers_t hdr,
     }
 
     apply {
-        // (From the fabric, decap has put the tenant's IPv4 header in hdr.ipv4.)
+        if (meta.from_fabric) {
+            // Decap left the tenant's IPv4 header in inner_ipv4: a bridged
+            // frame from the fabric never pays for the move, a routed one
+            // moves it here, where the lookups and rewrites read hdr.ipv4.
+            hdr.ipv4 = hdr.inner_ipv4;
+            hdr.inner_ipv4.setInvalid();
+        }
         if (meta.drop_reason != DROP_NONE) {
             // Dropped already (the TX meter): the first reason stands.
         } else if (!hdr.ipv4.isValid() || hdr.ipv4.version != 4 || hdr.ipv4.ihl < 5) {

@@ -14,12 +14,15 @@ control VxlanDecap(inout headers_t hdr) {
         // ARP and TCP cannot be valid in it).
         hdr.vlan.setInvalid();
         hdr.vlan2.setInvalid();
-#ifdef P4VTEP_ROUTING
+#if defined(P4VTEP_ROUTING) && defined(DECAP_MOVES_INNER_IPV4)
         // The tenant's IPv4 header, if any, where routing reads it (invalid
         // when the inner frame is not IPv4): the outer one goes with it.
         hdr.ipv4 = hdr.inner_ipv4;
         hdr.inner_ipv4.setInvalid();
 #else
+        // The tenant's IPv4 header stays in inner_ipv4 (the deparser emits it
+        // right after the Ethernet header, as the outer headers are invalid):
+        // routing moves it (L3Forwarding) only for a frame it routes.
         hdr.ipv4.setInvalid();
 #endif
         hdr.udp.setInvalid();
