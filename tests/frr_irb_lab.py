@@ -24,9 +24,13 @@ routes it imports are installed in that namespace: routes via the remote
 VTEPs over the L3 SVI, a neighbour entry per remote VTEP IP with its router
 MAC, an FDB entry per router MAC towards its VTEP. The VXLAN devices keep
 FRR's namespace as their underlay (they were made there), so that is the
-whole Linux data plane of symmetric IRB, programmed by FRR. zebra looks at
-every namespace under /run/netns (it lists them as VRFs); only the
-configured one is used.
+whole Linux data plane of symmetric IRB, programmed by FRR. zebra runs with
+a /run/netns of its own holding only the VRF's namespace (it would make a VRF
+of every namespace there).
+
+The tenant's Linux side and FRR's VRF configuration are
+``topologies/frr_vrf.py``'s (``FrrTenant``), which the demo's FRR host
+(``make demo EVPN=1``) uses as well; this lab adds the namespaces around it.
 
 ``backend="vrf"`` builds the usual layout instead, where the kernel has VRF
 devices: everything in FRR's namespace, the bridges enslaved to a VRF device,
@@ -51,6 +55,7 @@ from typing import Any
 
 from frr_host import evpn_paths
 from frr_lab import FRR_DIR, _run
+from frr_vrf import FrrTenant, Svi
 from p4vtep.processes import stop_processes
 
 VM_MAC = "52:54:00:f0:00:07"
@@ -108,17 +113,22 @@ class FrrIrbLab:
         backend: str = "netns",
         shared: SharedVni | None = None,
     ) -> None:
-        if backend not in ("netns", "vrf"):
-            raise ValueError(f"backend {backend!r}: netns or vrf")
         tag = os.getpid() % 100000
         self.asn, self.l3vni, self.l2vni = asn, l3vni, l2vni
         self.backend, self.shared = backend, shared
         self.ctl_ns, self.frr_ns = f"p4vi-c{tag}", f"p4vi-f{tag}"
         self.vrf, self.vm_ns = f"p4vi-r{tag}", f"p4vi-v{tag}"  # (netns: the VRF is a namespace)
-        # Where the tenant's devices (bridges, SVIs, VMs' ports) are.
-        self.tenant_ns = self.vrf if backend == "netns" else self.frr_ns
         subnet = tag % 250 + 1
         self.ctl_ip, self.frr_ip = f"10.96.{subnet}.1", f"10.96.{subnet}.2"
+        svis = [Svi(l2vni, f"{GATEWAY}/24")]
+        if shared:
+            address = f"{shared.gateway}/{shared.prefix_len}"
+            svis.append(Svi(shared.vni, address, shared.gateway_mac))
+        # FRR's side of the routed tenant (topologies/frr_vrf.py, shared with the demo).
+        self.tenant = FrrTenant(self.vrf, l3vni, FRR_RMAC, tuple(svis), self.frr_ns,
+                                self.frr_ip, backend, table=VRF_TABLE)  # fmt: skip
+        # Where the tenant's devices (bridges, SVIs, VMs' ports) are.
+        self.tenant_ns = self.tenant.ns
         self.observer_ip = f"10.96.{subnet}.3"
         self.dir = Path(tempfile.mkdtemp(prefix="p4vtep-frr-irb-"))
         self.dir.chmod(0o777)
@@ -140,14 +150,10 @@ class FrrIrbLab:
     # ---- setup ----------------------------------------------------------------
 
     def _network(self) -> None:
-        c, f, t, v = self.ctl_ns, self.frr_ns, self.tenant_ns, self.vm_ns
-        namespaces = (c, f, self.vrf, v) if self.backend == "netns" else (c, f, v)
-        for ns in namespaces:
+        c, f, v = self.ctl_ns, self.frr_ns, self.vm_ns
+        for ns in (c, f, v):
             _run("ip", "netns", "add", ns)
-        for ns in (v, t):
-            _run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
-        # The tenant's namespace routes (a new namespace does not forward).
-        _run("ip", "netns", "exec", t, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        _run("ip", "netns", "exec", v, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
         _run("ip", "-n", c, "link", "add", "ctl0", "type", "veth", "peer", "name", "frr0",
              "netns", f)  # fmt: skip
         for ns, dev, ip in ((c, "ctl0", self.ctl_ip), (f, "frr0", self.frr_ip)):
@@ -158,48 +164,18 @@ class FrrIrbLab:
         # p4vtep's ToR VTEPs (10.0.0.0/24) through the controller's side: FRR's
         # next-hop tracking then finds our routes' next hops resolvable.
         _run("ip", "-n", f, "route", "add", "10.0.0.0/24", "via", self.ctl_ip)
-        if self.backend == "vrf":
-            _run("ip", "-n", f, "link", "add", self.vrf, "type", "vrf", "table", str(VRF_TABLE))
-            _run("ip", "-n", f, "link", "set", self.vrf, "up")
-        # VXLAN devices are made in FRR's namespace (their underlay) and, with
-        # the netns backend, moved into the VRF's, where the bridges (the
-        # SVIs) are.
-        vnis = [self.l3vni, self.l2vni] + ([self.shared.vni] if self.shared else [])
-        for vni in vnis:
-            _run("ip", "-n", f, "link", "add", f"vxlan{vni}", "type", "vxlan", "id", str(vni),
-                 "local", self.frr_ip, "dstport", "4789", "nolearning")  # fmt: skip
-            if t != f:
-                _run("ip", "-n", f, "link", "set", f"vxlan{vni}", "netns", t)
-        _run("ip", "-n", t, "link", "set", "lo", "up")
-        _run("ip", "-n", t, "link", "add", f"br{self.l3vni}", "address", FRR_RMAC, "type",
-             "bridge")  # fmt: skip
-        _run("ip", "-n", t, "link", "add", f"br{self.l2vni}", "type", "bridge")
-        if self.shared:
-            _run("ip", "-n", t, "link", "add", f"br{self.shared.vni}", "address",
-                 self.shared.gateway_mac, "type", "bridge")  # fmt: skip
-        for vni in vnis:
-            if self.backend == "vrf":
-                _run("ip", "-n", t, "link", "set", f"br{vni}", "master", self.vrf)
-            _run("ip", "-n", t, "link", "set", f"vxlan{vni}", "master", f"br{vni}")
-        _run("ip", "-n", t, "addr", "add", f"{GATEWAY}/24", "dev", f"br{self.l2vni}")
-        if self.shared:
-            _run("ip", "-n", t, "addr", "add", f"{self.shared.gateway}/{self.shared.prefix_len}",
-                 "dev", f"br{self.shared.vni}")  # fmt: skip
-        for vni in vnis:
-            _run("ip", "-n", t, "link", "set", f"br{vni}", "up")
-            _run("ip", "-n", t, "link", "set", f"vxlan{vni}", "up")
-        _run("ip", "-n", t, "link", "add", "vmbr0", "type", "veth", "peer", "name", "vm0",
-             "address", VM_MAC, "netns", v)  # fmt: skip
-        _run("ip", "-n", t, "link", "set", "vmbr0", "master", f"br{self.l2vni}")
-        _run("ip", "-n", t, "link", "set", "vmbr0", "up")
+        # The VRF, its VXLAN devices (underlay: FRR's namespace), bridges and SVIs.
+        self.tenant.build()
+        _run("ip", "-n", self.tenant_ns, "link", "add", "vmbr0", "type", "veth", "peer", "name",
+             "vm0", "address", VM_MAC, "netns", v)  # fmt: skip
+        self.tenant.attach_port("vmbr0", self.l2vni)
         _run("ip", "-n", v, "link", "set", "vm0", "up")
         _run("ip", "-n", v, "addr", "add", f"{VM_IP}/24", "dev", "vm0")
         _run("ip", "-n", v, "route", "add", "default", "via", GATEWAY)
 
     def _start_frr(self) -> None:
         (self.dir / "zebra.conf").write_text(
-            f"hostname frr-irb\nlog file {self.dir}/zebra.log\n"
-            f"vrf {self.vrf}\n vni {self.l3vni}\nexit-vrf\n"
+            f"hostname frr-irb\nlog file {self.dir}/zebra.log\n" + self.tenant.zebra_config()
         )
         (self.dir / "bgpd.conf").write_text(
             f"""frr defaults datacenter
@@ -215,21 +191,14 @@ router bgp {self.asn}
   neighbor {self.ctl_ip} activate
   advertise-all-vni
  exit-address-family
-router bgp {self.asn} vrf {self.vrf}
- bgp router-id {self.frr_ip}
- address-family ipv4 unicast
-  redistribute connected
- exit-address-family
- address-family l2vpn evpn
-  advertise ipv4 unicast
- exit-address-family
 """
+            + self.tenant.bgpd_config(self.asn, self.frr_ip)
         )
         for name in ("zebra", "bgpd"):
             log = open(self.dir / f"{name}.out", "wb")  # noqa: SIM115 - handed to the child
             command = ["ip", "netns", "exec", self.frr_ns]
-            if name == "zebra" and self.backend == "netns":
-                command += [*self._only_our_vrf(), str(FRR_DIR / name), "-n"]
+            if name == "zebra":
+                command += self.tenant.zebra_command([str(FRR_DIR / name)], self.dir)
             else:
                 command += [str(FRR_DIR / name), *(["-l", self.frr_ip] if name == "bgpd" else [])]
             command += ["-f", str(self.dir / f"{name}.conf"), "-i", str(self.dir / f"{name}.pid")]
@@ -244,21 +213,6 @@ router bgp {self.asn} vrf {self.vrf}
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"zebra did not start; see {self.dir}")
                     time.sleep(0.05)
-
-    def _only_our_vrf(self) -> list[str]:
-        """A command prefix that runs zebra with a /run/netns of its own (in
-        a mount namespace of its own) holding only the VRF's namespace.
-        ``zebra -n`` makes a VRF of every namespace it finds there, and
-        bgpd then takes the MACs of all their interfaces for its own: a
-        route for a VM whose namespace zebra saw (another VTEP's VM, any
-        test's) would be dropped as "self MAC"."""
-        private = self.dir / "netns"
-        script = (
-            'mkdir -p "$1" && touch "$1/$2" && mount --bind "/run/netns/$2" "$1/$2" '
-            '&& mount --rbind "$1" /run/netns && shift 2 && exec "$@"'
-        )
-        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                str(private), self.vrf]  # fmt: skip
 
     # ---- for the data-plane tests (a p4vtep ToR on BMv2 as the other VTEP) ------
 
@@ -288,8 +242,7 @@ router bgp {self.asn} vrf {self.vrf}
         port = f"{name}br"
         _run("ip", "-n", self.tenant_ns, "link", "add", port, "type", "veth", "peer", "name",
              f"{name}0", "address", mac, "netns", ns)  # fmt: skip
-        _run("ip", "-n", self.tenant_ns, "link", "set", port, "master", f"br{self.shared.vni}")
-        _run("ip", "-n", self.tenant_ns, "link", "set", port, "up")
+        self.tenant.attach_port(port, self.shared.vni)
         _run("ip", "-n", ns, "link", "set", "lo", "up")
         _run("ip", "-n", ns, "addr", "add", f"{ip}/{self.shared.prefix_len}", "dev", f"{name}0")
         return ns
@@ -321,8 +274,7 @@ router bgp {self.asn} vrf {self.vrf}
 
     def svi_mac(self, vni: int) -> str:
         """The MAC of VNI ``vni``'s bridge (the SVI): routed frames' source."""
-        out = json.loads(_run("ip", "-n", self.tenant_ns, "-j", "link", "show", f"br{vni}"))
-        return str(out[0]["address"])
+        return self.tenant.svi_mac(vni)
 
     # ---- looking at FRR -------------------------------------------------------
 
@@ -348,21 +300,15 @@ router bgp {self.asn} vrf {self.vrf}
     def kernel_routes(self) -> list[dict[str, Any]]:
         """The VRF's routing table in the kernel (the VRF's namespace, or the
         VRF device's table)."""
-        if self.backend == "netns":
-            out = _run("ip", "-n", self.vrf, "-j", "route", "show")
-        else:
-            out = _run("ip", "-n", self.frr_ns, "-j", "route", "show", "vrf", self.vrf)
-        return list(json.loads(out or "[]"))
+        return self.tenant.kernel_routes()
 
     def kernel_neighbours(self) -> dict[str, str]:
         """The L3 SVI's neighbour entries: remote VTEP IP -> router MAC."""
-        out = _run("ip", "-n", self.tenant_ns, "-j", "neigh", "show", "dev", f"br{self.l3vni}")
-        return {n["dst"]: n.get("lladdr", "") for n in json.loads(out or "[]")}
+        return self.tenant.neighbours()
 
     def kernel_fdb(self, vni: int) -> list[dict[str, Any]]:
         """VNI ``vni``'s VXLAN device's FDB (entries with a ``dst``: towards VTEPs)."""
-        out = _run("bridge", "-n", self.tenant_ns, "-j", "fdb", "show", "dev", f"vxlan{vni}")
-        return [e for e in json.loads(out or "[]") if "dst" in e]
+        return self.tenant.fdb(vni)
 
     def rmacs(self) -> dict[str, Any]:
         return dict(json.loads(self.vtysh(f"show evpn rmac vni {self.l3vni} json") or "{}"))
@@ -381,7 +327,7 @@ router bgp {self.asn} vrf {self.vrf}
     def close(self) -> None:
         stop_processes(self.daemons.values(), timeout=5)
         self.daemons.clear()
-        for ns in (self.ctl_ns, self.frr_ns, self.vrf, self.vm_ns, *self.extra_ns):
-            if ns != self.vrf or self.backend == "netns":
-                _run("ip", "netns", "del", ns, check=False)
+        self.tenant.remove()
+        for ns in (self.ctl_ns, self.frr_ns, self.vm_ns, *self.extra_ns):
+            _run("ip", "netns", "del", ns, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 from frr_host import evpn_paths  # (topologies/: the demo parses FRR the same way)
+from frr_vrf import run as _run  # (topologies/: the demo's FRR host runs commands alike)
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
@@ -67,13 +68,6 @@ def needs_frr() -> pytest.MarkDecorator:
     return pytest.mark.skipif(
         bool(reasons), reason="; ".join(reasons) + ": FRR EVPN interop tests skipped"
     )
-
-
-def _run(*args: str, check: bool = True) -> str:
-    done = subprocess.run(args, check=False, capture_output=True, text=True)
-    if check and done.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: {done.stderr.strip()}")
-    return done.stdout
 
 
 class FrrLab:

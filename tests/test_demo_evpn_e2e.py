@@ -36,3 +36,23 @@ def test_the_frr_hosts_vm_and_the_tenant_reach_each_other_and_nothing_else(fabri
 
 def test_each_side_holds_the_others_routes(fabric):
     assert_check(fabric.check_evpn_routes())
+
+
+def test_a_vm_and_the_frr_hosts_vm_in_the_other_subnet_route_to_each_other(fabric):
+    """Symmetric IRB across the EVPN boundary: tenant A's VMs in
+    192.168.1.0/24 (both ToRs) and c2 (192.168.2.21 in frr1's VRF) ping
+    each other through their gateways, TTL 62 both ways."""
+    assert_check(fabric.check_evpn_routing())
+    # c2's route as the controller took it: a two-label type 2 (its L2 VNI
+    # and the L3 VNI) with frr1's router MAC, in the VRF, installed.
+    plan = fabric.frr_plan
+    routes = fabric.api.EvpnRoutes(demo.pb.EvpnRoutesRequest(vni=plan.routed_vni), timeout=5)
+    [c2] = [r for r in routes.routes if r.type == 2 and list(r.ips) == [plan.routed_vm_ip]]
+    assert (c2.mac, c2.vtep, c2.vrf, c2.l3vni, c2.router_mac, c2.installed) == (
+        plan.routed_vm_mac,
+        plan.vtep_ip,
+        "tenant-a",
+        50000,
+        plan.router_mac,
+        True,
+    )

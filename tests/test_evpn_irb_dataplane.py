@@ -203,11 +203,7 @@ def read_back(lab: Lab) -> None:
 
 def kernel_via(frr: FrrIrbLab) -> dict[str, set[str]]:
     """FRR's VRF kernel routes installed by BGP: destination -> gateways."""
-    out = {}
-    for r in frr.kernel_routes():
-        if r.get("protocol") == "bgp":
-            out[r["dst"]] = {h.get("gateway", "") for h in r.get("nexthops", [r])}
-    return out
+    return frr.tenant.bgp_routes()
 
 
 def frr_mac_paths(frr: FrrIrbLab, mac: str) -> dict[str, dict]:

@@ -28,10 +28,11 @@ from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.bmv2 import find_simple_switch_grpc
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.dataplane.entries import PORT_TX_COUNTER, PipelineEntries
+from p4vtep.dataplane.entries import PORT_TX_COUNTER, PipelineEntries, RemoteVtepHop
 from p4vtep.processes import stop_process
 from p4vtep.runtime import entities
-from p4vtep.runtime.client import SwitchConnection
+from p4vtep.runtime.client import P4RuntimeError, SwitchConnection
+from p4vtep.runtime.protos import p4runtime_pb2
 
 # The package is installed in the venv; this directory is on the path as the
 # script's own, or through pytest.ini when the tests import the demo.
@@ -114,9 +115,7 @@ class Demo:
             fabric_file = leaf_spine.FABRIC_FILE
             if self.frr_plan is not None:
                 self.frr = FrrDaemons(
-                    self.layout.net.get(self.frr_plan.name),
-                    self.frr_plan,
-                    self.log_dir,
+                    self.frr_plan, self.frr_plan.tenant(self.layout.fabric), self.log_dir
                 )
                 self.frr.start()
                 fabric_file = self.state_dir / "fabric-evpn.yaml"
@@ -477,6 +476,94 @@ class Demo:
             f"in frr1's FDB {len(in_fdb)}/{len(want)}",
         )
 
+    def check_evpn_routing(self, timeout: float = 20.0) -> Check:
+        """Symmetric IRB across the EVPN boundary: tenant A's VMs of the other
+        subnet (on both ToRs) and c2 (behind frr1's VRF) ping each other,
+        each through its own gateway (the ToR's anycast gateway, FRR's SVI),
+        every reply routed by both VTEPs over the L3 VNI (TTL 62). Before
+        the pings, each side holds the other's routes: c2's host route on
+        every ToR towards frr1's VTEP and router MAC in the L3 VNI (read
+        from the switches), and frr1's VRF a route to each of those VMs via
+        its ToR's VTEP, with that ToR's router MAC on the L3 SVI."""
+        plan, fabric = self.frr_plan, self.layout.fabric
+        tenant = plan.tenant(fabric)
+        c2 = self.layout.net.get(plan.routed_vm_name)
+        gateway = tenant.svis[0].address.split("/")[0]
+        # c2 speaks: frr1's SVI learns its ARP entry and FRR advertises its
+        # MAC+IP (zebra takes neighbours from notifications only).
+        c2.cmd(f"ping -c 1 -W 1 {gateway}")
+        vms = self.layout.vms
+        others = [
+            n
+            for n in sorted(vms)
+            if vms[n].vni != plan.routed_vni and fabric.vnis[vms[n].vni].vrf == tenant.vrf
+        ]
+        deadline = time.monotonic() + timeout
+        while True:
+            on_tors = self._routed_host_on_tors(tenant.l3vni)
+            tors = {n: fabric.tor_of(vms[n]) for n in others}
+            routes, neighbours = tenant.bgp_routes(), tenant.neighbours()
+            in_frr = [
+                n
+                for n in others
+                if routes.get(vms[n].ips[0]) == {tors[n].vtep_ip}
+                and neighbours.get(tors[n].vtep_ip) == tors[n].router_mac
+            ]
+            if (all(on_tors.values()) and len(in_frr) == len(others)) or (
+                time.monotonic() > deadline
+            ):
+                break
+            time.sleep(0.5)
+        out_ok = [n for n in others if self._routed_ping(self.host(n), plan.routed_vm_ip)]
+        in_ok = [n for n in others if self._routed_ping(c2, vms[n].ips[0])]
+        c2_gateway = c2.cmd(f"ip neigh show to {gateway}")
+        ok = (
+            bool(others)
+            and all(on_tors.values())
+            and len(in_frr) == len(out_ok) == len(in_ok) == len(others)
+            and fabric.anycast_gateway_mac in c2_gateway
+        )
+        holding = ", ".join(t for t, held in sorted(on_tors.items()) if held) or "none"
+        return Check(
+            "EVPN routing",
+            ok,
+            f"{'/'.join(others)} -> {plan.routed_vm_name} ({plan.routed_vm_ip}, frr1's VRF) "
+            f"{len(out_ok)}/{len(others)}, back {len(in_ok)}/{len(others)}, TTL 62 both ways "
+            f"(L3 VNI {tenant.l3vni}); {plan.routed_vm_name}'s host route on {holding} via "
+            f"{plan.vtep_ip}, rmac {plan.router_mac}; frr1's VRF routes {len(in_frr)}/"
+            f"{len(others)} via their ToR",
+        )
+
+    def _routed_host_on_tors(self, l3vni: int) -> dict[str, bool]:
+        """Per ToR: does its ``host_route`` table send the FRR host's routed VM
+        to frr1's VTEP and router MAC in the L3 VNI (read from the switch)?"""
+        plan = self.frr_plan
+        want = self.entries.host_route(
+            l3vni, plan.routed_vm_ip, RemoteVtepHop(plan.vtep_ip, plan.router_mac, l3vni)
+        )
+        query = p4runtime_pb2.TableEntry()
+        query.CopyFrom(want)
+        query.ClearField("action")
+        held = {}
+        for tor in self.layout.fabric.tors:
+            try:
+                got = self.switch_read(tor, query)
+            except P4RuntimeError:  # (no such entry: BMv2 answers NOT_FOUND)
+                got = []
+            held[tor] = any(e.table_entry.action == want.action for e in got)
+        return held
+
+    @staticmethod
+    def _routed_ping(host, ip: str, tries: int = 3) -> bool:
+        """``host`` pings ``ip`` in another subnet: answered with TTL 62 (the
+        reply routed by both VTEPs), its gateway resolved (the first try may
+        be lost to ARP on the way)."""
+        for _ in range(tries):
+            out = host.cmd(f"ping -c 1 -W 1 {ip}")
+            if " 0% packet loss" in out:
+                return "ttl=62" in out
+        return False
+
     def run_checks(self) -> list[Check]:
         arp_before = self.arp_replies()
         checks = [self.check_ping_matrix()]
@@ -487,6 +574,7 @@ class Demo:
             checks.append(self.check_evpn_session())
             checks.append(self.check_evpn_reach())
             checks.append(self.check_evpn_routes())
+            checks.append(self.check_evpn_routing())
         checks.append(self.check_ecmp())
         checks.append(self.check_qos())
         checks.append(self.check_migration())

@@ -3,16 +3,26 @@ EVPN VTEP, the kind p4vtep meets in a mixed data centre.
 
     sp1 ─┐                 frr1: VTEP 10.0.1.10 on lo, ECMP to both spines
          ├── frr1 ── c1    br5000 ── vxlan5000 (local 10.0.1.10)
-    sp2 ─┘    │                └── c1's port      c1: a tenant A VM, no p4vtep in sight
+    sp2 ─┘    │  │             └── c1's port      c1: a tenant A VM, no p4vtep in sight
+              │  └──── c2  VRF tenant-a (a namespace: frr_vrf.py): br50000 (L3 VNI,
+              │                FRR's router MAC), br5001 192.168.2.254 (the fabric's
+              │                anycast gateway) ── vxlan5001, c2's port
               └── mgmt veth ── the controller's speaker (root namespace)
 
 FRR (zebra + bgpd with advertise-all-vni) peers with the controller's BGP
 speaker over a management link and learns nothing from a fabric file: the
-p4vtep ToRs and frr1 find each other through EVPN routes only.
+p4vtep ToRs and frr1 find each other through EVPN routes only. VNI 5000 is
+bridged (L2 only, as a VTEP without routing has it); tenant A's second
+subnet (VNI 5001) is routed in FRR's VRF with the fabric's L3 VNI, symmetric
+IRB (c2 in 192.168.2.0/24 and tenant A's VMs in 192.168.1.0/24 reach each
+other through both sides' gateways).
 
-The daemons run inside the Mininet host with every file (configs, pids, vty
-sockets, zebra's socket, logs) in a private directory: /etc/frr and
-/var/run/frr are not touched. Only the processes started here are stopped.
+This kernel has no VRF devices, so zebra runs with its network-namespace VRF
+backend (frr_vrf.py, shared with tests/frr_irb_lab.py); frr1's Mininet
+namespace is named for `ip netns` (``ip netns attach``) and FRR runs in it.
+Every FRR file (configs, pids, vty sockets, zebra's socket, logs) is in a
+private directory: /etc/frr and /var/run/frr are not touched. Only the
+processes started here are stopped.
 """
 
 from __future__ import annotations
@@ -26,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from frr_vrf import FrrTenant, Svi
+from p4vtep.model import Fabric
 from p4vtep.processes import stop_processes
 
 FRR_DIR = Path("/usr/lib/frr")
@@ -48,10 +60,40 @@ class FrrHostPlan:
     vm_name: str = "c1"
     vm_mac: str = "00:00:0a:00:00:21"
     vm_ip: str = "192.168.1.21"
+    # frr1's namespace as `ip netns` names it (FRR runs there; frr_vrf.py).
+    netns: str = "p4vd-frr1"
+    # The routed tenant: a host in another subnet of a routed VNI, behind
+    # FRR's VRF (that VNI's VRF in the fabric file: name, L3 VNI, gateway).
+    routed_vni: int = 5001
+    routed_vm_name: str = "c2"
+    routed_vm_mac: str = "00:00:0a:00:01:21"
+    routed_vm_ip: str = "192.168.2.21"
+    router_mac: str = "02:fe:00:01:00:10"  # FRR's (its L3 SVI's): not a ToR's, not the anycast
+    vrf_netns: str = "p4vd-frr1-vrf"  # the VRF's namespace (zebra sees it under the VRF's name)
 
     def spine_link(self, spine: int) -> tuple[str, str]:
         """(spine address, frr1 address) of the link to spine ``spine`` (1-based)."""
         return f"10.1.{spine}.0", f"10.1.{spine}.1"
+
+    def tenant(self, fabric: Fabric) -> FrrTenant:
+        """FRR's side of the routed VNI's VRF: the fabric's VRF name and L3
+        VNI, the VNI's subnet with the fabric's anycast gateway (IP and MAC)
+        on FRR's SVI, as a distributed gateway has it."""
+        vni = fabric.vnis[self.routed_vni]
+        assert vni.vrf is not None, f"VNI {vni.vni} is not routed"
+        assert fabric.anycast_gateway_mac is not None
+        [subnet] = vni.subnets
+        prefix_len = subnet.prefix.split("/")[1]
+        svi = Svi(vni.vni, f"{subnet.gateway}/{prefix_len}", fabric.anycast_gateway_mac)
+        return FrrTenant(
+            vrf=vni.vrf,
+            l3vni=fabric.vrfs[vni.vrf].l3vni,
+            router_mac=self.router_mac,
+            svis=(svi,),
+            underlay_ns=self.netns,
+            vtep_ip=self.vtep_ip,
+            netns=self.vrf_netns,
+        )
 
     def evpn_section(self, hold_time: int = 9) -> dict[str, Any]:
         """The controller's fabric-file evpn: section for this host. Our side
@@ -78,12 +120,13 @@ def frr_missing() -> list[str]:
 
 
 class FrrDaemons:
-    """zebra and bgpd inside one Mininet host, their files in a private
-    temporary directory (removed by stop), logs copied to ``log_dir``."""
+    """zebra and bgpd in the FRR host's namespace (``plan.netns``), zebra
+    with the tenant's VRF (``tenant``), their files in a private temporary
+    directory (removed by stop), logs copied to ``log_dir``."""
 
-    def __init__(self, host: Any, plan: FrrHostPlan, log_dir: Path) -> None:
-        self.host = host
+    def __init__(self, plan: FrrHostPlan, tenant: FrrTenant, log_dir: Path) -> None:
         self.plan = plan
+        self.tenant = tenant
         self.dir = Path(tempfile.mkdtemp(prefix="p4vtep-frr-"))
         self.log_dir = log_dir
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -92,7 +135,9 @@ class FrrDaemons:
         self.dir.chmod(0o777)  # the frr user writes its sockets, pids and logs here
         self.log_dir.mkdir(parents=True, exist_ok=True)
         p = self.plan
-        (self.dir / "zebra.conf").write_text(f"hostname {p.name}\nlog file {self.dir}/zebra.log\n")
+        (self.dir / "zebra.conf").write_text(
+            f"hostname {p.name}\nlog file {self.dir}/zebra.log\n" + self.tenant.zebra_config()
+        )
         (self.dir / "bgpd.conf").write_text(
             f"""frr defaults datacenter
 hostname {p.name}
@@ -107,6 +152,7 @@ router bgp {p.asn}
   advertise-all-vni
  exit-address-family
 """
+            + self.tenant.bgpd_config(p.asn, p.vtep_ip)
         )
         self._start("zebra")
         deadline = time.monotonic() + 10
@@ -117,10 +163,15 @@ router bgp {p.asn}
         self._start("bgpd")
 
     def _start(self, daemon: str) -> None:
+        # (`ip netns exec`, not the Mininet host's popen: the host's mount
+        # namespace does not see the VRF's namespace, which zebra needs.)
+        command = [str(FRR_DIR / daemon)]
+        if daemon == "zebra":
+            command = self.tenant.zebra_command(command, self.dir)
         with open(self.log_dir / f"{self.plan.name}-{daemon}.out", "wb") as out:
-            self.processes[daemon] = self.host.popen(
+            self.processes[daemon] = subprocess.Popen(
                 [
-                    str(FRR_DIR / daemon),
+                    "ip", "netns", "exec", self.plan.netns, *command,
                     "-f", str(self.dir / f"{daemon}.conf"),
                     "-i", str(self.dir / f"{daemon}.pid"),
                     "--vty_socket", str(self.dir),

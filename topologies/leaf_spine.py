@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bmv2_switch import MininetBmv2Switch
 from frr_host import FrrHostPlan
+from frr_vrf import run
 from mininet.net import Mininet
 from mininet.node import Host
 from p4vtep.config import load_fabric, load_inventory
@@ -97,6 +98,9 @@ def build(
             net.addLink(frr_host, spine)
         c1 = net.addHost(frr.vm_name, ip=None, mac=frr.vm_mac)
         net.addLink(c1, frr_host, addr1=frr.vm_mac)
+        # A host of the routed tenant (its port moves into FRR's VRF).
+        c2 = net.addHost(frr.routed_vm_name, ip=None, mac=frr.routed_vm_mac)
+        net.addLink(c2, frr_host, addr1=frr.routed_vm_mac)
     return layout
 
 
@@ -154,10 +158,15 @@ def configure(layout: LeafSpine) -> None:
 
 def configure_frr_host(layout: LeafSpine, plan: FrrHostPlan) -> None:
     """frr1's underlay (VTEP on lo, ECMP over both spines, each spine a /32
-    route to it), its bridge and VXLAN device, its VM, and the management
-    link to the controller in the root namespace. FRR itself is started by
-    the demo (frr_host.FrrDaemons)."""
+    route to it), its bridge and VXLAN device, its VM, the routed tenant's
+    VRF with its host c2 (frr_vrf.py), and the management link to the
+    controller in the root namespace. FRR itself is started by the demo
+    (frr_host.FrrDaemons)."""
     host = layout.net.get(plan.name)
+    # frr1's namespace by a name, for `ip -n` and `ip netns exec` (the VRF's
+    # namespace is made from the root's view, which Mininet hosts do not share).
+    run("ip", "netns", "del", plan.netns, check=False)  # (a name a killed demo left)
+    run("ip", "netns", "attach", plan.netns, str(host.pid))
     tor_count = len(layout.fabric.tors)
     host.cmd("sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0")
     host.cmd(f"ip addr add {plan.vtep_ip}/32 dev lo; ip link set lo up")
@@ -190,6 +199,21 @@ def configure_frr_host(layout: LeafSpine, plan: FrrHostPlan) -> None:
     vm = layout.net.get(plan.vm_name)
     vm_intf = vm.intfList()[0].name
     vm.cmd(f"ip addr add {plan.vm_ip}/{SUBNET_PREFIX} dev {vm_intf}; ip link set {vm_intf} up")
+    # The routed tenant: FRR's VRF (a namespace), its L3 VNI and the routed
+    # VNI's SVI with the anycast gateway; c2's port moves onto that bridge.
+    tenant = plan.tenant(layout.fabric)
+    tenant.remove()  # (a namespace a killed demo left)
+    tenant.build()
+    c2_port = host.intfList()[len(SPINES) + 1].name
+    run("ip", "-n", plan.netns, "link", "set", c2_port, "netns", tenant.ns)
+    tenant.attach_port(c2_port, plan.routed_vni)
+    c2 = layout.net.get(plan.routed_vm_name)
+    c2_intf = c2.intfList()[0].name
+    [svi] = tenant.svis
+    c2.cmd(
+        f"ip addr add {plan.routed_vm_ip}/{svi.address.split('/')[1]} dev {c2_intf}; "
+        f"ip link set {c2_intf} up; ip route replace default via {svi.address.split('/')[0]}"
+    )
     # The BGP session's link: one end in the root namespace, where the
     # controller (and its speaker) runs.
     subprocess.run(["ip", "link", "del", plan.mgmt_ctl_intf], capture_output=True, check=False)
@@ -208,8 +232,12 @@ def configure_frr_host(layout: LeafSpine, plan: FrrHostPlan) -> None:
 
 
 def remove_frr_host_link(plan: FrrHostPlan) -> None:
-    """The management link is not Mininet's: delete it (both ends go)."""
+    """What is not Mininet's: the management link (both ends go), the VRF's
+    namespace (its devices go with it; FRR stopped first) and the name of
+    frr1's namespace."""
     subprocess.run(["ip", "link", "del", plan.mgmt_ctl_intf], capture_output=True, check=False)
+    for ns in (plan.vrf_netns, plan.netns):
+        run("ip", "netns", "del", ns, check=False)
 
 
 def vf_file(layout: LeafSpine, server: str) -> Path:
