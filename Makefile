@@ -19,7 +19,7 @@ GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 .PHONY: all deps deps-system deps-python gobgp-api toolchain toolchain-archive p4 p4-if-p4c p4-tofino p4-check \
 	proto proto-api proto-p4runtime regen lint format typecheck unit check ptf test demo demo-cli clean \
 	bench bench-convergence bench-convergence-routed bench-memory bench-move bench-move-routed \
-	bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost bench-server bench-report
+	bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost bench-server bench-qos bench-report
 
 all: test
 
@@ -186,7 +186,8 @@ p4-if-p4c:
 # Benchmarks: each writes bench/results/NAME.json; bench-report renders
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.
 bench: bench-convergence bench-convergence-routed bench-memory bench-move bench-move-routed \
-	bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost bench-server bench-report
+	bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost bench-server bench-qos \
+	bench-report
 
 bench-convergence: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py
@@ -216,6 +217,11 @@ bench-dataplane-cost: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/dataplane_cost.py
 bench-server: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/server_cost.py
+# Issue 30: two guaranteed VMs and a greedy one on a server link, hypervisor
+# shaping against the guarantee at the ToR (root: namespaces, tc). 60 s per arm
+# and protocol; BENCH_QOS_FLAGS=--seconds 10 for a quick look.
+bench-qos: deps
+	env $(TOOLCHAIN_VARS) $(VPY) bench/qos.py $(BENCH_QOS_FLAGS)
 bench-report: deps-python
 	$(VPY) bench/report.py
 

@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import qos_report
 from common import REPO, RESULTS, ratios
 
 DOCS = REPO / "docs"
@@ -948,6 +949,8 @@ def render() -> str:
     out += ["## 5. The offload's value on the server", ""]
     ran_elsewhere(out, "server_cost", machine)
     section_server(out)
+    out += ["## 6. A guaranteed rate under a greedy neighbour (QoS)", ""]
+    qos_report.section(out)
     notes = REPO / "bench" / "NOTES.md"
     if notes.exists():
         out += [notes.read_text()]
