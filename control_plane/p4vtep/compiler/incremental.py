@@ -7,10 +7,12 @@ its VNI's parameters and flood groups, the replica entries toward the other
 ToRs, and, when the VNI appears on or leaves the ToR, the remote entries of
 the VNI's other VMs. Learned facts about external VTEPs (EVPN routes, static
 VTEPs: ``set_learned``) rebuild the units they touch: per VNI the learned
-MACs, the flood groups and replicas, per VRF its learned routes (with the
-host routes of our VMs whose IPs they name), and the underlay. Every entity that
-changed is recorded with what the switch held before, so a supervisor writes
-just those.
+MACs, the flood groups and replicas, per VRF its prefixes and per learned
+host route its own unit (with the host routes of our VMs whose IPs they
+name), and the underlay; what differs is read from the new facts
+(``Learned.since``: as the learned table recorded it, change by change).
+Every entity that changed is recorded with what the switch held before, so a
+supervisor writes just those.
 
 A ToR can be *pinned* to an older version of one VM (make-before-break
 during a migration): until the pin is released, that ToR keeps seeing the VM
@@ -188,15 +190,48 @@ class TorCompiler:
         ]
 
     def _vrf_items(self, vrf: str) -> list[Encoded]:
+        """The ("vrf", VRF) unit: all of the VRF but its learned host routes
+        (``_host_units``, one unit per IP: a learned route changes its own)."""
         fabric, learned = self.d.fabric, self.d.learned
-        # (the VMs by IP only where there are static routes or learned host
-        # routes: a walk of the VRF)
-        owners = (
-            routing.ip_owners(self._vrf_members(vrf))
-            if routing.needs_owners(fabric, vrf, learned)
-            else {}
+        # (the VMs by IP only where there are static routes: a walk of the VRF)
+        owners = routing.ip_owners(self._vrf_members(vrf)) if fabric.vrfs[vrf].routes else {}
+        return routing.vrf_items(
+            self.enc, fabric, self.name, vrf, self.d.alloc, owners, learned, learned_hosts=False
         )
-        return routing.vrf_items(self.enc, fabric, self.name, vrf, self.d.alloc, owners, learned)
+
+    def _host_units(self, vrf: str, ips: Iterable[str]) -> dict[Unit, list[Encoded]]:
+        """("host", VRF, IP) units: the learned host route of each IP given,
+        where this ToR holds the VRF and no VM of it (or gateway) keeps the IP."""
+        fabric, learned = self.d.fabric, self.d.learned
+        hosts = learned.hosts.get(vrf, {}) if vrf in self.vrfs else {}
+        ips = list(ips)
+        wanted = {ip for ip in ips if ip in hosts}
+        owners: dict[str, Vm] = {}
+        if wanted:  # (the VRF's VMs with those IPs: a walk of the VRF)
+            for vm in self._vrf_members(vrf):
+                for ip in vm.ips:
+                    if ip in wanted:
+                        owners[ip] = vm
+        gateway_ips = routing.gateways(fabric, vrf) if wanted else set()
+        l3vni = fabric.vrfs[vrf].l3vni
+        units: dict[Unit, list[Encoded]] = {}
+        for ip in ips:
+            host = hosts.get(ip)
+            item = (
+                routing.learned_host_route(
+                    self.enc, l3vni, host, owners.get(ip), learned, gateway_ips
+                )
+                if host is not None
+                else None
+            )
+            units[("host", vrf, ip)] = [item] if item is not None else []
+        return units
+
+    def _vrf_units(self, vrf: str) -> dict[Unit, list[Encoded]]:
+        """A VRF's units: itself and its learned host routes (empty when
+        this ToR does not hold it)."""
+        items = self._vrf_items(vrf) if vrf in self.vrfs else []
+        return {("vrf", vrf): items, **self._host_units(vrf, self.d.learned.hosts.get(vrf, {}))}
 
     def _replica_items(self) -> list[Encoded]:
         tors = {t for counts in self.remote.values() for t in counts}
@@ -229,7 +264,8 @@ class TorCompiler:
         self.epoch += 1  # (a build in steps then finishes from the new facts)
         if not self.built or self._building:
             return
-        mac_vnis = {x for x in set(old.macs) | set(new.macs) if old.macs.get(x) != new.macs.get(x)}
+        delta = new.since(old)
+        mac_vnis = delta.macs
         units = self._learned_units(sorted(mac_vnis))
         # Our VMs whose MAC a remote VTEP won or gave up: their MAC entry
         # passes to (or back from) the learned one, in the same step.
@@ -245,15 +281,10 @@ class TorCompiler:
         # back with its MAC), and our VMs whose host route for an IP passes
         # to (or back from) a learned one.
         moved: dict[int, set[str]] = {}
-        for vni, mac in old.taken ^ new.taken:
+        for vni, mac in delta.taken:
             moved.setdefault(vni, set()).add(mac)
         for vrf in sorted(self.vrfs):
-            old_hosts, new_hosts = old.hosts.get(vrf, {}), new.hosts.get(vrf, {})
-            ips = {
-                ip
-                for ip in set(old_hosts) | set(new_hosts)
-                if old_hosts.get(ip) != new_hosts.get(ip)
-            }
+            ips = delta.hosts.get(vrf, frozenset())
             vms = [
                 vm
                 for vni in routing.vnis_of(self.d.fabric, vrf)
@@ -261,9 +292,14 @@ class TorCompiler:
                 for vm in self.d.members(self.name, vni)
                 if vm.mac in moved[vni]
             ]
-            if not vms and not ips and old.prefixes.get(vrf) == new.prefixes.get(vrf):
+            if not vms and not ips and vrf not in delta.prefixes:
                 continue
-            units[("vrf", vrf)] = self._vrf_items(vrf)
+            # The VRF's unit: its prefixes, and its static routes (those
+            # towards a VM that moved away follow the learned host route).
+            hops = {route.next_hop for route in self.d.fabric.vrfs[vrf].routes}
+            if vms or vrf in delta.prefixes or not hops.isdisjoint(ips):
+                units[("vrf", vrf)] = self._vrf_items(vrf)
+            units.update(self._host_units(vrf, {*ips, *(ip for vm in vms for ip in vm.ips)}))
             for vm in vms:
                 units[("vm", vm.name)] = self._vm_items(vm)
             if ips:
@@ -271,9 +307,7 @@ class TorCompiler:
                     if not ips.isdisjoint(vm.ips):
                         units[("vm", vm.name)] = self._vm_items(vm)
         self._set_units(units)
-        flood_vnis = {
-            x for x in set(old.flood) | set(new.flood) if old.flood.get(x) != new.flood.get(x)
-        }
+        flood_vnis = delta.flood
         self._stale_vnis.update(x for x in flood_vnis if x in self.local)
         if flood_vnis & set(self.local):
             self._set_unit(("replicas",), self._replica_items())
@@ -333,7 +367,7 @@ class TorCompiler:
             self.remote.setdefault(vni, Counter())
         self.vrfs = routing.vrfs_of(fabric, self.local)
         vrf_units: dict[Unit, list[Encoded]] = {
-            ("vrf", vrf): self._vrf_items(vrf) for vrf in sorted(self.vrfs)
+            unit: items for vrf in sorted(self.vrfs) for unit, items in self._vrf_units(vrf).items()
         }
         units: dict[Unit, list[Encoded]] = {
             ("ports",): ports.build(self.enc, fabric, self.name),
@@ -514,7 +548,7 @@ class TorCompiler:
             flood_changed.update(vm.vni for vm in (old, new) if vm is not None)
 
         for vrf in sorted(vrfs_before ^ self.vrfs):
-            self._set_unit(("vrf", vrf), self._vrf_items(vrf) if vrf in self.vrfs else [])
+            self._set_units(self._vrf_units(vrf))
             for vm in self._vrf_members(vrf):
                 if vm.name != name:
                     self._set_unit(("vm", vm.name), self._vm_items(vm))
@@ -526,10 +560,11 @@ class TorCompiler:
         vrf_units: dict[Unit, list[Encoded]] = {}
         for vrf in sorted(routing.vrfs_of(fabric, vnis) & vrfs_before & self.vrfs):
             hosts = self.d.learned.hosts.get(vrf, {})
-            if any(route.next_hop in ips for route in fabric.vrfs[vrf].routes) or any(
-                ip in hosts for ip in ips
-            ):
+            if any(route.next_hop in ips for route in fabric.vrfs[vrf].routes):
                 vrf_units[("vrf", vrf)] = self._vrf_items(vrf)
+            shadowed = [ip for ip in ips if ip in hosts]
+            if shadowed:
+                vrf_units.update(self._host_units(vrf, shadowed))
 
         # The VM's entries, the learned MACs of its VNI(s) and the learned
         # routes of its VRF that it shadows (or stops shadowing) change together.

@@ -115,11 +115,6 @@ def gateways(fabric: Fabric, vrf_name: str) -> set[str]:
     return {s.gateway for vni in vnis_of(fabric, vrf_name) for s in fabric.vnis[vni].subnets}
 
 
-def needs_owners(fabric: Fabric, vrf_name: str, learned: Learned) -> bool:
-    """Whether ``vrf_items`` reads the VRF's VMs by IP (a walk of the VRF)."""
-    return bool(fabric.vrfs[vrf_name].routes or learned.hosts.get(vrf_name))
-
-
 def vrf_items(
     enc: Encoder,
     fabric: Fabric,
@@ -128,11 +123,13 @@ def vrf_items(
     alloc: Allocations,
     owners: Mapping[str, Vm],
     learned: Learned = NOTHING,
+    learned_hosts: bool = True,
 ) -> list[Encoded]:
     """A VRF this ToR holds: its L3 VNI, its static routes towards the VM
     that owns each next hop (`owners`: the VRF's VMs by IP, as this ToR sees
     them; a route whose next hop no VM owns now is left out), and the
-    routes learned into it (see the module's rules)."""
+    routes learned into it (see the module's rules). ``learned_hosts``
+    False: without the learned host routes (``learned_host_route`` each)."""
     vrf = fabric.vrfs[vrf_name]
     rmac = fabric.tors[tor_name].router_mac
     out = [
@@ -172,15 +169,29 @@ def vrf_items(
                 )
             )
         )
-    if hosts:
+    if hosts and learned_hosts:
         ours = gateways(fabric, vrf_name)
         for ip in sorted(hosts):
-            host = hosts[ip]
-            owner = owners.get(ip)
-            if ip in ours or (owner is not None and not learned.takes(owner.vni, owner.mac)):
-                continue
-            out.append(enc.host_route(vrf.l3vni, ip, learned_hop(host)))
+            item = learned_host_route(enc, vrf.l3vni, hosts[ip], owners.get(ip), learned, ours)
+            if item is not None:
+                out.append(item)
     return out
+
+
+def learned_host_route(
+    enc: Encoder,
+    l3vni: int,
+    host: LearnedHost,
+    owner: Vm | None,
+    learned: Learned,
+    gateway_ips: set[str],
+) -> Encoded | None:
+    """The learned host route of one IP of a VRF (``owner``: the VRF's VM
+    with that IP, as the ToR sees it), or None where the VRF's own gateway
+    or VM keeps the IP."""
+    if host.ip in gateway_ips or (owner is not None and not learned.takes(owner.vni, owner.mac)):
+        return None
+    return enc.host_route(l3vni, host.ip, learned_hop(host))
 
 
 def ip_owners(vms: Iterable[Vm]) -> dict[str, Vm]:

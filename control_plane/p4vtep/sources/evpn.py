@@ -260,22 +260,22 @@ class EvpnSource:
         if not self._leading.is_set():
             return  # a follower: held in the view until its replica leads
         learned = self.learned()
-        ours = {(vm.vni, vm.mac): vm.name for vm in self._controller.desired_view().vms.values()}
-        for vni, macs in learned.macs.items():
-            for m in macs.values():
-                name = ours.get((vni, m.mac))
-                if name is not None and (vni, m.mac, m.vtep) not in self._shadowed:
-                    self._shadowed.add((vni, m.mac, m.vtep))
-                    log.warning(
-                        "EVPN: VTEP %s holds %s in VNI %d, VM %s's MAC, with a higher sequence "
-                        "number (it moved away?): its traffic goes there; %s stays bound "
-                        "until the inventory follows",
-                        m.vtep,
-                        m.mac,
-                        vni,
-                        name,
-                        name,
-                    )
+        # (our VMs looked up in the learned MACs, not the other way round:
+        # those may be many more)
+        for vm in self._controller.desired_view().vms.values():
+            m = learned.macs.get(vm.vni, {}).get(vm.mac)
+            if m is not None and (vm.vni, m.mac, m.vtep) not in self._shadowed:
+                self._shadowed.add((vm.vni, m.mac, m.vtep))
+                log.warning(
+                    "EVPN: VTEP %s holds %s in VNI %d, VM %s's MAC, with a higher sequence "
+                    "number (it moved away?): its traffic goes there; %s stays bound "
+                    "until the inventory follows",
+                    m.vtep,
+                    m.mac,
+                    vm.vni,
+                    vm.name,
+                    vm.name,
+                )
         try:
             self._controller.commit_learned(learned)
         except SpaceFull as exc:
