@@ -283,6 +283,14 @@ def test_the_intake_says_what_a_routed_route_is_for(
             "anycast gateway MAC",
         ),
         (symmetric(ip="fd00::9"), "unknown-vni", "is not an IPv4 host of VRF red"),
+        # A host elsewhere claiming our anycast gateway IP: routed into the
+        # VRF (any of its VNIs' gateways) or bridged into the VNI.
+        (symmetric(ip="192.168.2.254"), "gateway-ip", "anycast gateway IP of VNI 5001"),
+        (
+            MacIpRoute(f"{FRR}:1", HOST_MAC, 5000, FRR, "192.168.1.254", ("65000:5000",)),
+            "gateway-ip",
+            "anycast gateway IP of VNI 5000",
+        ),
     ],
 )
 def test_the_intake_refuses_routed_routes_by_reason(

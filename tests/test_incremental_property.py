@@ -55,7 +55,9 @@ EXTERNAL = ["192.0.2.10", "192.0.2.20", "192.0.2.30"]
 # Learned host routes of VRF "red": in its VNIs, in an L2-only one (asymmetric
 # in a VNI we host would be 5000/5001 too) and in a VNI the fabric lacks
 # (symmetric IRB); IPs 0-9 (ours are 0-7, v3's is the static route's next
-# hop) and 254 (VNI 5000's gateway, 192.168.1.254, stands in: see learned_of).
+# hop) and 254 (VNI 5000's gateway, 192.168.1.254, stands in: see learned_of;
+# the intake refuses it (gateway-ip), the table and compilers are still fed it
+# here so that what they do with it stays deterministic).
 HOST_VNIS = [5000, 5000, 5001, 9000]
 PREFIXES = ["0.0.0.0/0", "10.0.0.0/8", "10.1.0.0/16", "192.168.0.0/24"]
 SERVERS = sorted(FABRIC.servers)
@@ -119,7 +121,8 @@ op = st.one_of(
 # symmetric IRB only), with or without an IP (ours 0-7, nobody's 8-9, a
 # gateway's 254, in VNI 9000 only: a MAC+IP route bridged into a hosted VNI
 # with a gateway's IP gives an ARP entry the gateway's has, and the two
-# compiles disagree on which one wins; not this test's matter), single-label
+# compiles disagree on which one wins; the intake refuses both (gateway-ip,
+# tests/test_evpn_irb.py), so only the host route is fed here), single-label
 # ("asym": a host route in a routed VNI) or with the L3 VNI ("sym"),
 # mobility numbers and sticky bits for the MAC mobility contests (among them
 # with our VMs' MACs: "local" tells the table our VMs); type 3 and type 5

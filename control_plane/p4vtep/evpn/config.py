@@ -92,6 +92,7 @@ class VniRouting:
     # in (None: L2 only) and its subnets' prefixes.
     vrf: str | None = None
     subnets: tuple[str, ...] = ()
+    gateways: tuple[str, ...] = ()  # the subnets' anycast gateway IPs
 
     def rd_for(self, vtep_ip: str) -> str:
         return self.rd if self.rd is not None else f"{vtep_ip}:{self.vni & 0xFFFF}"
@@ -175,6 +176,16 @@ class EvpnConfig:
                 return mac
         return None
 
+    def gateway_vni(self, ip: str, vni: int | None, vrf: str | None) -> int | None:
+        """The routed VNI whose anycast gateway IP ``ip`` is, among VNI
+        ``vni`` and the VNIs routed in VRF ``vrf``; None when it is none's."""
+        for routing in self.vnis:
+            if (routing.vni == vni or (vrf is not None and routing.vrf == vrf)) and (
+                ip in routing.gateways
+            ):
+                return routing.vni
+        return None
+
     def own_macs(self) -> frozenset[str]:
         """Our ToRs' router MACs and the anycast gateway MAC."""
         macs = {mac for _, mac in self.router_macs}
@@ -192,7 +203,15 @@ class EvpnConfig:
             spec = fabric.vnis.get(routing.vni)
             vrf = spec.vrf if spec is not None else None
             subnets = tuple(s.prefix for s in spec.subnets) if spec is not None else ()
-            vnis.append(replace(routing, vrf=vrf, subnets=subnets if vrf else ()))
+            gateways = tuple(s.gateway for s in spec.subnets) if spec is not None else ()
+            vnis.append(
+                replace(
+                    routing,
+                    vrf=vrf,
+                    subnets=subnets if vrf else (),
+                    gateways=gateways if vrf else (),
+                )
+            )
         given = {v.name: v for v in self.vrfs}
         vrfs = []
         for name in sorted(fabric.vrfs):

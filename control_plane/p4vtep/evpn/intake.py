@@ -47,6 +47,7 @@ OVERLAY_INDEX = "overlay-index"
 UNKNOWN_VRF = "unknown-vrf"
 L3VNI_TYPE3 = "l3vni-type3"
 NOT_IPV4 = "not-ipv4"
+GATEWAY_IP = "gateway-ip"
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,19 @@ class RouteIntake:
     # ---- the rules ------------------------------------------------------------
 
     def _verdict(self, route: EvpnRoute) -> Admitted | tuple[str, str]:
+        verdict = self._use(route)
+        if isinstance(verdict, Admitted) and isinstance(route, MacIpRoute) and route.ip:
+            # Our anycast gateway IP is the ToRs' own (ARP suppression answers
+            # it, the host table holds it as the gateway): a host elsewhere
+            # with it would take the gateway's entries.
+            vni = self.config.gateway_vni(
+                route.ip, route.vni if verdict.bridged else None, verdict.vrf
+            )
+            if vni is not None:
+                return GATEWAY_IP, f"{route.ip} is the anycast gateway IP of VNI {vni}"
+        return verdict
+
+    def _use(self, route: EvpnRoute) -> Admitted | tuple[str, str]:
         if isinstance(route, IpPrefixRoute):
             return self._prefix(route)
         if isinstance(route, InclusiveMulticastRoute):
