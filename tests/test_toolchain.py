@@ -381,6 +381,11 @@ def test_packing_takes_the_libraries_the_binaries_load(tmp_path: Path) -> None:
     subprocess.run([cc, "-o", str(switch), str(tmp_path / "main.c"), f"-L{prefix / 'lib'}",
                     "-l:libanswer.so.1", f"-Wl,-rpath,{prefix / 'lib'}"], check=True)  # fmt: skip
     stub(prefix / "bin" / "p4c", "p4c")
+    # BMv2's generated Thrift classes go with the switch (queue rates)
+    runtime_dir = prefix / "lib" / "python3.11" / "site-packages" / "sswitch_runtime"
+    runtime_dir.mkdir(parents=True)
+    for name in ("__init__.py", "SimpleSwitch.py"):
+        (runtime_dir / name).write_text("# generated\n")
     _, files, runtime = tca.toolchain_files(
         {"p4c": str(prefix / "bin" / "p4c"), "simple_switch_grpc": str(switch)}
     )
@@ -389,6 +394,8 @@ def test_packing_takes_the_libraries_the_binaries_load(tmp_path: Path) -> None:
         "bin/simple_switch_grpc",
         "lib/libanswer.so.1",
         "lib/libanswer.so.1.0",
+        "lib/python3.11/site-packages/sswitch_runtime/SimpleSwitch.py",
+        "lib/python3.11/site-packages/sswitch_runtime/__init__.py",
     ]
     assert "libc6" not in runtime
     run = subprocess.run([str(switch)], capture_output=True, text=True, check=True)

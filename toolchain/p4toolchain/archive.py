@@ -243,7 +243,8 @@ def toolchain_files(tools: Mapping[str, str]) -> tuple[Path, list[str], list[str
     how it was installed: (prefix, files relative to it, Debian runtime packages).
 
     Files: the tools, p4c's companions in its directory (the backends p4c-* and
-    p4test it runs), its share/p4c (p4include and the driver's configuration), and
+    p4test it runs), its share/p4c (p4include and the driver's configuration),
+    BMv2's generated ``sswitch_runtime`` Python classes (queue rates), and
     every shared library the binaries load from inside the prefix that no Debian
     package of the distribution provides (a p4lang-* package's own libraries are
     packed). The other libraries' packages are what unpacking must install."""
@@ -263,6 +264,10 @@ def toolchain_files(tools: Mapping[str, str]) -> tuple[Path, list[str], list[str
         share = prefix / "share" / "p4c"
         if share.is_dir():
             files |= {f for f in share.rglob("*") if f.is_file() or f.is_symlink()}
+    if "simple_switch_grpc" in resolved:
+        # BMv2's generated Thrift classes for its queue settings (docs/toolchain.md)
+        for package in prefix.glob("lib/python3*/*-packages/sswitch_runtime"):
+            files |= {f for f in package.glob("*.py") if f.is_file()}
     binaries = [f for f in files if f.is_file() and _is_elf(f)]
     libraries = system.shared_libraries(binaries)
     owners = system.package_owners(libraries)
