@@ -297,6 +297,11 @@ class VtepFabricTest(P4VtepTest):
 
     def setUp(self) -> None:
         super().setUp()
+        self.install_reference_fabric(self.sw)
+
+    def install_reference_fabric(self, sw: SwitchConnection) -> None:
+        """The reference fabric's entries on ``sw`` (this test's switch, or
+        a probe switch: test_qos.py)."""
         e = self.entries
         updates = [
             e.port_role(ACCESS_PORT_1, PortRole.ACCESS),
@@ -331,9 +336,9 @@ class VtepFabricTest(P4VtepTest):
             uplink = VTEP_FLOOD_UPLINK[vtep]
             updates.append(e.replica_to_vtep(rid, vtep, SPINE_MAC[uplink]))
         members = [e.next_hop_member(port, port, SPINE_MAC[port]) for port in UPLINKS]
-        self.sw.insert(*updates, *members)
-        self.sw.insert(e.ecmp_group(ECMP_GROUP_ID, [m.member_id for m in members]))
-        self.sw.insert(e.underlay_route("10.0.0.0", 24, group_id=ECMP_GROUP_ID))
+        sw.insert(*updates, *members)
+        sw.insert(e.ecmp_group(ECMP_GROUP_ID, [m.member_id for m in members]))
+        sw.insert(e.underlay_route("10.0.0.0", 24, group_id=ECMP_GROUP_ID))
         for vni in (VNI_A, VNI_B):
             local = [(vm.port, REPLICA_ID[vm.name]) for vm in LOCAL_VMS if vm.vni == vni]
             remote = [
@@ -341,9 +346,9 @@ class VtepFabricTest(P4VtepTest):
                 for (v, vtep), rid in VTEP_REPLICA_ID.items()
                 if v == vni
             ]
-            self.sw.insert(
+            sw.insert(
                 e.flood_group(FLOOD_GROUP[vni], local + remote),
                 e.flood_group(LOCAL_FLOOD_GROUP[vni], local),
             )
         if self.configure_local_vtep:
-            self.sw.modify(e.local_vtep(LOCAL_VTEP_IP, ROUTER_MAC))
+            sw.modify(e.local_vtep(LOCAL_VTEP_IP, ROUTER_MAC))

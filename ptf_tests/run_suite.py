@@ -28,6 +28,12 @@ REPO = HERE.parent
 
 PORT_COUNT = 8  # switch ports 1..8, PTF device 0 ports 1..8
 GRPC_PORT = 9559
+# Probe switches (test_qos.py, QueueTest): the same pipeline with fewer
+# priority queues, so that a frame whose queue does not exist is dropped
+# (BMv2: "Priority out of range"), which shows which queue a frame took.
+# PTF device d, switch ports 1..PROBE_PORT_COUNT, gRPC port GRPC_PORT + d.
+PROBE_QUEUES = {1: 1, 2: 7}  # PTF device -> --priority-queues
+PROBE_PORT_COUNT = 4  # the reference fabric's two access ports and two uplinks
 
 # One line that says why the suite did not run and what to set (issue 9).
 SWITCH_MISSING = (
@@ -111,7 +117,23 @@ def main() -> int:
     with (
         Namespace(f"p4vtep-ptf-{os.getpid()}") as ns,
         VethSet("", PORT_COUNT, netns=ns.name) as veths,
+        VethSet("p1", PROBE_PORT_COUNT, netns=ns.name) as probe1_veths,
+        VethSet("p2", PROBE_PORT_COUNT, netns=ns.name) as probe2_veths,
     ):
+        probe_veths = {1: probe1_veths, 2: probe2_veths}
+        probes = {
+            device: Bmv2Switch(
+                f"probe{device}",
+                1 + device,
+                GRPC_PORT + device,
+                9090 + device,
+                log_dir=log_dir,
+                netns=ns.name,
+                priority_queues=queues,
+                ports={i + 1: sw for i, (sw, _) in enumerate(probe_veths[device].pairs)},
+            )
+            for device, queues in PROBE_QUEUES.items()
+        }
         switch = Bmv2Switch(
             "switch",
             1,
@@ -124,9 +146,16 @@ def main() -> int:
         )
         switch.start()
         try:
+            for probe in probes.values():
+                probe.start()
+            probe_params = ",".join(
+                f"{device}/{probe.device_id}/{PROBE_QUEUES[device]}/{probe.grpc_address}"
+                for device, probe in probes.items()
+            )
             params = (
                 f"grpc_addr='{switch.grpc_address}';device_id=1;"
-                f"p4info='{pipeline.p4info_path}';bmv2_json='{pipeline.device_config_path}'"
+                f"p4info='{pipeline.p4info_path}';bmv2_json='{pipeline.device_config_path}';"
+                f"probes='{probe_params}'"
             )
             ptf_cmd = [
                 ptf_bin,
@@ -141,6 +170,9 @@ def main() -> int:
             ]
             for i, (_, host) in enumerate(veths.pairs):
                 ptf_cmd += ["--interface", f"0-{i + 1}@{host}"]
+            for device, probe_set in probe_veths.items():
+                for i, (_, host) in enumerate(probe_set.pairs):
+                    ptf_cmd += ["--interface", f"{device}-{i + 1}@{host}"]
             ptf_cmd += args.tests
             result = ns.popen(
                 ptf_cmd,
@@ -153,6 +185,8 @@ def main() -> int:
             print(output, end="")
         finally:
             switch.stop()
+            for probe in probes.values():
+                probe.stop()
     passed, failed, skipped = summarise(output)
     suffix = f", {skipped} skipped" if skipped else ""
     print(f"ptf: {passed} passed, {failed} failed{suffix}")

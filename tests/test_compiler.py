@@ -54,7 +54,7 @@ def test_tor1_holds_its_vms_and_the_remote_ones_of_its_vnis():
     assert t["port_role"] == 4  # 2 server ports + 2 uplinks
     assert t["underlay_route"] == 1  # tor2's VTEP
     assert t["flood_replica"] == 3 + 1  # 3 local VFs + tor2's VTEP
-    assert len(c.meters) == 2  # a1's gold policy, both directions
+    assert len(c.meters) == 3  # a1's gold policy: tx, rx (unicast) and rx (flood copies)
     assert len(c.defaults) == 1  # local_vtep's default action
 
 
@@ -64,7 +64,8 @@ def test_entities_are_stored_as_the_builders_encode_them():
     c = compiled(alloc=alloc)
     a1 = vms()[0]
     index = alloc.vm["tor1"]["a1"]
-    binding = to_entity(entries.access_binding(1, a1.vlan, a1.vni, index, a1.mac))
+    # (a1's gold policy meters what it sends: its binding says so)
+    binding = to_entity(entries.access_binding(1, a1.vlan, a1.vni, index, a1.mac, policed=True))
     assert binding.SerializeToString(deterministic=True) in c.entities.values()
 
 
@@ -140,22 +141,23 @@ def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
         return identity(entity), entity.SerializeToString(deterministic=True)
 
     mac, ip = "02:bb:00:00:01:ff", "10.1.2.3"
-    for vni, index, vlan, port in ((5000, 1, 1, 1), (16777215, 8191, 4095, 511), (1, 0, 0, 0)):
-        assert enc.access_binding(port, vlan, vni, index, mac) == reference(
-            entries.access_binding(port, vlan, vni, index, mac)
+    cases = ((5000, 1, 1, 1, False), (16777215, 8191, 4095, 511, True), (1, 0, 0, 0, True))
+    for vni, index, vlan, port, policed in cases:
+        assert enc.access_binding(port, vlan, vni, index, mac, 0, policed) == reference(
+            entries.access_binding(port, vlan, vni, index, mac, 0, policed)
         )
-        assert enc.mac_to_local_vm(vni, mac, port, vlan, index) == reference(
-            entries.mac_to_local_vm(vni, mac, port, vlan, index)
+        assert enc.mac_to_local_vm(vni, mac, port, vlan, index, policed) == reference(
+            entries.mac_to_local_vm(vni, mac, port, vlan, index, policed)
         )
-        assert enc.replica_to_vm(index, vlan, index) == reference(
-            entries.replica_to_vm(index, vlan, index)
+        assert enc.replica_to_vm(index, vlan, index, policed) == reference(
+            entries.replica_to_vm(index, vlan, index, policed)
         )
         assert enc.arp_suppression(vni, ip, mac) == reference(entries.arp_suppression(vni, ip, mac))
         assert enc.mac_to_remote_vtep(vni, mac, "10.0.0.2") == reference(
             entries.mac_to_remote_vtep(vni, mac, "10.0.0.2")
         )
         for hop in (
-            LocalVmHop(port, vlan, index, index, mac),
+            LocalVmHop(port, vlan, index, index, mac, policed),
             RemoteVtepHop("10.0.0.2", mac, vni),
         ):
             assert enc.host_route(vni, ip, hop) == reference(entries.host_route(vni, ip, hop))

@@ -93,7 +93,7 @@ def test_a_vm_whose_mac_a_remote_vtep_won_sends_its_traffic_there() -> None:
     index = d.alloc.vm["tor1"]["a1"]
     for compiler in d.tors.values():
         compiler.take_changes()
-    at_tor1 = ENC.mac_to_local_vm(5000, a1.mac, 1, a1.vlan, index)
+    at_tor1 = ENC.mac_to_local_vm(5000, a1.mac, 1, a1.vlan, index, policed=True)  # (gold rx)
     via_tor1 = ENC.mac_to_remote_vtep(5000, a1.mac, "10.0.0.1")
     via_peer = ENC.mac_to_remote_vtep(5000, a1.mac, FRR)
     assert has(d.tors["tor1"].state, at_tor1)
@@ -109,7 +109,9 @@ def test_a_vm_whose_mac_a_remote_vtep_won_sends_its_traffic_there() -> None:
         assert has(state, ENC.arp_suppression(5000, "192.168.1.99", a1.mac))
         assert has(state, ENC.mac_to_remote_vtep(5000, steals_ip.mac, FRR))
         assert state == compile_tor(d.fabric, d.view(tor).values(), tor, d.alloc, ENC, d.learned)
-    assert has(d.tors["tor1"].state, ENC.access_binding(1, a1.vlan, 5000, index, a1.mac))
+    assert has(
+        d.tors["tor1"].state, ENC.access_binding(1, a1.vlan, 5000, index, a1.mac, policed=True)
+    )
     # One change per ToR for the MAC entry: modified in place, never deleted.
     changes = {key: (old, new) for key, old, new in d.tors["tor2"].take_changes()}
     assert changes[via_peer[0]] == (via_tor1[1], via_peer[1])

@@ -36,6 +36,16 @@ ACCEPTED_ON = {
     "tofino": {
         ("tables", "VtepIngress.l3_forwarding.host_route", "size"),
         ("tables", "VtepIngress.l3_forwarding.prefix_route", "size"),
+        # Tofino 1 has no ingress stage for the receive meter after the L2/L3
+        # decision (docs/tofino.md, "QoS"): its RxPolicing runs in egress, the
+        # same meter and colour counter by their short names.
+        ("meters", "VtepIngress.rx_policing.vm_rx_meter", "present"),
+        ("meters", "VtepEgress.rx_policing.vm_rx_meter", "present"),
+        ("counters", "VtepIngress.rx_policing.vm_rx_color_counter", "present"),
+        ("counters", "VtepEgress.rx_policing.vm_rx_color_counter", "present"),
+        # ...for flood copies too: no flood meter of its own there.
+        ("meters", "VtepEgress.rx_delivery.vm_rx_flood_meter", "present"),
+        ("counters", "VtepEgress.rx_delivery.vm_rx_flood_color_counter", "present"),
     },
     "tofino2": set(),
 }

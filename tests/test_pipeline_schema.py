@@ -59,9 +59,12 @@ def test_binding_is_canonical(e):
         b"\x01",
         b"\x0a\x00\x00\x01",
         b"\x00",  # vrf 0: an L2-only VNI (the BMv2 pipeline routes)
+        b"\x00",  # not policed: no transmit policy, its frames pass no meter
     ]
     routed = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01", vrf=50000)
     assert routed.action.action.params[3].value == b"\xc3\x50"
+    policed = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01", policed=True)
+    assert policed.action.action.params[4].value == b"\x01"
 
 
 def test_routes_are_canonical_and_a_default_route_leaves_its_prefix_out(e):

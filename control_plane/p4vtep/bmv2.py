@@ -38,11 +38,14 @@ def switch_command(
     tls: TlsFiles | None = None,
     log_file: str | Path | None = None,
     extra_args: Sequence[str] = (),
+    priority_queues: int = PRIORITY_QUEUES,
 ) -> list[str]:
     """The simple_switch_grpc command line for one p4vtep ToR.
 
     ``ports`` maps switch port -> interface; ``tls`` are the files the switch
     serves P4Runtime with (client certificates signed by ``tls.ca`` required).
+    ``priority_queues``: one per traffic class; only a test gives fewer (a
+    frame whose class has no queue is dropped, which shows its class).
     Raises ValueError for a port the pipeline reserves (the CPU port)."""
     for port in ports:
         why = BMV2.port_problem(port)
@@ -61,7 +64,7 @@ def switch_command(
         "--cpu-port",
         str(CPU_PORT),
         "--priority-queues",
-        str(PRIORITY_QUEUES),
+        str(priority_queues),
         "--max-mc-groups",
         str(MAX_MC_GROUPS),
         "--max-l1-entries",
@@ -111,6 +114,7 @@ class Bmv2Switch:
     binary: str | None = None
     extra_args: list[str] = field(default_factory=list)
     tls: TlsFiles | None = None  # serve P4Runtime over TLS, client certificates required
+    priority_queues: int = PRIORITY_QUEUES  # (fewer only in tests: see switch_command)
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -130,6 +134,7 @@ class Bmv2Switch:
             tls=self.tls,
             log_file=self.log_dir / self.name if self.debug_log else None,
             extra_args=self.extra_args,
+            priority_queues=self.priority_queues,
         )
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns] + cmd

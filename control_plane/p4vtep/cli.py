@@ -113,6 +113,11 @@ def run_controller(args: argparse.Namespace) -> int:
 
             evpn_source = next(s for s in replica.shared_sources if isinstance(s, EvpnSource))
         replica.start()
+    # BMv2 ToRs: the servers' link rates as egress queue rates (queue_rates.py).
+    from .queue_rates import QueueRateSync
+
+    queue_rates = QueueRateSync(controller)
+    queue_rates.start()
     credentials = None
     if fabric.api_tls is not None:
         from .tls import server_credentials
@@ -134,6 +139,7 @@ def run_controller(args: argparse.Namespace) -> int:
         flush=True,
     )
     stop.wait()
+    queue_rates.stop()
     server.stop(grace=1)
     if watcher:
         watcher.stop()
@@ -234,6 +240,7 @@ def switch_run(args: argparse.Namespace) -> int:
 
     from .bmv2 import find_simple_switch_grpc, switch_command
     from .config import ConfigError, load_fabric
+    from .queue_rates import thrift_address
     from .validation import ValidationError, check_fabric
 
     fabric = load_fabric(args.fabric)
@@ -254,7 +261,7 @@ def switch_run(args: argparse.Namespace) -> int:
             binary,
             tor.device_id,
             tor.address,
-            args.thrift_port or 9089 + tor.device_id,
+            args.thrift_port or thrift_address(tor)[1],
             ports,
             tls=tor.tls,
             log_file=args.log_file,
@@ -469,6 +476,23 @@ def counters(args) -> int:
             ["VM", "TOR", "TX PKTS", "TX BYTES", "RX PKTS", "RX BYTES"],
         )
     )
+    colored = [
+        [c.name, c.tor, direction]
+        + [x for t in (colors.green, colors.yellow, colors.red) for x in (t.packets, t.bytes)]
+        for c in reply.vms
+        for direction, field in (("tx", "tx_colors"), ("rx", "rx_colors"))
+        if c.HasField(field)
+        for colors in [getattr(c, field)]
+    ]
+    if colored:
+        print()
+        print(
+            table(
+                colored,
+                ["VM", "TOR", "DIR", "GREEN PKTS", "GREEN BYTES", "YELLOW PKTS", "YELLOW BYTES"]
+                + ["RED PKTS", "RED BYTES"],
+            )
+        )
     print()
     print(
         table(
@@ -690,7 +714,9 @@ def parser() -> argparse.ArgumentParser:
         help="attach a network interface to a switch port (repeat)",
     )
     srun.add_argument(
-        "--thrift-port", type=int, help="BMv2 Thrift port (default: 9089 + device id)"
+        "--thrift-port",
+        type=int,
+        help="BMv2 Thrift port (default: the ToR's thrift_port, else 9089 + device id)",
     )
     srun.add_argument("--log-file", help="BMv2's own log (flushed per line)")
     srun.add_argument("--binary", help="simple_switch_grpc to run ($SIMPLE_SWITCH_GRPC, PATH)")

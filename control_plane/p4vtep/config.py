@@ -203,6 +203,7 @@ def load_fabric(path: str | Path) -> Fabric:
             uplinks,
             _tls_files(doc, p + ("tls",)),
             _target(doc, p + ("target",)),
+            doc.typed(p + ("thrift_port",), int, None),
         )
         if tor.name in fabric.tors:
             raise doc.error(p + ("name",), f"ToR {tor.name!r} defined twice")

@@ -18,13 +18,17 @@ import grpc
 from .controller import Controller
 from .dataplane.drop_reasons import DropReason
 from .dataplane.entries import (
+    COLOR_COUNTERS,
     EGRESS_DROP_COUNTER,
     INGRESS_DROP_COUNTER,
     VM_RX_COUNTER,
     VM_TX_COUNTER,
     VNI_RX_COUNTER,
     VNI_TX_COUNTER,
+    color_index,
 )
+from .dataplane.targets import profile
+from .model import Fabric, Vm
 from .runtime.client import P4RuntimeError
 from .runtime.protos import p4runtime_pb2
 
@@ -39,6 +43,11 @@ class Traffic(NamedTuple):
 
 
 NO_TRAFFIC = Traffic(0, 0)
+COLORS = ("green", "yellow", "red")
+
+
+def add(a: Traffic, b: Traffic) -> Traffic:
+    return Traffic(a.packets + b.packets, a.bytes + b.bytes)
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,11 @@ class VmCounters:
     tor: str
     tx: Traffic  # sent by the VM
     rx: Traffic  # delivered to the VM
+    # What the VM's meters coloured, per direction its policy meters ("tx",
+    # "rx": unicast and flood copies together): colour -> traffic. RED is
+    # what the meter dropped (METER_RED_TX/RX). Empty for a direction the
+    # VM's policy does not meter (its frames pass no meter).
+    colors: dict[str, dict[str, Traffic]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,6 +101,7 @@ class CounterReader:
         """Counters of ``vms`` and ``vnis`` (None: every one) and the drops of
         every ToR. Raises NotFound for a VM name the controller does not know."""
         vm_places, vni_places = self.c.placements(vms, vnis)  # NotFound for an unknown VM
+        view = self.c.desired_view()
         # (name, ToR, index or None when the VM has no index yet)
         vm_rows = [(p.name, p.tor, p.index) for p in vm_places]
         # (vni, index, ToRs hosting it), for the VNIs that have an index
@@ -94,10 +109,19 @@ class CounterReader:
         all_tors = sorted(self.c.supervisors)
 
         plans = {tor: _TorPlan() for tor in all_tors}
-        for _, tor, index in vm_rows:
+        # (name -> the directions its policy meters)
+        metered = {name: _metered(view.fabric, view.vms.get(name)) for name, _, _ in vm_rows}
+        colors = {
+            tor: dict(zip(COLORS, _color_values(view.fabric, tor), strict=True)) for tor in all_tors
+        }
+        for name, tor, index in vm_rows:
             if index is not None:
                 plans[tor].want(VM_TX_COUNTER, index)
                 plans[tor].want(VM_RX_COUNTER, index)
+                for direction in metered[name]:
+                    for counter in self._color_counters(tor, direction):
+                        for value in colors[tor].values():
+                            plans[tor].want(counter, color_index(index, value))
         for _, index, tors in vni_rows:
             for tor in tors:
                 plans[tor].want(VNI_TX_COUNTER, index)
@@ -114,8 +138,24 @@ class CounterReader:
         def cell(tor: str, counter: str, index: int | None) -> Traffic:
             return cells[tor].get((counter, index), NO_TRAFFIC)  # a VM with no index: zero
 
+        def colored(tor: str, direction: str, index: int | None) -> dict[str, Traffic]:
+            out = {}
+            for color, value in colors[tor].items():
+                total = NO_TRAFFIC
+                for counter in self._color_counters(tor, direction):
+                    if index is not None:
+                        total = add(total, cell(tor, counter, color_index(index, value)))
+                out[color] = total
+            return out
+
         result.vms = [
-            VmCounters(name, tor, cell(tor, VM_TX_COUNTER, i), cell(tor, VM_RX_COUNTER, i))
+            VmCounters(
+                name,
+                tor,
+                cell(tor, VM_TX_COUNTER, i),
+                cell(tor, VM_RX_COUNTER, i),
+                {d: colored(tor, d, i) for d in metered[name]},
+            )
             for name, tor, i in vm_rows
             if tor in cells
         ]
@@ -132,6 +172,14 @@ class CounterReader:
                 for reason in DropReason
             }
         return result
+
+    def _color_counters(self, tor: str, direction: str) -> list[str]:
+        """The colour counters of ``direction`` the ToR's pipeline has (Tofino
+        1 meters flood copies with the unicast RX meter: no flood counter)."""
+        entries = self.c.tor_entries.get(tor)
+        if entries is None:
+            return list(COLOR_COUNTERS[direction])
+        return [name for name in COLOR_COUNTERS[direction] if entries.has_counter(name)]
 
     def _read_tor(self, tor: str, plan: _TorPlan) -> dict[tuple[str, int | None], Traffic]:
         """One Read of every counter cell in ``plan``: (counter, index) -> traffic."""
@@ -158,3 +206,18 @@ class CounterReader:
             )
             for e in conn.read(*wanted)
         }
+
+
+def _metered(fabric: Fabric, vm: Vm | None) -> tuple[str, ...]:
+    """The directions ("tx", "rx") the VM's QoS policy meters."""
+    policy = fabric.policies.get(vm.qos) if vm is not None and vm.qos else None
+    if policy is None:
+        return ()
+    return tuple(d for d in ("tx", "rx") if getattr(policy, d) is not None)
+
+
+def _color_values(fabric: Fabric, tor: str) -> tuple[int, int, int]:
+    """GREEN, YELLOW, RED as the ToR's chip numbers them (RED: 2 on BMv2, 3 on Tofino)."""
+    target = fabric.tors[tor].target if tor in fabric.tors else "bmv2"
+    prof = profile(target)
+    return 0, prof.meter_yellow, prof.meter_red

@@ -63,6 +63,17 @@ class DataPlaneCollector(Collector):
             "Packets per VNI and direction",
             labels=["vni", "tor", "direction"],
         )
+        color_labels = ["vm", "tor", "direction", "color"]
+        color_packets = CounterMetricFamily(
+            "p4vtep_vm_color_packets",
+            "Packets a VM's QoS meter coloured, per direction and colour (red: dropped)",
+            labels=color_labels,
+        )
+        color_bytes = CounterMetricFamily(
+            "p4vtep_vm_color_bytes",
+            "Bytes a VM's QoS meter coloured, per direction and colour (red: dropped)",
+            labels=color_labels,
+        )
         drops = CounterMetricFamily("p4vtep_drops", "Drops by reason", labels=["tor", "reason"])
         up = GaugeMetricFamily(
             "p4vtep_switch_up",
@@ -74,6 +85,10 @@ class DataPlaneCollector(Collector):
             for direction, traffic in (("tx", vm.tx), ("rx", vm.rx)):
                 vm_packets.add_metric([vm.name, vm.tor, direction], traffic.packets)
                 vm_bytes.add_metric([vm.name, vm.tor, direction], traffic.bytes)
+            for direction, colors in vm.colors.items():
+                for color, traffic in colors.items():
+                    color_packets.add_metric([vm.name, vm.tor, direction, color], traffic.packets)
+                    color_bytes.add_metric([vm.name, vm.tor, direction, color], traffic.bytes)
         for vni in counters.vnis:
             vni_packets.add_metric([str(vni.vni), vni.tor, "tx"], vni.tx.packets)
             vni_packets.add_metric([str(vni.vni), vni.tor, "rx"], vni.rx.packets)
@@ -84,7 +99,7 @@ class DataPlaneCollector(Collector):
             up.add_metric([tor], 0 if tor in counters.unreachable else 1)
         for tor, error in sorted(counters.unreachable.items()):
             log.debug("counter scrape: %s not read: %s", tor, error)
-        yield from (vm_packets, vm_bytes, vni_packets, drops, up)
+        yield from (vm_packets, vm_bytes, color_packets, color_bytes, vni_packets, drops, up)
 
 
 class EvpnCollector(Collector):

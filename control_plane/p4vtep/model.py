@@ -26,6 +26,8 @@ class Tor:
     # What the switch serves P4Runtime with (`p4vtep switch run`); None: plaintext.
     tls: TlsFiles | None = None
     target: str = "bmv2"  # bmv2 | tofino | tofino2 (dataplane/targets.py)
+    # BMv2's Thrift port (queue rates: queue_rates.py); None: 9089 + device_id.
+    thrift_port: int | None = None
 
 
 @dataclass(frozen=True)

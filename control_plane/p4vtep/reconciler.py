@@ -174,10 +174,12 @@ def _normalise_read(entity: p4runtime_pb2.Entity) -> p4runtime_pb2.Entity:
 class SwitchReader:
     """Reads the state one switch holds for the p4vtep pipeline."""
 
-    def __init__(
-        self, p4info: P4Info, managed_meters: tuple[str, ...] = ("vm_tx_meter", "vm_rx_meter")
-    ) -> None:
+    def __init__(self, p4info: P4Info, managed_meters: tuple[str, ...] | None = None) -> None:
+        """``managed_meters``: the meter arrays to read (None: every one the
+        P4Info has: the per-VM policing meters)."""
         self.p4info = p4info
+        if managed_meters is None:
+            managed_meters = tuple(m.preamble.alias for m in p4info.message.meters)
         self.managed_meters = managed_meters
 
     def read(self, conn: SwitchConnection) -> SwitchState:

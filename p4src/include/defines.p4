@@ -13,6 +13,7 @@ typedef bit<16>  vm_index_t;    // dense per-switch index of a local VM (meters,
 typedef bit<16>  mcast_group_t;
 typedef bit<8>   drop_reason_t;
 typedef bit<24>  vrf_t;         // a tenant's IP VRF, named by its L3 VNI; 0 = not routed
+typedef bit<18>  color_index_t; // a VM's index ++ a meter colour (colour counters)
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<16> ETHERTYPE_ARP  = 0x0806;
@@ -59,11 +60,17 @@ const bit<2> PORT_ROLE_ACCESS = 1;   // toward a server: VM frames tagged with t
 const bit<2> PORT_ROLE_FABRIC = 2;   // uplink toward a spine: the IPv4 underlay
 
 // Meter colours differ per target (RED is 2 on v1model, 3 on TNA); GREEN is 0.
+const bit<2> METER_GREEN  = 0;
 const bit<2> METER_YELLOW = METER_COLOR_YELLOW;
 const bit<2> METER_RED    = METER_COLOR_RED;
+// Colour counters hold 4 cells per VM (index VM ++ colour: 2 bits).
+#define COLORS_PER_VM 4
 
 // Traffic classes (v1model priority, TNA queue id; BMv2 needs --priority-queues).
 const bit<3> TC_BEST_EFFORT = 0;
+// GREEN frames of a policed VM (docs/qos.md): the highest queue, served first
+// (BMv2's strict priority) and reserved: no VNI may use it as its class.
+const bit<3> TC_GUARANTEED = 7;
 
 // Why a packet was dropped: the index of the drop counters. The controller
 // mirrors this list (control_plane/p4vtep/dataplane/drop_reasons.py); keep

@@ -187,6 +187,11 @@ struct local_metadata_t {
     bit<16>       l4_dst_port;
     bit<2>        tx_color;
     bit<2>        rx_color;
+    // QoS (policing.p4): whether the VM in question has a policy in that
+    // direction, from the entry that named it (an unpoliced VM passes no meter)
+    bit<1>        tx_policed;      // the sending VM (access_binding)
+    bit<1>        rx_policed;      // a unicast's receiving VM (mac_table, routes)
+    bit<1>        flood_policed;   // a flood copy's receiving VM (flood_replica)
     drop_reason_t drop_reason;
 #ifdef P4VTEP_ROUTING
     // Routing (l3_forwarding.p4)

@@ -20,6 +20,13 @@
 #define PACKET_BYTE_COUNTER(name, size, index_type) \
     Counter<bit<64>, bit<32>>(size, CounterType_t.PACKETS_AND_BYTES) name
 #define COUNT(name, index) name.count((bit<32>) (index))
+// The per-VM colour counters (policing.p4, 4 cells per VM: 32K cells at
+// production sizes) have 32-bit cells, which the driver folds into the 64-bit
+// counts P4Runtime reads: half the SRAM of 64-bit cells. With 64-bit cells
+// Tofino 1's ingress had no SRAM left beside the ARP, route and MAC tables in
+// the stages after the TX meter (docs/tofino.md, "QoS").
+#define COLOR_COUNTER(name, size, index_type) \
+    Counter<bit<32>, bit<32>>(size, CounterType_t.PACKETS_AND_BYTES) name
 // A count that every action of a table makes, default action included: after
 // the table on Tofino, whose default action cannot address a counter by a
 // field (that takes the hash distribution unit); v1model counts in the actions.

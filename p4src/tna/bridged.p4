@@ -19,6 +19,12 @@ header bridged_t {
     mac_addr_t  next_hop_mac;
     bit<16>     flow_hash;
     bit<2>      tx_color;
+#ifndef RX_POLICING_IN_INGRESS
+    // Tofino 1: the unicast RX meter runs in egress. A byte of its own: as a
+    // bit it joined the container of the flags above, whose copy then had
+    // one source too many for one action.
+    bit<8>      rx_policed;
+#endif
     // Routing: egress rewrites (tna/l3_forwarding.p4, RoutedRewrite)
     bit<1>      routed;
     bit<1>      echo_reply;

@@ -20,11 +20,12 @@ control L3Forwarding(inout headers_t hdr,
                     (bit<32> host_table_size,
                      bit<32> prefix_table_size) {
     action route_to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm,
-                             vni_index_t vni_index, mac_addr_t vm_mac) {
+                             vni_index_t vni_index, mac_addr_t vm_mac, bit<1> policed) {
         meta.route.kind = ROUTE_LOCAL_VM;
         meta.route.port = port;
         meta.route.vlan_id = vlan_id;
         meta.route.vm = vm;
+        meta.route.policed = policed;
         meta.route.vni_index = vni_index;
         meta.route.mac = vm_mac;
     }
@@ -95,6 +96,7 @@ control RouteDecision(in headers_t hdr, inout local_metadata_t meta) {
             meta.egress_port = meta.route.port;
             meta.egress_vlan = meta.route.vlan_id;
             meta.dst_vm = meta.route.vm;
+            meta.rx_policed = meta.route.policed;
             meta.vni_index = meta.route.vni_index;
             meta.routed = true;
         } else if (meta.route.kind == ROUTE_REMOTE_VTEP) {

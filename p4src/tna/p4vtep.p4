@@ -15,6 +15,16 @@
 // route lookups run beside the MAC lookup, before anything knows the frame is
 // routed, and on Tofino a header move costs no packet rate.
 #define DECAP_MOVES_INNER_IPV4
+// The receive meter of a unicast to a local VM runs in ingress, after the
+// L2/L3 decision, so that its colour picks the queue (docs/qos.md). That
+// costs ingress stages Tofino 1 does not have (docs/tofino.md, "QoS"): there
+// the meter runs in egress, where it drops and counts RED but cannot move
+// GREEN and YELLOW to their queues.
+#if __TARGET_TOFINO__ == 2
+#define RX_POLICING_IN_INGRESS
+#else
+#define RX_METER_IN_EGRESS   // (policing.p4: one RX meter for unicast and flood copies)
+#endif
 
 #include <core.p4>
 #if __TARGET_TOFINO__ == 2
@@ -46,6 +56,9 @@
 // The outer IPv4 length of a tenant frame (Ethernet + VF tag + IP) above
 // which it is oversize. Ingress on Tofino has no packet length, so the check
 // reads the IP lengths; the port MTU set in the MAC catches everything else.
+// A drop reason no stage sets (the drop counter has DROP_REASON_COUNT cells).
+const drop_reason_t DROP_REASON_NEVER = 255;
+
 const bit<16> MAX_TENANT_IPV4_LEN = (bit<16>) MAX_TENANT_FRAME - 18;
 const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
 
@@ -79,6 +92,9 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.l4_src_port = 0; \
     meta.l4_dst_port = 0; \
     meta.tx_color = 0; \
+    meta.tx_policed = 0; \
+    meta.rx_policed = 0; \
+    meta.flood_policed = 0; \
     meta.drop_reason = DROP_NONE; \
     meta.vrf = 0; \
     meta.is_l3vni = false; \
@@ -90,6 +106,7 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.route.port = 0; \
     meta.route.vlan_id = 0; \
     meta.route.vm = 0; \
+    meta.route.policed = 0; \
     meta.route.vni_index = 0; \
     meta.route.mac = 0; \
     meta.route.vtep_ip = 0; \
@@ -129,6 +146,10 @@ control VtepIngress(inout headers_t hdr,
     VniLookup(VNI_COUNT) vni_lookup;
     FlowHash() flow_hash;
     TxPolicing(VM_COUNT) tx_policing;
+    TxColorCount(VM_COUNT) tx_color_count;
+#ifdef RX_POLICING_IN_INGRESS
+    RxPolicing(VM_COUNT) rx_policing;
+#endif
     ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
     L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
@@ -176,7 +197,8 @@ control VtepIngress(inout headers_t hdr,
                 }
             }
             if (meta.drop_reason == DROP_NONE) {
-                if (!meta.from_fabric) {
+                // Only a VM with a transmit policy (never a frame from the fabric).
+                if (meta.tx_policed == 1) {
                     tx_policing.apply(meta);
                 }
                 // Not held back by the meter's verdict: a RED packet is still
@@ -193,9 +215,27 @@ control VtepIngress(inout headers_t hdr,
                 // only the underlay (next) needs it.
                 flow_hash.apply(hdr, meta);
             }
+            // A unicast to a local VM with a receive policy: its colour picks
+            // the queue of the server's port (flood copies: egress).
+#ifdef RX_POLICING_IN_INGRESS
+            if (meta.drop_reason == DROP_NONE && meta.rx_policed == 1) {
+                rx_policing.apply(meta);
+            }
+#endif
             if (meta.drop_reason == DROP_NONE && meta.do_encap) {
                 underlay.apply(meta);
+                // Toward the fabric, a policed VM's GREEN takes the guaranteed queue.
+                if (meta.tx_policed == 1 && meta.tx_color == METER_GREEN) {
+                    meta.traffic_class = TC_GUARANTEED;
+                }
             }
+        }
+        // The TX colour, counted last: its index is known after the meter,
+        // but the stages after the meter have no SRAM left for its cells.
+        // (The test of the final drop reason, true for every reason, is what
+        // places it here: it must wait for the last writer of drop_reason.)
+        if (meta.tx_policed == 1 && meta.drop_reason != DROP_REASON_NEVER) {
+            tx_color_count.apply(meta);
         }
         if (meta.drop_reason != DROP_NONE) {
             ig_dprsr_md.drop_ctl = 1;
@@ -222,6 +262,9 @@ control VtepIngress(inout headers_t hdr,
         meta.bridged.next_hop_mac = meta.next_hop_mac;
         meta.bridged.flow_hash = meta.flow_hash;
         meta.bridged.tx_color = meta.tx_color;
+#ifndef RX_POLICING_IN_INGRESS
+        meta.bridged.rx_policed = (bit<8>) meta.rx_policed;
+#endif
         meta.bridged.routed = (bit<1>) meta.routed;
         meta.bridged.echo_reply = (bit<1>) meta.route.echo_reply;
         meta.bridged.route_mac = meta.route.mac;
@@ -265,6 +308,9 @@ parser VtepEgressParser(packet_in packet,
         meta.next_hop_mac = meta.bridged.next_hop_mac;
         meta.flow_hash = meta.bridged.flow_hash;
         meta.tx_color = meta.bridged.tx_color;
+#ifndef RX_POLICING_IN_INGRESS
+        meta.rx_policed = meta.bridged.rx_policed[0:0];
+#endif
         meta.routed = (bool) meta.bridged.routed;
         meta.route.echo_reply = (bool) meta.bridged.echo_reply;
         meta.route.mac = meta.bridged.route_mac;
@@ -337,7 +383,10 @@ control VtepEgress(inout headers_t hdr,
                    inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
     Replication(REPLICA_TABLE_SIZE) replication;
     VxlanEncap() vxlan_encap;
-    RxPolicing(VM_COUNT, VNI_COUNT) rx_policing;
+#ifndef RX_POLICING_IN_INGRESS
+    RxPolicing(VM_COUNT) rx_policing;   // (unicast: RED dropped here, the queue stands)
+#endif
+    RxDelivery(VM_COUNT, VNI_COUNT) rx_delivery;
     VfTagging() vf_tagging;
     RoutedRewrite() routed_rewrite;
     PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
@@ -371,7 +420,13 @@ control VtepEgress(inout headers_t hdr,
                 vxlan_encap.apply(hdr, meta,
                     eg_intr_md.pkt_length - (bit<16>) sizeInBytes(meta.bridged));
             } else {
-                rx_policing.apply(meta);
+#ifndef RX_POLICING_IN_INGRESS
+                if ((meta.rx_policed == 1 && eg_intr_md.egress_rid == 0) ||
+                    meta.flood_policed == 1) {
+                    rx_policing.apply(meta);
+                }
+#endif
+                rx_delivery.apply(meta);
                 if (meta.drop_reason == DROP_NONE) {
                     vf_tagging.apply(hdr, meta);
                 }

@@ -16,6 +16,7 @@ struct route_result_t {
     port_t      port;        // ROUTE_LOCAL_VM: the VM's VF
     vlan_id_t   vlan_id;
     vm_index_t  vm;
+    bit<1>      policed;     // ROUTE_LOCAL_VM: the VM has a receive policy
     vni_index_t vni_index;
     mac_addr_t  mac;         // the VM's MAC, or the remote VTEP's router MAC
     ipv4_addr_t vtep_ip;     // ROUTE_REMOTE_VTEP

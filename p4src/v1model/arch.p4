@@ -19,6 +19,9 @@
 #define PACKET_BYTE_COUNTER(name, size, index_type) \
     counter<index_type>(size, CounterType.packets_and_bytes) name
 #define COUNT(name, index) name.count(index)
+// The per-VM colour counters (policing.p4): 4 cells per VM. The same counter
+// here; Tofino gives them narrower cells (tna/arch.p4).
+#define COLOR_COUNTER(name, size, index_type) PACKET_BYTE_COUNTER(name, size, index_type)
 // A count that every action of a table makes, default action included: in
 // the actions on BMv2, where a count of its own would be a table apply of its
 // own per packet (tna/arch.p4 counts after the table instead).

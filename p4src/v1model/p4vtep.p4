@@ -1,8 +1,9 @@
 // p4vtep: top-of-rack VXLAN VTEP for BMv2 simple_switch_grpc (v1model).
 //
 // Ingress: port role -> access filtering or VTEP termination (+ decap) -> VNI
-// -> flow hash -> TX policing -> ARP suppression -> L2 -> underlay (ECMP).
-// Egress: flood replica -> VXLAN encap or RX policing + VF tagging.
+// -> TX policing -> ARP suppression -> L2 (-> L3) -> RX policing (unicast to a
+// local VM) -> flow hash -> underlay (ECMP).
+// Egress: flood replica -> VXLAN encap, or flood RX policing + VF tagging.
 // docs/pipeline.md walks through every table.
 #include <core.p4>
 // Routing between a tenant's subnets (l3_forwarding.p4, docs/routing.md). The
@@ -73,6 +74,8 @@ control VtepIngress(inout headers_t hdr,
     VniLookup(VNI_COUNT) vni_lookup;
     FlowHash() flow_hash;
     TxPolicing(VM_COUNT) tx_policing;
+    TxColorCount(VM_COUNT) tx_color_count;
+    RxPolicing(VM_COUNT) rx_policing;
     ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
     L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
@@ -114,8 +117,10 @@ control VtepIngress(inout headers_t hdr,
             }
         }
         if (meta.drop_reason == DROP_NONE) {
-            if (!meta.from_fabric) {
+            // Only a VM with a transmit policy (never a frame from the fabric).
+            if (meta.tx_policed == 1) {
                 tx_policing.apply(meta);
+                tx_color_count.apply(meta);
             }
             // Not held back by the meter's verdict: a RED packet is still
             // dropped (L2 sees the reason), only the lookups run.
@@ -126,6 +131,11 @@ control VtepIngress(inout headers_t hdr,
                     l3_forwarding.apply(hdr, meta);
                 }
             }
+        }
+        // A unicast to a local VM with a receive policy: its colour picks the
+        // queue of the server's port (flood copies are metered in egress).
+        if (meta.drop_reason == DROP_NONE && meta.rx_policed == 1) {
+            rx_policing.apply(meta);
         }
         // Only what may be tunnelled needs the flow hash (ECMP member, outer
         // UDP port): a unicast to a remote VTEP, or a flood from a local VM
@@ -139,6 +149,10 @@ control VtepIngress(inout headers_t hdr,
         }
         if (meta.drop_reason == DROP_NONE && meta.do_encap) {
             underlay.apply(meta);
+            // Toward the fabric, a policed VM's GREEN takes the guaranteed queue.
+            if (meta.tx_policed == 1 && meta.tx_color == METER_GREEN) {
+                meta.traffic_class = TC_GUARANTEED;
+            }
         }
         if (meta.drop_reason != DROP_NONE) {
             mark_to_drop(std);
@@ -156,7 +170,7 @@ control VtepEgress(inout headers_t hdr,
                    inout standard_metadata_t std) {
     Replication(REPLICA_TABLE_SIZE) replication;
     VxlanEncap() vxlan_encap;
-    RxPolicing(VM_COUNT, VNI_COUNT) rx_policing;
+    RxDelivery(VM_COUNT, VNI_COUNT) rx_delivery;
     VfTagging() vf_tagging;
     PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
     PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
@@ -180,7 +194,7 @@ control VtepEgress(inout headers_t hdr,
             if (meta.do_encap) {
                 vxlan_encap.apply(hdr, meta, (bit<16>) std.packet_length);
             } else {
-                rx_policing.apply(meta);
+                rx_delivery.apply(meta);
                 if (meta.drop_reason == DROP_NONE) {
                     vf_tagging.apply(hdr, meta);
                 }

@@ -128,7 +128,13 @@ def counters_response(counters: Counters) -> pb.GetCountersResponse:
     switch name, drop reasons with no packets left out."""
     response = pb.GetCountersResponse()
     for vm in counters.vms:
-        response.vms.add(name=vm.name, tor=vm.tor, tx=traffic_to_pb(vm.tx), rx=traffic_to_pb(vm.rx))
+        row = response.vms.add(
+            name=vm.name, tor=vm.tor, tx=traffic_to_pb(vm.tx), rx=traffic_to_pb(vm.rx)
+        )
+        for direction, colors in vm.colors.items():
+            target = row.tx_colors if direction == "tx" else row.rx_colors
+            for color, traffic in colors.items():
+                getattr(target, color).CopyFrom(traffic_to_pb(traffic))
     for vni in counters.vnis:
         response.vnis.add(
             vni=vni.vni, tor=vni.tor, tx=traffic_to_pb(vni.tx), rx=traffic_to_pb(vni.rx)

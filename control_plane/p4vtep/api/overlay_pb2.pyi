@@ -144,17 +144,31 @@ class Traffic(_message.Message):
     bytes: int
     def __init__(self, packets: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
 
+class ColorCounters(_message.Message):
+    __slots__ = ("green", "yellow", "red")
+    GREEN_FIELD_NUMBER: _ClassVar[int]
+    YELLOW_FIELD_NUMBER: _ClassVar[int]
+    RED_FIELD_NUMBER: _ClassVar[int]
+    green: Traffic
+    yellow: Traffic
+    red: Traffic
+    def __init__(self, green: _Optional[_Union[Traffic, _Mapping]] = ..., yellow: _Optional[_Union[Traffic, _Mapping]] = ..., red: _Optional[_Union[Traffic, _Mapping]] = ...) -> None: ...
+
 class VMCounters(_message.Message):
-    __slots__ = ("name", "tor", "tx", "rx")
+    __slots__ = ("name", "tor", "tx", "rx", "tx_colors", "rx_colors")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOR_FIELD_NUMBER: _ClassVar[int]
     TX_FIELD_NUMBER: _ClassVar[int]
     RX_FIELD_NUMBER: _ClassVar[int]
+    TX_COLORS_FIELD_NUMBER: _ClassVar[int]
+    RX_COLORS_FIELD_NUMBER: _ClassVar[int]
     name: str
     tor: str
     tx: Traffic
     rx: Traffic
-    def __init__(self, name: _Optional[str] = ..., tor: _Optional[str] = ..., tx: _Optional[_Union[Traffic, _Mapping]] = ..., rx: _Optional[_Union[Traffic, _Mapping]] = ...) -> None: ...
+    tx_colors: ColorCounters
+    rx_colors: ColorCounters
+    def __init__(self, name: _Optional[str] = ..., tor: _Optional[str] = ..., tx: _Optional[_Union[Traffic, _Mapping]] = ..., rx: _Optional[_Union[Traffic, _Mapping]] = ..., tx_colors: _Optional[_Union[ColorCounters, _Mapping]] = ..., rx_colors: _Optional[_Union[ColorCounters, _Mapping]] = ...) -> None: ...
 
 class VNICounters(_message.Message):
     __slots__ = ("vni", "tor", "tx", "rx")

@@ -228,17 +228,31 @@ class Encoder:
         memos: dict[bytes, _FieldMemo] = {}  # (a VM's MAC or index in several entries)
         # (a routing pipeline binds each VM to its VNI's VRF too)
         binding = ("vni", "vm", "vm_mac") + (("vrf",) if entries.routing else ())
+        # (a pipeline with the guaranteed queue says which VMs are policed)
+        self.qos_queues = entries.qos_queues
+        policed = ("policed",) if entries.qos_queues else ()
+        binding += policed
         self._binding = ExactEntry(
             p4info, "access_binding", ("port", "vlan_id"), "bind_vm", binding, memos
         )
         self._to_local = ExactEntry(
-            p4info, "mac_table", ("vni", "dst_mac"), "to_local_vm", ("port", "vlan_id", "vm"), memos
+            p4info,
+            "mac_table",
+            ("vni", "dst_mac"),
+            "to_local_vm",
+            ("port", "vlan_id", "vm") + policed,
+            memos,
         )
         self._to_remote = ExactEntry(
             p4info, "mac_table", ("vni", "dst_mac"), "to_remote_vtep", ("vtep_ip",), memos
         )
         self._replica_to_vm = ExactEntry(
-            p4info, "flood_replica", ("replica_id",), "replicate_to_vm", ("vlan_id", "vm"), memos
+            p4info,
+            "flood_replica",
+            ("replica_id",),
+            "replicate_to_vm",
+            ("vlan_id", "vm") + policed,
+            memos,
         )
         self._arp = ExactEntry(
             p4info, "arp_suppression", ("vni", "target_ip"), "reply", ("target_mac",), memos
@@ -249,7 +263,7 @@ class Encoder:
                 "host_route",
                 ("vrf", "dst_ip"),
                 "route_to_local_vm",
-                ("port", "vlan_id", "vm", "vni_index", "vm_mac"),
+                ("port", "vlan_id", "vm", "vni_index", "vm_mac") + policed,
                 memos,
             )
             self._route_remote = ExactEntry(
@@ -308,22 +322,35 @@ class Encoder:
         return self.of(self.entries.replica_to_vtep(replica_id, vtep_ip, next_hop_mac))
 
     # --- VMs ------------------------------------------------------------------
+    def _flag(self, policed: bool) -> tuple[int, ...]:
+        return (int(policed),) if self.qos_queues else ()
+
     def access_binding(
-        self, port: int, vlan_id: int, vni: int, vm_index: int, vm_mac: Value, vrf: int = 0
+        self,
+        port: int,
+        vlan_id: int,
+        vni: int,
+        vm_index: int,
+        vm_mac: Value,
+        vrf: int = 0,
+        policed: bool = False,
     ) -> Encoded:
+        flag = self._flag(policed)
         if self.entries.routing:
-            return self._binding(port, vlan_id, vni, vm_index, vm_mac, vrf)
+            return self._binding(port, vlan_id, vni, vm_index, vm_mac, vrf, *flag)
         if vrf:
             raise ValueError(f"VNI {vni}: this pipeline does not route (no VRF {vrf})")
-        return self._binding(port, vlan_id, vni, vm_index, vm_mac)
+        return self._binding(port, vlan_id, vni, vm_index, vm_mac, *flag)
 
     def mac_to_local_vm(
-        self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int
+        self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int, policed: bool = False
     ) -> Encoded:
-        return self._to_local(vni, mac, port, vlan_id, vm_index)
+        return self._to_local(vni, mac, port, vlan_id, vm_index, *self._flag(policed))
 
-    def replica_to_vm(self, replica_id: int, vlan_id: int, vm_index: int) -> Encoded:
-        return self._replica_to_vm(replica_id, vlan_id, vm_index)
+    def replica_to_vm(
+        self, replica_id: int, vlan_id: int, vm_index: int, policed: bool = False
+    ) -> Encoded:
+        return self._replica_to_vm(replica_id, vlan_id, vm_index, *self._flag(policed))
 
     def arp_suppression(self, vni: int, ip: Value, mac: Value) -> Encoded:
         # The same entity on every ToR hosting the VNI: encoded once, and
@@ -344,7 +371,14 @@ class Encoder:
     def host_route(self, vrf: int, ip: Value, hop: RouteHop) -> Encoded:
         if isinstance(hop, LocalVmHop):
             return self._route_local(
-                vrf, ip, hop.port, hop.vlan_id, hop.vm_index, hop.vni_index, hop.vm_mac
+                vrf,
+                ip,
+                hop.port,
+                hop.vlan_id,
+                hop.vm_index,
+                hop.vni_index,
+                hop.vm_mac,
+                *self._flag(hop.policed),
             )
         # To another ToR: the same entity on every ToR but the VM's own.
         args = ("host_route", vrf, ip, hop.vtep_ip, hop.router_mac, hop.l3vni)
@@ -363,3 +397,6 @@ class Encoder:
 
     def vm_meter(self, direction: str, vm_index: int, rates: MeterRates) -> Encoded:
         return self.of(self.entries.vm_meter(direction, vm_index, rates))
+
+    def policy_meters(self, direction: str, vm_index: int, rates: MeterRates) -> list[Encoded]:
+        return [self.of(m) for m in self.entries.policy_meters(direction, vm_index, rates)]

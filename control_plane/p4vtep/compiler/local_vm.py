@@ -13,22 +13,33 @@ def rates(r: Rates) -> MeterRates:
     return MeterRates(r.cir, r.cburst, r.pir, r.pburst)
 
 
+def policed(fabric: Fabric, vm: Vm) -> tuple[bool, bool]:
+    """Whether the VM's policy meters what it sends and what it receives."""
+    policy = fabric.policies.get(vm.qos) if vm.qos else None
+    if policy is None:
+        return False, False
+    return policy.tx is not None, policy.rx is not None
+
+
 def build(
     enc: Encoder, fabric: Fabric, vm: Vm, index: int, moved_away: bool = False
 ) -> list[Encoded]:
     """``moved_away``: a remote VTEP won the VM's MAC (EVPN mobility); its
-    MAC entry is the learned one (``remote_vm.learned``), the rest stays."""
+    MAC entry is the learned one (``remote_vm.learned``), the rest stays.
+    The binding, MAC entry and replica say whether the VM is policed, so
+    that only a policed VM's GREEN frames take the guaranteed queue."""
     port = fabric.servers[vm.server].port
     vrf = fabric.vnis[vm.vni].vrf
     l3vni = fabric.vrfs[vrf].l3vni if vrf is not None else 0  # (the VRF's id: routing.py)
-    out = [enc.access_binding(port, vm.vlan, vm.vni, index, vm.mac, l3vni)]
+    tx, rx = policed(fabric, vm)
+    out = [enc.access_binding(port, vm.vlan, vm.vni, index, vm.mac, l3vni, tx)]
     if not moved_away:
-        out.append(enc.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index))
-    out.append(enc.replica_to_vm(index, vm.vlan, index))
+        out.append(enc.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index, rx))
+    out.append(enc.replica_to_vm(index, vm.vlan, index, rx))
     out += [enc.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips]
     policy = fabric.policies.get(vm.qos) if vm.qos else None
     if policy is not None:
         for direction, r in (("tx", policy.tx), ("rx", policy.rx)):
             if r is not None:
-                out.append(enc.vm_meter(direction, index, rates(r)))
+                out += enc.policy_meters(direction, index, rates(r))
     return out

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from ..allocation import Allocations
 from ..dataplane.entries import LocalVmHop, RemoteVtepHop, RouteHop
 from ..model import Fabric, Vm, Vrf
+from . import local_vm
 from .encode import Encoder
 from .learned import NOTHING, Learned, LearnedHost, LearnedPrefix
 from .state import Encoded
@@ -82,7 +83,8 @@ def hop_to(fabric: Fabric, tor_name: str, vm: Vm, alloc: Allocations) -> RouteHo
     server = fabric.servers[vm.server]
     if server.tor == tor_name:
         index = alloc.vm[tor_name][vm.name]
-        return LocalVmHop(server.port, vm.vlan, index, alloc.vni[vm.vni], vm.mac)
+        rx_policed = local_vm.policed(fabric, vm)[1]
+        return LocalVmHop(server.port, vm.vlan, index, alloc.vni[vm.vni], vm.mac, rx_policed)
     vrf = vrf_of(fabric, vm.vni)
     assert vrf is not None
     tor = fabric.tors[server.tor]

@@ -33,8 +33,43 @@ INGRESS_DROP_COUNTER = "ingress_drop_counter"
 EGRESS_DROP_COUNTER = "egress_drop_counter"
 ARP_REPLY_COUNTER = "arp_reply_counter"  # direct, on arp_suppression
 VM_TX_METER = "vm_tx_meter"
-VM_RX_METER = "vm_rx_meter"
+VM_RX_METER = "vm_rx_meter"  # unicast to a local VM (ingress: its colour picks the queue)
+VM_RX_FLOOD_METER = "vm_rx_flood_meter"  # flood copies to a local VM (egress)
+# Per VM, direction and colour (packets and bytes of frames a VM's meter
+# coloured): index ``color_index(vm, colour)``. RX unicast and flood copies
+# are counted apart (ingress and egress); a VM's RX colours are their sum.
+VM_TX_COLOR_COUNTER = "vm_tx_color_counter"
+VM_RX_COLOR_COUNTER = "vm_rx_color_counter"
+VM_RX_FLOOD_COLOR_COUNTER = "vm_rx_flood_color_counter"
+COLOR_COUNTERS = {
+    "tx": (VM_TX_COLOR_COUNTER,),
+    "rx": (VM_RX_COLOR_COUNTER, VM_RX_FLOOD_COLOR_COUNTER),
+}
+# The meters a policy's direction configures (both RX meters get the rx rates).
+POLICY_METERS = {"tx": (VM_TX_METER,), "rx": (VM_RX_METER, VM_RX_FLOOD_METER)}
+# The queue GREEN frames of a policed VM take (TC_GUARANTEED in defines.p4);
+# a VNI's traffic class may not be it (validation.py).
+TC_GUARANTEED = 7
+
+
+def color_index(vm_index: int, color: int) -> int:
+    """The colour counters' index: the VM's index, then 2 bits of colour
+    (the target's meter colour values: targets.py)."""
+    return vm_index << 2 | color
+
+
 ECMP_SELECTOR = "ecmp_selector"
+
+
+def qos_queues_supported(p4info: P4Info) -> bool:
+    """Whether a pipeline knows which VMs are policed (the ``policed``
+    parameter of the VM actions: GREEN to the guaranteed queue). Older
+    builds meter every VM and have no such parameter."""
+    try:
+        p4info.param(p4info.action("bind_vm").preamble.id, "policed")
+    except KeyError:
+        return False
+    return True
 
 
 def routing_supported(p4info: P4Info) -> bool:
@@ -55,6 +90,7 @@ class LocalVmHop:
     vm_index: int
     vni_index: int
     vm_mac: Value
+    policed: bool = False  # the VM has a receive policy (its RX meter runs)
 
     def action(self) -> tuple[str, dict[str, Value]]:
         return "route_to_local_vm", {
@@ -63,6 +99,7 @@ class LocalVmHop:
             "vm": self.vm_index,
             "vni_index": self.vni_index,
             "vm_mac": self.vm_mac,
+            "policed": int(self.policed),
         }
 
 
@@ -97,6 +134,16 @@ class PipelineEntries:
         # Both p4vtep programs route; a pipeline without the routing tables
         # (an older build, a test's) binds VMs without a VRF.
         self.routing = routing_supported(p4info)
+        self.qos_queues = qos_queues_supported(p4info)
+
+    def _policed(self, params: dict[str, Value], policed: bool) -> dict[str, Value]:
+        """``params`` with the ``policed`` flag when the pipeline has it (an
+        older build meters every VM: the flag is left out)."""
+        if self.qos_queues:
+            params["policed"] = int(policed)
+        else:
+            params.pop("policed", None)
+        return params
 
     def _table(
         self,
@@ -141,15 +188,28 @@ class PipelineEntries:
 
     # --- VMs and VNIs --------------------------------------------------------
     def access_binding(
-        self, port: int, vlan_id: int, vni: int, vm_index: int, vm_mac: Value, vrf: int = 0
+        self,
+        port: int,
+        vlan_id: int,
+        vni: int,
+        vm_index: int,
+        vm_mac: Value,
+        vrf: int = 0,
+        policed: bool = False,
     ) -> p4runtime_pb2.TableEntry:
-        """`vrf`: the VRF of a routed VNI (its L3 VNI), 0 for an L2-only VNI."""
+        """`vrf`: the VRF of a routed VNI (its L3 VNI), 0 for an L2-only VNI;
+        `policed`: the VM has a transmit policy (its TX meter runs)."""
         params: dict[str, Value] = {"vni": vni, "vm": vm_index, "vm_mac": vm_mac}
         if self.routing:
             params["vrf"] = vrf
         elif vrf:
             raise ValueError(f"VNI {vni}: this pipeline does not route (no VRF {vrf})")
-        return self._table("access_binding", {"port": port, "vlan_id": vlan_id}, "bind_vm", params)
+        return self._table(
+            "access_binding",
+            {"port": port, "vlan_id": vlan_id},
+            "bind_vm",
+            self._policed(params, policed),
+        )
 
     def vni_config(
         self, vni: int, vni_index: int, traffic_class: int, flood_group: int, local_flood_group: int
@@ -187,8 +247,14 @@ class PipelineEntries:
         )
 
     # --- routing ---------------------------------------------------------------
-    def host_route(self, vrf: int, ip: Value, hop: RouteHop) -> p4runtime_pb2.TableEntry:
+    def _hop(self, hop: RouteHop) -> tuple[str, dict[str, Value]]:
         action, params = hop.action()
+        if isinstance(hop, LocalVmHop):
+            params = self._policed(params, hop.policed)
+        return action, params
+
+    def host_route(self, vrf: int, ip: Value, hop: RouteHop) -> p4runtime_pb2.TableEntry:
+        action, params = self._hop(hop)
         return self._table("host_route", {"vrf": vrf, "dst_ip": ip}, action, params)
 
     def gateway_address(self, vrf: int, ip: Value) -> p4runtime_pb2.TableEntry:
@@ -198,20 +264,21 @@ class PipelineEntries:
     def prefix_route(
         self, vrf: int, prefix: Value, prefix_len: int, hop: RouteHop
     ) -> p4runtime_pb2.TableEntry:
-        action, params = hop.action()
+        action, params = self._hop(hop)
         match: dict[str, entities.MatchValue] = {"vrf": vrf}
         if prefix_len:  # (P4Runtime: a /0 LPM match is left out, a wildcard)
             match["dst_prefix"] = entities.Lpm(prefix, prefix_len)
         return self._table("prefix_route", match, action, params)
 
     def mac_to_local_vm(
-        self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int
+        self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int, policed: bool = False
     ) -> p4runtime_pb2.TableEntry:
+        """`policed`: the VM has a receive policy (its RX meter runs)."""
         return self._table(
             "mac_table",
             {"vni": vni, "dst_mac": mac},
             "to_local_vm",
-            {"port": port, "vlan_id": vlan_id, "vm": vm_index},
+            self._policed({"port": port, "vlan_id": vlan_id, "vm": vm_index}, policed),
         )
 
     def mac_to_remote_vtep(self, vni: int, mac: Value, vtep_ip: Value) -> p4runtime_pb2.TableEntry:
@@ -263,13 +330,14 @@ class PipelineEntries:
 
     # --- flooding ----------------------------------------------------------------
     def replica_to_vm(
-        self, replica_id: int, vlan_id: int, vm_index: int
+        self, replica_id: int, vlan_id: int, vm_index: int, policed: bool = False
     ) -> p4runtime_pb2.TableEntry:
+        """`policed`: the VM has a receive policy (its flood RX meter runs)."""
         return self._table(
             "flood_replica",
             {"replica_id": replica_id},
             "replicate_to_vm",
-            {"vlan_id": vlan_id, "vm": vm_index},
+            self._policed({"vlan_id": vlan_id, "vm": vm_index}, policed),
         )
 
     def replica_to_vtep(
@@ -291,7 +359,9 @@ class PipelineEntries:
 
     # --- QoS -------------------------------------------------------------------
     def vm_meter(self, direction: str, vm_index: int, rates: Rates) -> p4runtime_pb2.MeterEntry:
-        meter = {"tx": VM_TX_METER, "rx": VM_RX_METER}[direction]
+        """One meter of a VM: ``direction`` "tx", "rx" (unicast) or "flood"
+        (the RX meter of flood copies; a policy's rx rates configure both)."""
+        meter = {"tx": VM_TX_METER, "rx": VM_RX_METER, "flood": VM_RX_FLOOD_METER}[direction]
         return entities.meter_entry(
             self.p4info,
             meter,
@@ -303,5 +373,38 @@ class PipelineEntries:
         )
 
     # --- counters --------------------------------------------------------------
+    def policy_meters(
+        self, direction: str, vm_index: int, rates: Rates
+    ) -> list[p4runtime_pb2.MeterEntry]:
+        """Every meter a policy's ``direction`` ("tx" or "rx") configures on
+        the VM (an older pipeline has no flood meter)."""
+        names = [m for m in POLICY_METERS[direction] if self._has_meter(m)]
+        return [
+            entities.meter_entry(
+                self.p4info,
+                name,
+                vm_index,
+                cir=rates.cir,
+                cburst=rates.cburst,
+                pir=rates.pir,
+                pburst=rates.pburst,
+            )
+            for name in names
+        ]
+
+    def _has_meter(self, name: str) -> bool:
+        try:
+            self.p4info.meter(name)
+        except KeyError:
+            return False
+        return True
+
+    def has_counter(self, name: str) -> bool:
+        try:
+            self.p4info.counter(name)
+        except KeyError:
+            return False
+        return True
+
     def counter(self, name: str, index: int | None = None) -> p4runtime_pb2.CounterEntry:
         return entities.counter_entry(self.p4info, name, index)

@@ -13,12 +13,15 @@ control AccessFiltering(inout headers_t hdr,
 
     // `vrf`: the VRF of the VM's VNI when it is routed, else 0. Known here, with
     // the VNI, the routing lookups can run beside the MAC lookup.
+    // `policed`: the VM has a transmit policy (its frames pass vm_tx_meter).
     action bind_vm(vni_t vni, vm_index_t vm, mac_addr_t vm_mac
 #ifdef P4VTEP_ROUTING
                    , vrf_t vrf
 #endif
+                   , bit<1> policed
                   ) {
         meta.vni = vni;
+        meta.tx_policed = policed;
 #ifdef P4VTEP_ROUTING
         meta.vrf = vrf;
 #endif

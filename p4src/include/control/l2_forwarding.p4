@@ -38,10 +38,12 @@ control L2Forwarding(in headers_t hdr,
     RouteDecision() route_decision;   // (no tables: the P4Info is unchanged)
 #endif
 
-    action to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm) {
+    // `policed`: the VM has a receive policy (vm_rx_meter picks the queue).
+    action to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm, bit<1> policed) {
         meta.egress_port = port;
         meta.egress_vlan = vlan_id;
         meta.dst_vm = vm;
+        meta.rx_policed = policed;
     }
 
     action to_remote_vtep(ipv4_addr_t vtep_ip) {

@@ -27,11 +27,13 @@ control L3Forwarding(inout headers_t hdr,
                     (bit<32> host_table_size,
                      bit<32> prefix_table_size) {
     // To a VM on this ToR, in whichever VNI of the VRF it lives.
+    // (`policed`: the VM has a receive policy, as in to_local_vm.)
     action route_to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm,
-                             vni_index_t vni_index, mac_addr_t vm_mac) {
+                             vni_index_t vni_index, mac_addr_t vm_mac, bit<1> policed) {
         meta.egress_port = port;
         meta.egress_vlan = vlan_id;
         meta.dst_vm = vm;
+        meta.rx_policed = policed;
         meta.vni_index = vni_index;
         meta.routed = true;
         hdr.ethernet.dst_addr = vm_mac;

@@ -1,11 +1,21 @@
-// Per-VM two-rate three-colour meters (RFC 2698), one array per direction.
-// RED is dropped. YELLOW loses its traffic class (best-effort queue) and, when
-// tunnelled, gets DSCP CS1 on the outer header. Receive-side policing is the
-// one a server cannot do itself: its NIC has already taken the packet.
+// Per-VM two-rate three-colour meters (RFC 2698) and the queue each colour
+// takes (docs/qos.md). A VM's policy guarantees it its committed rate (CIR)
+// and lets it use up to its peak rate (PIR) when there is room:
+//   GREEN (within CIR)   -> the guaranteed queue TC_GUARANTEED, which the
+//                           other queues cannot starve (served first);
+//   YELLOW (up to PIR)   -> the best-effort queue and, when tunnelled, outer
+//                           DSCP CS1 so that the underlay drops it first;
+//   RED (above PIR)      -> dropped (METER_RED_TX / METER_RED_RX).
+// Only a VM with a policy in that direction passes a meter: the entries that
+// name a VM say whether it is policed (`policed`), since an unconfigured meter
+// reads GREEN and unpoliced traffic must never take the guaranteed queue.
+// Every coloured frame is counted per VM and colour (index VM ++ colour).
 #ifndef P4VTEP_POLICING_P4
 #define P4VTEP_POLICING_P4
 
-// Ingress: what a local VM transmits.
+// Ingress: what a local VM transmits (after its binding). Its GREEN takes the
+// guaranteed queue only toward the fabric (the uplinks, see the top level):
+// toward another local VM the receiver's meter decides.
 control TxPolicing(inout local_metadata_t meta)
                   (bit<32> vm_count) {
     BYTE_METER(vm_tx_meter, vm_count, vm_index_t);
@@ -20,18 +30,65 @@ control TxPolicing(inout local_metadata_t meta)
     }
 }
 
-// Egress: what is delivered to a local VM (unicast and every flood replica).
+// Ingress: the colour TxPolicing gave a frame, counted (RED too). A control
+// of its own so that each target counts where it is cheapest: v1model right
+// after the meter, Tofino at the end of ingress, where SRAM is free (its
+// 32K cells beside the meter took the MAC table's stage: docs/tofino.md).
+control TxColorCount(in local_metadata_t meta)
+                    (bit<32> vm_count) {
+    COLOR_COUNTER(vm_tx_color_counter, vm_count * COLORS_PER_VM, color_index_t);
+
+    apply {
+        COUNT(vm_tx_color_counter, meta.src_vm ++ meta.tx_color);
+    }
+}
+
+// Ingress: a unicast to a local VM with a receive policy, once the L2/L3
+// decision has named the VM: its colour picks the queue of the server's port.
 control RxPolicing(inout local_metadata_t meta)
-                  (bit<32> vm_count, bit<32> vni_count) {
+                  (bit<32> vm_count) {
     BYTE_METER(vm_rx_meter, vm_count, vm_index_t);
+    COLOR_COUNTER(vm_rx_color_counter, vm_count * COLORS_PER_VM, color_index_t);
+
+    apply {
+        EXECUTE_METER(vm_rx_meter, meta.dst_vm, meta.rx_color);
+        COUNT(vm_rx_color_counter, meta.dst_vm ++ meta.rx_color);
+        if (meta.rx_color == METER_RED) {
+            meta.drop_reason = DROP_METER_RED_RX;
+        } else if (meta.rx_color == METER_YELLOW) {
+            meta.traffic_class = TC_BEST_EFFORT;
+        } else {
+            meta.traffic_class = TC_GUARANTEED;
+        }
+    }
+}
+
+// Egress: what is delivered to a local VM (unicast and every flood copy). A
+// flood copy learns its VM only here (replication), after its queue was
+// chosen for all copies at once: the VM's flood meter (its own bucket, the
+// same rates) drops and counts RED, but a YELLOW copy cannot be requeued.
+// (RX_METER_IN_EGRESS, Tofino 1: RxPolicing runs in egress for unicast and
+// flood copies alike, so there is no flood meter of its own.)
+control RxDelivery(inout local_metadata_t meta)
+                  (bit<32> vm_count, bit<32> vni_count) {
+#ifndef RX_METER_IN_EGRESS
+    BYTE_METER(vm_rx_flood_meter, vm_count, vm_index_t);
+    COLOR_COUNTER(vm_rx_flood_color_counter, vm_count * COLORS_PER_VM, color_index_t);
+#endif
     PACKET_BYTE_COUNTER(vm_rx_counter, vm_count, vm_index_t);
     PACKET_BYTE_COUNTER(vni_rx_counter, vni_count, vni_index_t);
 
     apply {
-        EXECUTE_METER(vm_rx_meter, meta.dst_vm, meta.rx_color);
-        if (meta.rx_color == METER_RED) {
-            meta.drop_reason = DROP_METER_RED_RX;
-        } else {
+#ifndef RX_METER_IN_EGRESS
+        if (meta.flood_policed == 1) {
+            EXECUTE_METER(vm_rx_flood_meter, meta.dst_vm, meta.rx_color);
+            COUNT(vm_rx_flood_color_counter, meta.dst_vm ++ meta.rx_color);
+            if (meta.rx_color == METER_RED) {
+                meta.drop_reason = DROP_METER_RED_RX;
+            }
+        }
+#endif
+        if (meta.drop_reason == DROP_NONE) {
             COUNT(vm_rx_counter, meta.dst_vm);
             COUNT(vni_rx_counter, meta.vni_index);
         }

@@ -8,10 +8,12 @@ control Replication(inout local_metadata_t meta,
                     in port_t egress_port,
                     in bit<16> replica_id)
                    (bit<32> replica_table_size) {
-    action replicate_to_vm(vlan_id_t vlan_id, vm_index_t vm) {
+    // `policed`: the VM has a receive policy (the copy passes vm_rx_flood_meter).
+    action replicate_to_vm(vlan_id_t vlan_id, vm_index_t vm, bit<1> policed) {
         meta.egress_vlan = vlan_id;
         meta.dst_vm = vm;
         meta.do_encap = false;
+        meta.flood_policed = policed;
     }
 
     // The uplink for each VTEP replica is chosen by the controller when it
