@@ -47,9 +47,10 @@ UDP load below; ``switch_took_in`` in the results says whether it did):
     their colour, as BMv2's single receive queue did before per-colour
     queues;
   - ``auto`` (default): ``fabric`` when simple_switch_grpc serves Thrift,
-    else ``tbf``, the reason recorded. The toolchain's simple_switch_grpc
-    (docs/toolchain.md) is built without Thrift: nothing listens on its
-    --thrift-port, so on it BMv2's queue rates cannot be set at all.
+    else ``tbf``, the reason recorded. A simple_switch_grpc configured
+    without ``--with-thrift`` (upstream's default; docs/toolchain.md)
+    ignores --thrift-port: nothing listens, so BMv2's queue rates cannot be
+    set at all.
 Either way the bottleneck is the ToR's egress to the server.
 
 The arms, alternating A B C in each round, in one run:
