@@ -42,10 +42,11 @@ ACCEPTED_ON = {
         ("meters", "VtepIngress.rx_policing.vm_rx_meter", "present"),
         ("meters", "VtepEgress.rx_policing.vm_rx_meter", "present"),
         ("counters", "VtepIngress.rx_policing.vm_rx_color_counter", "present"),
-        ("counters", "VtepEgress.rx_policing.vm_rx_color_counter", "present"),
         # ...for flood copies too: no flood meter of its own there.
         ("meters", "VtepEgress.rx_delivery.vm_rx_flood_meter", "present"),
         ("counters", "VtepEgress.rx_delivery.vm_rx_flood_color_counter", "present"),
+        # ...and no colour counters (NO_COLOR_COUNTERS: they took the stages).
+        ("counters", "VtepIngress.tx_color_count.vm_tx_color_counter", "present"),
     },
     "tofino2": set(),
 }

@@ -154,7 +154,7 @@ class CounterReader:
                 tor,
                 cell(tor, VM_TX_COUNTER, i),
                 cell(tor, VM_RX_COUNTER, i),
-                {d: colored(tor, d, i) for d in metered[name]},
+                {d: colored(tor, d, i) for d in metered[name] if self._color_counters(tor, d)},
             )
             for name, tor, i in vm_rows
             if tor in cells
@@ -175,7 +175,7 @@ class CounterReader:
 
     def _color_counters(self, tor: str, direction: str) -> list[str]:
         """The colour counters of ``direction`` the ToR's pipeline has (Tofino
-        1 meters flood copies with the unicast RX meter: no flood counter)."""
+        1 has none: docs/tofino.md)."""
         entries = self.c.tor_entries.get(tor)
         if entries is None:
             return list(COLOR_COUNTERS[direction])

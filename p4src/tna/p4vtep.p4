@@ -24,6 +24,9 @@
 #define RX_POLICING_IN_INGRESS
 #else
 #define RX_METER_IN_EGRESS   // (policing.p4: one RX meter for unicast and flood copies)
+// ...and no colour counters: with them Tofino 1's ingress took 14 of its 12
+// stages, however laid out (docs/tofino.md, "QoS on Tofino").
+#define NO_COLOR_COUNTERS
 #endif
 
 #include <core.p4>

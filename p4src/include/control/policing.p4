@@ -36,10 +36,14 @@ control TxPolicing(inout local_metadata_t meta)
 // 32K cells beside the meter took the MAC table's stage: docs/tofino.md).
 control TxColorCount(in local_metadata_t meta)
                     (bit<32> vm_count) {
+#ifndef NO_COLOR_COUNTERS
     COLOR_COUNTER(vm_tx_color_counter, vm_count * COLORS_PER_VM, color_index_t);
+#endif
 
     apply {
+#ifndef NO_COLOR_COUNTERS
         COUNT(vm_tx_color_counter, meta.src_vm ++ meta.tx_color);
+#endif
     }
 }
 
@@ -48,11 +52,15 @@ control TxColorCount(in local_metadata_t meta)
 control RxPolicing(inout local_metadata_t meta)
                   (bit<32> vm_count) {
     BYTE_METER(vm_rx_meter, vm_count, vm_index_t);
+#ifndef NO_COLOR_COUNTERS
     COLOR_COUNTER(vm_rx_color_counter, vm_count * COLORS_PER_VM, color_index_t);
+#endif
 
     apply {
         EXECUTE_METER(vm_rx_meter, meta.dst_vm, meta.rx_color);
+#ifndef NO_COLOR_COUNTERS
         COUNT(vm_rx_color_counter, meta.dst_vm ++ meta.rx_color);
+#endif
         if (meta.rx_color == METER_RED) {
             meta.drop_reason = DROP_METER_RED_RX;
         } else if (meta.rx_color == METER_YELLOW) {
