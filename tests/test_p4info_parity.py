@@ -30,12 +30,14 @@ ACCEPTED = {
     ("action_profiles", "VtepIngress.underlay.ecmp_selector", "max_group_size"),
 }
 
-# Per chip: Tofino 1 holds fewer routes than BMv2 and Tofino 2 (tna/sizes.p4:
-# the largest that fit its 12 ingress stages beside 64K MACs and ARP entries).
+# Per chip: Tofino 1 holds fewer routes, MACs and ARP entries than BMv2 and
+# Tofino 2 (tna/sizes.p4: the largest that fit its 12 ingress stages with QoS).
 ACCEPTED_ON = {
     "tofino": {
         ("tables", "VtepIngress.l3_forwarding.host_route", "size"),
         ("tables", "VtepIngress.l3_forwarding.prefix_route", "size"),
+        ("tables", "VtepIngress.l2_forwarding.mac_table", "size"),
+        ("tables", "VtepIngress.arp_suppression.arp_suppression", "size"),
         # Tofino 1 has no ingress stage for the receive meter after the L2/L3
         # decision (docs/tofino.md, "QoS"): its RxPolicing runs in egress, the
         # same meter and colour counter by their short names.

@@ -13,7 +13,6 @@ typedef bit<16>  vm_index_t;    // dense per-switch index of a local VM (meters,
 typedef bit<16>  mcast_group_t;
 typedef bit<8>   drop_reason_t;
 typedef bit<24>  vrf_t;         // a tenant's IP VRF, named by its L3 VNI; 0 = not routed
-typedef bit<18>  color_index_t; // a VM's index ++ a meter colour (colour counters)
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<16> ETHERTYPE_ARP  = 0x0806;

@@ -11,11 +11,21 @@
 #ifndef VNI_COUNT
 #define VNI_COUNT                  16384   // VNIs present on this ToR
 #endif
+// Tofino 1 with QoS (docs/tofino.md, "QoS"): 56K MACs and 32K ARP entries
+// are the largest measured to fit its 12 ingress stages (64K + 32K: 13;
+// 48K + 48K: no PHV allocation); Tofino 2 and BMv2 hold 64K of each.
+#if __TARGET_TOFINO__ == 2
+#define MAC_TABLE_DEFAULT          65536
+#define ARP_SUPPRESSION_DEFAULT    65536
+#else
+#define MAC_TABLE_DEFAULT          57344
+#define ARP_SUPPRESSION_DEFAULT    32768
+#endif
 #ifndef MAC_TABLE_SIZE
-#define MAC_TABLE_SIZE             65536   // (VNI, MAC) bindings, local and remote
+#define MAC_TABLE_SIZE             MAC_TABLE_DEFAULT         // (VNI, MAC) bindings, local and remote
 #endif
 #ifndef ARP_SUPPRESSION_TABLE_SIZE
-#define ARP_SUPPRESSION_TABLE_SIZE 65536   // (VNI, IP) -> MAC
+#define ARP_SUPPRESSION_TABLE_SIZE ARP_SUPPRESSION_DEFAULT   // (VNI, IP) -> MAC
 #endif
 #define VTEP_TERMINATION_TABLE_SIZE 64     // this switch's own VTEP addresses
 #ifndef UNDERLAY_ROUTE_TABLE_SIZE

@@ -21,6 +21,9 @@
 #define COUNT(name, index) name.count(index)
 // The per-VM colour counters (policing.p4): 4 cells per VM. The same counter
 // here; Tofino gives them narrower cells (tna/arch.p4).
+// A VM's index ++ a meter colour: the colour counters' index (policing.p4).
+// Only v1model's counters are typed by their index (TNA's take bit<32>).
+typedef bit<18> color_index_t;
 #define COLOR_COUNTER(name, size, index_type) PACKET_BYTE_COUNTER(name, size, index_type)
 // A count that every action of a table makes, default action included: in
 // the actions on BMv2, where a count of its own would be a table apply of its
