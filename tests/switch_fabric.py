@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from netns_socket import ETH_P_ALL, PACKET_AUXDATA, SOL_PACKET, receive
 from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc, free_port
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -177,11 +177,6 @@ A1 = Vm("a1", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10)
 A2 = Vm("a2", "00:00:0a:00:00:02", ("192.168.1.2",), 5000, "s21", 20)
 B1 = Vm("b1", "00:00:0b:00:00:01", ("192.168.1.1",), 6000, "s12", 30)
 
-ETH_P_ALL = 0x0003
-PACKET_OUTGOING = 4
-SOL_PACKET, PACKET_AUXDATA = 263, 8
-TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_TPID_VALID = 0x10, 0x40
-
 
 def frame(src: Vm, dst: Vm, tag: int = 0) -> Packet:
     return (
@@ -210,17 +205,11 @@ def send_and_receive(send_iface: str, pkt, recv_iface: str, timeout: float = 2.0
         while (left := deadline - time.monotonic()) > 0:
             rx.settimeout(left)
             try:
-                data, ancillary, _, addr = rx.recvmsg(65535, socket.CMSG_SPACE(64))
+                data, outgoing = receive(rx)
             except TimeoutError:
                 break
-            if addr[2] == PACKET_OUTGOING:
+            if outgoing:
                 continue
-            for level, kind, aux in ancillary:
-                if level == SOL_PACKET and kind == PACKET_AUXDATA:
-                    status, _, _, _, _, tci, tpid = struct.unpack("IIIHHHH", aux[:20])
-                    if status & TP_STATUS_VLAN_VALID:
-                        tpid = tpid if status & TP_STATUS_VLAN_TPID_VALID else 0x8100
-                        data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
             got.append(Ether(data))
         return got
 

@@ -6,12 +6,12 @@ switches stays as compiled, with the other VMs' traffic still delivered."""
 from __future__ import annotations
 
 import socket
-import struct
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from netns_socket import ETH_P_ALL, PACKET_AUXDATA, SOL_PACKET, receive
 from p4vtep.counters import CounterReader
 from p4vtep.model import QosPolicy, Rates
 from scapy.layers.inet import IP, UDP
@@ -21,12 +21,6 @@ from switch_fabric import (
     A1,
     A2,
     B1,
-    ETH_P_ALL,
-    PACKET_AUXDATA,
-    PACKET_OUTGOING,
-    SOL_PACKET,
-    TP_STATUS_VLAN_TPID_VALID,
-    TP_STATUS_VLAN_VALID,
     background_vms,
     bmv2_fabric,
     frame,
@@ -74,17 +68,11 @@ def burst_delivered(sf, src, dst, count: int, first_tag: int) -> int:
         while (left := deadline - time.monotonic()) > 0:
             rx.settimeout(left)
             try:
-                data, ancillary, _, addr = rx.recvmsg(65535, socket.CMSG_SPACE(64))
+                data, outgoing = receive(rx)
             except TimeoutError:
                 break
-            if addr[2] == PACKET_OUTGOING:
+            if outgoing:
                 continue
-            for level, kind, aux in ancillary:
-                if level == SOL_PACKET and kind == PACKET_AUXDATA:
-                    status, _, _, _, _, tci, tpid = struct.unpack("IIIHHHH", aux[:20])
-                    if status & TP_STATUS_VLAN_VALID:
-                        tpid = tpid if status & TP_STATUS_VLAN_TPID_VALID else 0x8100
-                        data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
             if data in want:
                 got.add(data)
         return len(got)
