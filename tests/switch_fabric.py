@@ -190,6 +190,12 @@ def frame(src: Vm, dst: Vm, tag: int = 0) -> Packet:
 
 def send_and_receive(send_iface: str, pkt, recv_iface: str, timeout: float = 2.0) -> list[Ether]:
     """Send one frame on ``send_iface``; return what arrives on ``recv_iface``."""
+    return [Ether(data) for data in send_frames(send_iface, [pkt], recv_iface, timeout)]
+
+
+def send_frames(send_iface: str, frames, recv_iface: str, timeout: float = 2.0) -> list[bytes]:
+    """Send ``frames`` on ``send_iface``; return the bytes of every frame that
+    arrives on ``recv_iface`` within ``timeout`` (VLAN tags as on the wire)."""
     with (
         # Protocol 0 until bound, so no frame of another interface is queued.
         socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as rx,
@@ -199,7 +205,8 @@ def send_and_receive(send_iface: str, pkt, recv_iface: str, timeout: float = 2.0
         # The kernel strips a received VLAN tag into ancillary data; put it back.
         rx.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
         tx.bind((send_iface, 0))
-        tx.send(bytes(pkt))
+        for frame in frames:
+            tx.send(bytes(frame))
         got = []
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
@@ -210,7 +217,7 @@ def send_and_receive(send_iface: str, pkt, recv_iface: str, timeout: float = 2.0
                 break
             if outgoing:
                 continue
-            got.append(Ether(data))
+            got.append(data)
         return got
 
 

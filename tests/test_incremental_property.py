@@ -393,18 +393,24 @@ def test_a_build_in_steps_gives_the_whole_state_and_catches_changes_between_step
     model.check()
 
 
-@settings(
+# The populated-fabric properties: fewer examples (each starts from every VM
+# placed), and a placement per VM name (VNI, server), most in routed VNIs.
+POPULATED_SETTINGS = settings(
     max_examples=max(EXAMPLES // 3, 100),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     derandomize=True,
 )
+POPULATED_PLACEMENT = st.lists(
+    st.tuples(st.sampled_from([5000, 5000, 5001, 6000]), st.sampled_from(SERVERS)),
+    min_size=len(NAMES),
+    max_size=len(NAMES),
+)
+
+
+@POPULATED_SETTINGS
 @given(
-    st.lists(
-        st.tuples(st.sampled_from([5000, 5000, 5001, 6000]), st.sampled_from(SERVERS)),
-        min_size=len(NAMES),
-        max_size=len(NAMES),
-    ),
+    POPULATED_PLACEMENT,
     st.lists(st.one_of(learn, learn, op, st.just(("reload",))), min_size=1, max_size=25),
 )
 def test_learned_routes_in_a_populated_vrf_incremental_equals_full_compile(placement, steps):
@@ -447,18 +453,9 @@ def test_bulk_reload_matches_the_reference_and_changes_only_what_differs():
         assert compiler.state == reference
 
 
-@settings(
-    max_examples=max(EXAMPLES // 3, 100),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+@POPULATED_SETTINGS
 @given(
-    st.lists(
-        st.tuples(st.sampled_from([5000, 5000, 5001, 6000]), st.sampled_from(SERVERS)),
-        min_size=len(NAMES),
-        max_size=len(NAMES),
-    ),
+    POPULATED_PLACEMENT,
     st.lists(st.one_of(evpn_op, evpn_op, evpn_op, op, st.just(("reload",))), max_size=40),
 )
 def test_routes_through_the_learned_table_incremental_equals_full_compile(placement, steps):

@@ -5,13 +5,11 @@ switches stays as compiled, with the other VMs' traffic still delivered."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from netns_socket import ETH_P_ALL, PACKET_AUXDATA, SOL_PACKET, receive
 from p4vtep.counters import CounterReader
 from p4vtep.model import QosPolicy, Rates
 from scapy.layers.inet import IP, UDP
@@ -26,6 +24,7 @@ from switch_fabric import (
     frame,
     read_back_matches,
     send_and_receive,
+    send_frames,
     start_controller,
     switch_test,
 )
@@ -54,28 +53,8 @@ def burst_delivered(sf, src, dst, count: int, first_tag: int) -> int:
         bytes(Ether(src=src.mac, dst=dst.mac) / Dot1Q(vlan=dst.vlan) / f[Dot1Q].payload)
         for f in sent
     }
-    with (
-        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as rx,
-        socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx,
-    ):
-        rx.bind((sf.host_ifaces[dst.server], ETH_P_ALL))
-        rx.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-        tx.bind((sf.host_ifaces[src.server], 0))
-        for f in sent:
-            tx.send(bytes(f))
-        got = set()
-        deadline = time.monotonic() + 2.0
-        while (left := deadline - time.monotonic()) > 0:
-            rx.settimeout(left)
-            try:
-                data, outgoing = receive(rx)
-            except TimeoutError:
-                break
-            if outgoing:
-                continue
-            if data in want:
-                got.add(data)
-        return len(got)
+    got = send_frames(sf.host_ifaces[src.server], sent, sf.host_ifaces[dst.server])
+    return len(want.intersection(got))
 
 
 @switch_test()

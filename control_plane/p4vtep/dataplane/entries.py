@@ -362,9 +362,12 @@ class PipelineEntries:
         """One meter of a VM: ``direction`` "tx", "rx" (unicast) or "flood"
         (the RX meter of flood copies; a policy's rx rates configure both)."""
         meter = {"tx": VM_TX_METER, "rx": VM_RX_METER, "flood": VM_RX_FLOOD_METER}[direction]
+        return self._meter(meter, vm_index, rates)
+
+    def _meter(self, name: str, vm_index: int, rates: Rates) -> p4runtime_pb2.MeterEntry:
         return entities.meter_entry(
             self.p4info,
-            meter,
+            name,
             vm_index,
             cir=rates.cir,
             cburst=rates.cburst,
@@ -379,18 +382,7 @@ class PipelineEntries:
         """Every meter a policy's ``direction`` ("tx" or "rx") configures on
         the VM (an older pipeline has no flood meter)."""
         names = [m for m in POLICY_METERS[direction] if self._has_meter(m)]
-        return [
-            entities.meter_entry(
-                self.p4info,
-                name,
-                vm_index,
-                cir=rates.cir,
-                cburst=rates.cburst,
-                pir=rates.pir,
-                pburst=rates.pburst,
-            )
-            for name in names
-        ]
+        return [self._meter(name, vm_index, rates) for name in names]
 
     def _has_meter(self, name: str) -> bool:
         try:
