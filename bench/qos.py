@@ -95,6 +95,7 @@ It reports; it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import signal
@@ -150,6 +151,39 @@ def ns_dev_bytes(pid: int, iface: str) -> tuple[int, int]:
             f = data.split()
             return int(f[0]), int(f[8])
     raise KeyError(iface)
+
+
+# What the peer's TCP stack saw of the receive flows (it sends them): loss
+# recovery, reordering, and what it undid once a retransmission proved spurious.
+TCP_COUNTERS = {
+    "Tcp": ("OutSegs", "RetransSegs"),
+    "TcpExt": (
+        "TCPFastRetrans",
+        "TCPTimeouts",
+        "TCPLossProbes",
+        "TCPSACKReorder",
+        "TCPTSReorder",
+        "TCPDSACKRecv",
+        "TCPDSACKUndo",
+        "TCPLossUndo",
+        "TCPSpuriousRTOs",
+        "TCPLostRetransmit",
+    ),
+}
+
+
+def ns_tcp_counters(pid: int) -> dict[str, int]:
+    """TCP_COUNTERS of the network namespace of process ``pid`` (the kernel's
+    /proc/net/snmp and /proc/net/netstat, as nstat reads them)."""
+    out = {}
+    for name in ("snmp", "netstat"):
+        lines = Path(f"/proc/{pid}/net/{name}").read_text().splitlines()
+        for head, values in itertools.pairwise(lines):
+            proto, _, keys = head.partition(": ")
+            if proto in TCP_COUNTERS and values.startswith(proto + ": "):
+                row = dict(zip(keys.split(), values.split()[1:], strict=True))
+                out.update({k: int(row[k]) for k in TCP_COUNTERS[proto] if k in row})
+    return out
 
 
 def root_dev_bytes(iface: str, which: str) -> int:
@@ -236,6 +270,7 @@ class Lab:
     srv_ns: str
     peer_ns: str
     anchors: dict[str, int] = field(default_factory=dict)  # VM -> pid in its namespace
+    peer_anchor: int = 0  # a pid in the peer's namespace (the receive flows' sender)
     procs: list[subprocess.Popen[Any]] = field(default_factory=list)
 
 
@@ -435,12 +470,17 @@ def lab(cfg: Config, pipeline: Pipeline, log_dir: Path) -> Any:
                 "-s",
                 "-p",
                 str(RX_PORT),
+                # What the VM's application read, per 100 ms, handed to the
+                # client (--get-server-output): its goodput series.
+                "-i",
+                str(SAMPLE_S),
+                "-J",
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
             the_lab.anchors[name] = server.pid
         for i, _ in enumerate(SERVER_VMS):
-            spawn(
+            peer_server = spawn(
                 procs,
                 "ip",
                 "netns",
@@ -453,6 +493,7 @@ def lab(cfg: Config, pipeline: Pipeline, log_dir: Path) -> Any:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
+            the_lab.peer_anchor = peer_server.pid
         time.sleep(1.0)
         yield the_lab
 
@@ -518,8 +559,20 @@ def set_arm(lab: Lab, cfg: Config, arm: str) -> dict[str, Any]:
 # --- traffic and samples ---------------------------------------------------------
 
 
+# TCP's block size: the receiving iperf3 reads whole blocks, so its 100 ms
+# goodput samples move in steps of one block (4 KiB: 7 % of a 5 Mbit/s sample).
+TCP_BLOCK = 4096
+
+
 def iperf(
-    ns: str, dst: str, port: int, seconds: float, proto: str, bps: int | None, streams: int = 1
+    ns: str,
+    dst: str,
+    port: int,
+    seconds: float,
+    proto: str,
+    bps: int | None,
+    streams: int = 1,
+    server_output: bool = False,
 ) -> list[str]:
     cmd = [
         "ip",
@@ -539,8 +592,12 @@ def iperf(
     ]
     if proto == "udp":
         cmd += ["-u", "-l", str(UDP_PAYLOAD), "-b", str(bps or 0)]
-    elif bps:
-        cmd += ["-b", str(bps // streams)]
+    else:
+        cmd += ["-l", str(TCP_BLOCK)]
+        if bps:
+            cmd += ["-b", str(bps // streams)]
+    if server_output:
+        cmd.append("--get-server-output")
     return cmd
 
 
@@ -555,11 +612,13 @@ def flows(lab: Lab, cfg: Config, proto: str) -> dict[str, list[str]]:
                 if name == GREEDY
                 else round(cfg.want * cfg.guarantee_bps)
             )
-            out[f"rx-{name}"] = iperf(lab.peer_ns, vm.ips[0], RX_PORT, seconds, "udp", rate)
+            out[f"rx-{name}"] = iperf(
+                lab.peer_ns, vm.ips[0], RX_PORT, seconds, "udp", rate, server_output=True
+            )
         else:
             streams = cfg.greedy_streams if name == GREEDY else 1
             out[f"rx-{name}"] = iperf(
-                lab.peer_ns, vm.ips[0], RX_PORT, seconds, "tcp", None, streams
+                lab.peer_ns, vm.ips[0], RX_PORT, seconds, "tcp", None, streams, True
             )
         send = round(cfg.send_share * cfg.link_bps)
         out[f"tx-{name}"] = iperf(
@@ -568,9 +627,21 @@ def flows(lab: Lab, cfg: Config, proto: str) -> dict[str, list[str]]:
     return out
 
 
+def iperf_json(text: str) -> dict[str, Any]:
+    """An iperf3 client's -J document; warnings it printed first (UDP: "block
+    size exceeds TCP MSS") are skipped. ValueError if there is none."""
+    start = text.find("{")
+    if start < 0:
+        raise ValueError("no JSON in iperf3's output")
+    doc, _ = json.JSONDecoder().raw_decode(text, start)
+    if not isinstance(doc, dict):
+        raise ValueError("iperf3's JSON is not an object")
+    return doc
+
+
 def iperf_summary(text: str, proto: str) -> dict[str, Any]:
     try:
-        end = json.loads(text)["end"]
+        end = iperf_json(text)["end"]
     except (ValueError, KeyError):
         return {"error": text[-300:]}
     if proto == "udp":
@@ -581,6 +652,22 @@ def iperf_summary(text: str, proto: str) -> dict[str, Any]:
         "received_bps": end.get("sum_received", {}).get("bits_per_second"),
         "retransmits": end.get("sum_sent", {}).get("retransmits"),
     }
+
+
+def goodput_series(text: str) -> list[tuple[float, float]]:
+    """(interval end s, Mbit/s) of what the receiving iperf3 read, from the
+    server output a client fetched (--get-server-output); [] without it."""
+    try:
+        server = iperf_json(text)["server_output_json"]
+    except (ValueError, KeyError):
+        return []
+    out = []
+    for interval in server.get("intervals", []):
+        total = interval["sum"]
+        seconds = total["end"] - total["start"]
+        if seconds > 0:
+            out.append((total["end"], total["bytes"] * 8 / seconds / 1e6))
+    return out
 
 
 def sample(lab: Lab, seconds: float, stop_event: threading.Event) -> dict[str, list]:
@@ -660,6 +747,7 @@ def other_work(before: dict[int, tuple[str, float]], busy: float, wall: float) -
 def one_run(lab: Lab, cfg: Config, proto: str, arm: str, round_: int) -> dict[str, Any]:
     shaping = set_arm(lab, cfg, arm)
     counters0 = switch_counters(lab)
+    tcp0 = ns_tcp_counters(lab.peer_anchor)
     commands = flows(lab, cfg, proto)
     load_before = os.getloadavg()[0]
     assert lab.switch.process is not None
@@ -678,6 +766,7 @@ def one_run(lab: Lab, cfg: Config, proto: str, arm: str, round_: int) -> dict[st
     cpu1, wall1 = process_cpu_seconds(lab.switch.process.pid), time.monotonic()
     machine_share = other_work(table0, busy0, wall1 - wall0)
     switch = counters_delta(counters0, switch_counters(lab))
+    tcp1 = ns_tcp_counters(lab.peer_anchor)
     switch["offered_mbps"] /= wall1 - wall0
     series = {name: qos_report.throughput_mbps(raw[name]) for name in SERVER_VMS}
     link = qos_report.throughput_mbps(raw["link"])
@@ -695,6 +784,18 @@ def one_run(lab: Lab, cfg: Config, proto: str, arm: str, round_: int) -> dict[st
         "warmup_s": cfg.warmup,
         "set": shaping,
         "series": {n: [(round(t, 3), round(m, 3)) for t, m in s] for n, s in series.items()},
+        # What each VM's application received (retransmitted duplicates are
+        # in the interface's bytes, not here).
+        # (The clients run half a second longer than the samples: their last,
+        # partial interval is left out, as the counters' samples end.)
+        "goodput_series": {
+            n: [
+                (round(t, 3), round(m, 3))
+                for t, m in goodput_series(outputs[f"rx-{n}"])
+                if t <= cfg.seconds
+            ]
+            for n in SERVER_VMS
+        },
         "link_series": [(round(t, 3), round(m, 3)) for t, m in link],
         "link_used_median": sorted(warm)[len(warm) // 2] / cfg.link_mbps if warm else 0.0,
         # VMs' frames (14-byte header) against the ToR's (+ 4-byte tag): in arm B
@@ -705,6 +806,8 @@ def one_run(lab: Lab, cfg: Config, proto: str, arm: str, round_: int) -> dict[st
         "machine": machine_share,
         "load": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "iperf": {name: iperf_summary(out, proto) for name, out in outputs.items()},
+        # The peer's TCP (sender of every receive flow) over the run.
+        "peer_tcp": {k: tcp1[k] - tcp0.get(k, 0) for k in tcp1},
     }
     run["stats"] = qos_report.summarise(run)
     return run
@@ -715,9 +818,11 @@ def print_run(run: dict) -> None:
     parts = []
     for vm in run["guaranteed"]:
         v = s["vms"][vm]
+        g = s.get("goodput", {}).get(vm)
         parts.append(
             f"{vm} p1/p5/med/min {v['p1']:.1f}/{v['p5']:.1f}/{v['median']:.1f}/{v['min']:.1f} "
-            f"(p5 {v['of_guarantee']['p5']:.2f} of guarantee)"
+            f"(p5 {v['of_guarantee']['p5']:.2f} of guarantee"
+            + (f"; goodput p5 {g['of_guarantee']['p5']:.2f}, mean {g['mean']:.1f})" if g else ")")
         )
     x = s["greedy"]
     print(
@@ -731,6 +836,19 @@ def print_run(run: dict) -> None:
         f"{run['machine']['others_cores']:.2f} cores {run['machine']['busiest_others']}",
         flush=True,
     )
+    if run["protocol"] == "tcp":
+        tcp = run["peer_tcp"]
+        rx = {n[3:]: f for n, f in run["iperf"].items() if n.startswith("rx-")}
+        retrans = {vm: f.get("retransmits") for vm, f in rx.items()}
+        goodput = {vm: round((f.get("received_bps") or 0) / 1e6, 2) for vm, f in rx.items()}
+        print(
+            f"    goodput (iperf3, Mbit/s) {goodput}; "
+            f"peer TCP: retransmits per flow {retrans}, reordering seen "
+            f"{tcp.get('TCPSACKReorder', 0) + tcp.get('TCPTSReorder', 0)}, DSACKs "
+            f"{tcp.get('TCPDSACKRecv', 0)}, undone {tcp.get('TCPDSACKUndo', 0)}+"
+            f"{tcp.get('TCPLossUndo', 0)}, timeouts {tcp.get('TCPTimeouts', 0)}",
+            flush=True,
+        )
 
 
 def git(*args: str) -> str:

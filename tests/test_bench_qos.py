@@ -93,3 +93,38 @@ def test_plot_writes_a_png(tmp_path) -> None:
     entry = {"label": "t", "runs": [run("A", 1.5), run("B", 1.9)]}
     qos_report.plot(entry, tmp_path / "q.png")
     assert (tmp_path / "q.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_goodput_is_what_the_receiving_iperf3_read_per_interval() -> None:
+    import qos
+
+    server = {
+        "intervals": [
+            {"sum": {"start": 0.0, "end": 0.1, "bytes": 62_500}},
+            {"sum": {"start": 0.1, "end": 0.2, "bytes": 0}},
+            {"sum": {"start": 0.2, "end": 0.2, "bytes": 10}},  # (empty: left out)
+        ]
+    }
+    # A warning line before the document, as iperf3 prints for UDP.
+    text = "warning: UDP block size 1472 exceeds TCP MSS 1448\n" + json.dumps(
+        {"end": {"sum": {"bits_per_second": 1e6}}, "server_output_json": server}
+    )
+    got = qos.goodput_series(text)
+    assert [t for t, _ in got] == [0.1, 0.2]
+    assert [round(m, 6) for _, m in got] == [5.0, 0.0]
+    assert qos.iperf_summary(text, "udp")["bps"] == 1e6
+    # No server output (a client without --get-server-output), or no JSON at all.
+    assert qos.goodput_series(json.dumps({"end": {}})) == []
+    assert qos.goodput_series("iperf3: error - unable to connect") == []
+    assert "error" in qos.iperf_summary("iperf3: error - unable to connect", "tcp")
+
+
+def test_the_target_is_judged_on_goodput_when_a_run_has_it() -> None:
+    r = run("B", 1.9)  # the interfaces got 0.95 of the guarantee...
+    r["goodput_series"] = {vm: [(t, m / 2) for t, m in s] for vm, s in r["series"].items()}
+    r["stats"] = qos_report.summarise(r)
+    assert r["stats"]["goodput"]["g1"]["mean"] == pytest.approx(0.95)
+    # ...but the applications half of it (the rest retransmitted duplicates).
+    assert not qos_report.met(r["stats"], r["guaranteed"])
+    rows = qos_report.table({"runs": [r]})
+    assert "**0.47**, 0.9" in rows[2]  # goodput's p5 / guarantee in bold, its mean
