@@ -155,7 +155,7 @@ def main() -> int:
             params = (
                 f"grpc_addr='{switch.grpc_address}';device_id=1;"
                 f"p4info='{pipeline.p4info_path}';bmv2_json='{pipeline.device_config_path}';"
-                f"probes='{probe_params}'"
+                f"probes='{probe_params}';thrift_port={switch.thrift_port}"
             )
             ptf_cmd = [
                 ptf_bin,

@@ -1,13 +1,17 @@
 """Per-VM QoS (docs/qos.md): two-rate three-colour meters (RFC 2698) in both
-directions, each colour to its queue, RED dropped and counted, the colour
-counters, and YELLOW marking.
+directions, RED dropped and counted, the colour counters, YELLOW marking,
+and colours as drop precedence: every frame of a VNI takes the VNI's queue
+whatever its colour, and a congested queue keeps its last places for
+committed (GREEN) frames.
 
 Which queue a frame took is shown with the probe switches run_suite.py starts
 beside the main one: the same pipeline with 1 and with 7 priority queues
 (PTF devices 1 and 2), where BMv2 drops a frame whose queue does not exist
-("Priority out of range"). A frame that passes the 1-queue switch took queue
-0 (best effort); one that the 7-queue switch drops took queue 7 (guaranteed).
+("Priority out of range"). A congested queue is made with BMv2's own queue
+rates, through the switch's Thrift service (run_suite.py's thrift_port).
 """
+
+from typing import NamedTuple
 
 from base import (
     A1,
@@ -16,14 +20,16 @@ from base import (
     ACCESS_PORT_1,
     ACCESS_PORT_2,
     BROADCAST,
-    LOCAL_FLOOD_GROUP,
+    ECMP_GROUP_ID,
     REMOTE_VTEP_1,
     REPLICA_ID,
+    TC_A,
     UPLINK_1,
     UPLINK_2,
     VNI_A,
     DropReason,
     MeterRates,
+    ReferenceVm,
     VtepFabricTest,
     expected_encap,
     from_remote,
@@ -32,12 +38,14 @@ from base import (
     untag,
     vm_frame,
 )
+from p4vtep.bmv2_thrift import SimpleSwitchThrift
 from p4vtep.dataplane.entries import COLOR_COUNTERS, color_index
 from p4vtep.dataplane.targets import Target, profile
 from p4vtep.runtime.client import SwitchConnection
 from ptf.mask import Mask
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
+from scapy.packet import Packet
 
 BURST = 30
 # 2 KB/s with a 1 KB bucket: a few frames pass, then RED.
@@ -50,7 +58,6 @@ ALL_RED = MeterRates(cir=1, cburst=1, pir=1, pburst=1)
 BMV2 = profile(Target.BMV2)
 GREEN, YELLOW, RED = 0, BMV2.meter_yellow, BMV2.meter_red
 COLORS = {GREEN: "GREEN", YELLOW: "YELLOW", RED: "RED"}
-TC_GUARANTEED = 7
 DSCP_CS1_TOS = 8 << 2
 
 
@@ -270,10 +277,11 @@ def probes():
 
 
 class QueueTest(QosTest):
-    """Each colour to its queue, per direction: GREEN of a policed VM to
-    queue 7, YELLOW to queue 0, everything else (unpoliced VMs, flood
-    copies, a sender's GREEN toward a local VM) to its VNI's class (VNI A: 2).
-    A frame's queue is read from which probe switches drop it."""
+    """Every frame of VNI A takes VNI A's class (2), whatever its colour and
+    whether or not its VM is policed, in both directions, and flood copies
+    too: a flow that runs above its guarantee is never reordered. A frame's
+    queue is read from which probe switches drop it (queue 2 exists on the
+    7-queue probe only)."""
 
     def runTest(self):
         for device, (device_id, queues, address) in sorted(probes().items()):
@@ -289,9 +297,9 @@ class QueueTest(QosTest):
                 probe.clear_multicast_groups()
                 probe.close()
 
-    def expect(self, device, queues, queue, pkt, port):
-        """``pkt`` arrives on ``port`` of the probe iff the probe has ``queue``."""
-        if queue < queues:
+    def expect(self, device, queues, pkt, port):
+        """``pkt`` arrives on ``port`` of the probe iff the probe has VNI A's queue."""
+        if queues > TC_A:
             tu.verify_packet(self, pkt, (device, port))
         tu.verify_no_other_packets(self, device_number=device)
 
@@ -301,42 +309,37 @@ class QueueTest(QosTest):
             tu.send_packet(self, (device, vm.port), frame)
             return frame
 
-        # TX toward the fabric: a1's GREEN -> 7, YELLOW -> 0 (with CS1);
-        # a2 (unpoliced) -> VNI A's class, 2.
-        for rates, queue, tos in ((ALL_GREEN, TC_GUARANTEED, 0), (ALL_YELLOW, 0, DSCP_CS1_TOS)):
+        # TX toward the fabric: a1's GREEN, a1's YELLOW (with CS1), a2 unpoliced.
+        for sport, (rates, tos) in enumerate(((ALL_GREEN, 0), (ALL_YELLOW, DSCP_CS1_TOS))):
             self.police(A1, tx=rates, sw=probe)
-            self.expect_encap(device, queues, queue, send(A1, A3, 1), tos)
+            self.expect_encap(device, queues, send(A1, A3, 1 + sport), tos)
         self.police(A1, sw=probe)  # (no policy)
-        self.expect_encap(device, queues, 2, send(A2, A3, 2))
-        # TX GREEN toward a local VM without a receive policy: the VNI's class,
-        # not 7 (the receiving server's guarantees are its VMs' receive CIRs).
+        self.expect_encap(device, queues, send(A2, A3, 3))
+        # Local: a1's GREEN toward a2.
         self.police(A1, tx=ALL_GREEN, sw=probe)
-        frame = send(A1, A2, 3)
-        self.expect(device, queues, 2, retag(frame, A2.vlan), ACCESS_PORT_2)
-        # RX from the fabric: a2's GREEN -> 7, YELLOW -> 0; a1 (unpoliced) -> 2.
+        frame = send(A1, A2, 4)
+        self.expect(device, queues, retag(frame, A2.vlan), ACCESS_PORT_2)
+        # RX from the fabric: a2's GREEN and YELLOW, a1 unpoliced.
         self.police(A1, sw=probe)
-        for rates, queue in ((ALL_GREEN, TC_GUARANTEED), (ALL_YELLOW, 0)):
+        for sport, rates in enumerate((ALL_GREEN, ALL_YELLOW)):
             self.police(A2, rx=rates, sw=probe)
-            pkt = to_vm(A2, sport=4)
+            pkt = to_vm(A2, sport=5 + sport)
             tu.send_packet(self, (device, UPLINK_1), pkt)
-            delivered = retag(pkt[Ether].payload[Ether], A2.vlan)
-            self.expect(device, queues, queue, delivered, ACCESS_PORT_2)
-        pkt = to_vm(A1, sport=5)
+            self.expect(device, queues, retag(pkt[Ether].payload[Ether], A2.vlan), ACCESS_PORT_2)
+        pkt = to_vm(A1, sport=7)
         tu.send_packet(self, (device, UPLINK_1), pkt)
-        self.expect(device, queues, 2, retag(pkt[Ether].payload[Ether], A1.vlan), ACCESS_PORT_1)
-        # Flood copies: the VNI's class whatever the colours (queues are
-        # chosen in ingress for every copy at once). a2's receive policy
-        # (YELLOW now) does not move its copy.
+        self.expect(device, queues, retag(pkt[Ether].payload[Ether], A1.vlan), ACCESS_PORT_1)
+        # Flood copies (a2's receive policy YELLOW now).
         inner = untag(vm_frame(A3, BROADCAST, "192.168.1.255"))
         tu.send_packet(self, (device, UPLINK_1), from_remote(inner, VNI_A, REMOTE_VTEP_1))
-        if queues > 2:
+        if queues > TC_A:
             tu.verify_packet(self, retag(inner, A1.vlan), (device, ACCESS_PORT_1))
             tu.verify_packet(self, retag(inner, A2.vlan), (device, ACCESS_PORT_2))
         tu.verify_no_other_packets(self, device_number=device)
 
-    def expect_encap(self, device, queues, queue, frame, tos=0):
-        """One encapsulated copy on either uplink of the probe iff it has ``queue``."""
-        if queue < queues:
+    def expect_encap(self, device, queues, frame, tos=0):
+        """One encapsulated copy on either uplink of the probe iff it has VNI A's queue."""
+        if queues > TC_A:
             result = tu.dp_poll(self, device_number=device, timeout=2)
             self.assertIsInstance(result, self.dataplane.PollSuccess, "no encapsulated copy")
             self.assertIn(result.port, (UPLINK_1, UPLINK_2))
@@ -345,56 +348,148 @@ class QueueTest(QosTest):
         tu.verify_no_other_packets(self, device_number=device)
 
 
-# --- a congested port --------------------------------------------------------------
-COPIES = 80  # flood copies of one frame to a2's port: more than its queue holds (64)
-ATTEMPTS = 5
+# --- a congested queue: drop precedence ------------------------------------------------
+# v1model/queue_admission.p4: excess is admitted while fewer than 48 frames
+# wait; BMv2's queues hold 64.
+EXCESS_QUEUE_DEPTH = 48
+QUEUE_CAPACITY = 64
+SLOW_QUEUE_PPS = 50  # the congested queue's rate: the burst below takes seconds to leave
+EXCESS_FRAMES = 100
+COMMITTED_EVERY = 10  # a committed frame after every 10 excess ones: 10 in all
+# A VM of VNI A beside a2 on access port 2 (both then share VNI A's queue there).
+A5 = ReferenceVm("a5", VNI_A, "00:00:0a:00:00:05", "192.168.1.5", ACCESS_PORT_2, 21, 5)
 
 
-class CongestedPortServesGreenFirstTest(QosTest):
-    """a2's port is congested by flood copies (one broadcast from the fabric
-    makes COPIES copies to it, queued in VNI A's class, 2). A unicast to a2
-    sent right behind it: unpoliced, it waits in the same queue behind every
-    copy queued before it (or is dropped with the overflow); GREEN of a2's
-    receive policy, it takes queue 7 and leaves before the copies still
-    queued. (BMv2's queues drain as fast as its egress thread runs, so the
-    congestion here is that of BMv2's egress, not of a rate-limited link:
-    see docs/qos.md.)"""
+class Sent(NamedTuple):
+    port: int  # sent from
+    frame: Packet
+    expected: Mask  # how it leaves the switch
+    committed: bool
+
+
+class CongestedQueueTest(QosTest):
+    """Drop precedence at a congested queue, exact to the frame: what arrives
+    of each flow arrives in the order sent (one queue for every colour),
+    every committed frame arrives, and every excess frame that does not was
+    dropped and counted as EXCESS_CONGESTED. The queue is made slow with
+    BMv2's queue rate (the link rate's mechanism, docs/qos.md), so that it
+    fills."""
+
+    def setUp(self):
+        super().setUp()
+        self.thrift = SimpleSwitchThrift("127.0.0.1", int(tu.test_param_get("thrift_port")))
+        self.slowed = []
+
+    def tearDown(self):
+        for port in self.slowed:  # (the switch outlives the pipeline: unlimited again)
+            self.thrift.set_priority_queue_rate(port, TC_A, 0)
+        self.thrift.close()
+        super().tearDown()
+
+    def slow(self, port):
+        self.thrift.set_priority_queue_rate(port, TC_A, SLOW_QUEUE_PPS)
+        self.slowed.append(port)
+
+    @staticmethod
+    def mix(make_committed, make_excess) -> list[Sent]:
+        """EXCESS_FRAMES excess frames with a committed one after every
+        COMMITTED_EVERY; each make_* gives (port, frame, expected) for an
+        index."""
+        frames = []
+        for i in range(EXCESS_FRAMES):
+            frames.append(Sent(*make_excess(i), committed=False))
+            if i % COMMITTED_EVERY == COMMITTED_EVERY - 1:
+                frames.append(Sent(*make_committed(i), committed=True))
+        return frames
+
+    def congest(self, frames: list[Sent], out_port: int) -> None:
+        """Send ``frames`` in order; check what ``out_port`` delivered
+        against them."""
+        dropped_before = self.drops(DropReason.EXCESS_CONGESTED)
+        for sent in frames:
+            tu.send_packet(self, sent.port, sent.frame)
+        got = self.collect(out_port, timeout=2.0)
+        tu.verify_no_other_packets(self)
+        # Per flow (the committed frames, the excess ones), each frame that
+        # arrived is the next of that flow's that matches it: a frame that
+        # overtook another of its flow would leave none to match.
+        flows = {c: [f for f in frames if f.committed == c] for c in (True, False)}
+        position = dict.fromkeys(flows, 0)
+        delivered = []
+        for raw in got:
+            flow = next(
+                (c for c in flows if any(f.expected.pkt_match(raw) for f in flows[c])), None
+            )
+            self.assertIsNotNone(flow, f"unexpected frame: {Ether(raw)!r}")
+            i = position[flow]
+            while i < len(flows[flow]) and not flows[flow][i].expected.pkt_match(raw):
+                i += 1
+            self.assertLess(i, len(flows[flow]), f"reordered: {Ether(raw)!r}")
+            delivered.append(flows[flow][i])
+            position[flow] = i + 1
+        committed = sum(1 for f in frames if f.committed)
+        self.assertEqual(sum(1 for f in delivered if f.committed), committed, "committed lost")
+        excess_delivered = len(delivered) - committed
+        dropped = self.drops(DropReason.EXCESS_CONGESTED) - dropped_before
+        self.assertGreater(dropped, 0, "the queue never congested")
+        self.assertEqual(excess_delivered + dropped, EXCESS_FRAMES, "excess lost uncounted")
+        # Excess went in until EXCESS_QUEUE_DEPTH frames waited (committed
+        # ones among them), and no further than the queue holds (a few left
+        # while the burst was sent).
+        self.assertGreaterEqual(excess_delivered, EXCESS_QUEUE_DEPTH - committed)
+        self.assertLessEqual(excess_delivered, QUEUE_CAPACITY)
+
+
+class CongestedServerQueueTest(CongestedQueueTest):
+    """Toward a server: a2 (its receive policy: GREEN, committed) and a5
+    (unpoliced, then YELLOW of its own policy: excess), both on access port
+    2, from the fabric."""
 
     def runTest(self):
         e = self.entries
-        first = 1000
-        replicas = [e.replica_to_vm(first + i, A2.vlan, A2.index) for i in range(COPIES)]
-        self.sw.insert(*replicas)
-        self.sw.modify(
-            e.flood_group(
-                LOCAL_FLOOD_GROUP[VNI_A], [(ACCESS_PORT_2, first + i) for i in range(COPIES)]
-            )
+        self.sw.insert(
+            e.access_binding(A5.port, A5.vlan, A5.vni, A5.index, A5.mac),
+            e.mac_to_local_vm(A5.vni, A5.mac, A5.port, A5.vlan, A5.index),
         )
-        for attempt in range(ATTEMPTS):
-            unpoliced = self.copies_after(sport=10 + attempt)
-            self.assertIn(unpoliced, (None, 0), "an unpoliced unicast overtook the copies")
         self.police(A2, rx=ALL_GREEN)
-        # The port is congested only while copies are queued: on a busy
-        # machine the send of the unicast can come after BMv2 drained them
-        # all, so a few rounds, of which one must see the overtaking. (Every
-        # GREEN unicast must arrive in every round.)
-        overtook = []
-        for attempt in range(ATTEMPTS):
-            green = self.copies_after(sport=20 + attempt)
-            self.assertIsNotNone(green, "the GREEN unicast was lost")
-            overtook.append(green)
-        self.assertGreater(max(overtook), 0, f"no GREEN unicast overtook the copies: {overtook}")
+        self.slow(ACCESS_PORT_2)
 
-    def copies_after(self, sport):
-        """Send the broadcast, then the unicast; how many copies arrived after
-        the unicast (None: it did not arrive)."""
-        inner = untag(vm_frame(A3, BROADCAST, "192.168.1.255"))
-        unicast = to_vm(A2, sport=sport)
-        tu.send_packet(self, UPLINK_1, from_remote(inner, VNI_A, REMOTE_VTEP_1))
-        tu.send_packet(self, UPLINK_1, unicast)
-        expected = Mask(retag(unicast[Ether].payload[Ether], A2.vlan))
-        order = self.collect(ACCESS_PORT_2)
-        tu.verify_no_other_packets(self)
-        self.assertGreater(len(order), 1, "no flood copies")
-        position = next((i for i, raw in enumerate(order) if expected.pkt_match(raw)), None)
-        return None if position is None else len(order) - 1 - position
+        def to(vm):
+            def make(i):
+                pkt = to_vm(vm, sport=i)
+                return UPLINK_1, pkt, Mask(retag(pkt[Ether].payload[Ether], vm.vlan))
+
+            return make
+
+        self.congest(self.mix(to(A2), to(A5)), ACCESS_PORT_2)
+        # a5 policed, every frame YELLOW: excess as well.
+        self.sw.modify(
+            e.mac_to_local_vm(A5.vni, A5.mac, A5.port, A5.vlan, A5.index, policed=True),
+            *e.policy_meters("rx", A5.index, ALL_YELLOW),
+        )
+        self.congest(self.mix(to(A2), to(A5)), ACCESS_PORT_2)
+
+
+class CongestedUplinkQueueTest(CongestedQueueTest):
+    """Toward the fabric, on one uplink: a1 (its transmit policy: GREEN,
+    committed) and a2 (unpoliced: excess) sending to the remote a3, each
+    frame with its own flow (so ECMP could spread them: one uplink left in
+    the group)."""
+
+    def runTest(self):
+        self.sw.modify(self.entries.ecmp_group(ECMP_GROUP_ID, [UPLINK_1]))
+        self.police(A1, tx=ALL_GREEN)
+        self.slow(UPLINK_1)
+
+        def from_(vm):
+            def make(i):
+                frame = vm_frame(vm, A3.mac, A3.ip, sport=i)
+                return (
+                    vm.port,
+                    frame,
+                    expected_encap(untag(frame), VNI_A, REMOTE_VTEP_1, UPLINK_1),
+                )
+
+            return make
+
+        self.congest(self.mix(from_(A1), from_(A2)), UPLINK_1)

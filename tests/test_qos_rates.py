@@ -1,4 +1,4 @@
-"""QoS without a switch (docs/qos.md): which queue rates a server's link rate
+"""QoS without a switch (docs/qos.md): the queue rates a server's link rate
 gives its port, how they reach BMv2 (the Thrift calls on the wire, to a
 server that decodes them by the Thrift binary protocol), when the sync writes
 them, the checks on policies and traffic classes, and the colour counters'
@@ -18,10 +18,9 @@ from p4vtep import events
 from p4vtep.bmv2_thrift import SimpleSwitchThrift, ThriftError
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import COLOR_COUNTERS, PipelineEntries, color_index
-from p4vtep.model import QosPolicy, Rates, Vm
+from p4vtep.model import Rates, Vm
 from p4vtep.queue_rates import (
     FRAME_BYTES,
-    TC_GUARANTEED,
     QueueRateSync,
     port_rates,
     thrift_address,
@@ -45,30 +44,21 @@ def gold_vm(i: int, server: str = "s11") -> Vm:
 
 
 # --- the rates ---------------------------------------------------------------------
-def test_the_guaranteed_queue_gets_the_link_and_the_others_what_the_guarantees_leave():
+def test_every_queue_of_a_server_port_is_the_link():
+    # Committed and excess frames share their VNI's queue (drop precedence
+    # decides what a congested one admits), so each queue is the link,
+    # whatever the VMs are guaranteed.
     fabric = fabric_with(100 * MBIT)  # 12.5 MB/s
-    rates = port_rates(fabric, [gold_vm(1), gold_vm(2), gold_vm(3, "s12")], "tor1")
-    link_pps = 12_500_000 // FRAME_BYTES  # 8234
-    rest_pps = (12_500_000 - 2_000_000) // FRAME_BYTES  # two gold VMs on s11: 6916
-    assert rates[1] == {**dict.fromkeys(range(7), rest_pps), TC_GUARANTEED: link_pps}
+    rates = port_rates(fabric, "tor1")
+    assert rates[1] == dict.fromkeys(range(8), 12_500_000 // FRAME_BYTES)  # 8234 each
     # s12 has no link rate: nothing is limited.
     assert rates[2] == dict.fromkeys(range(8), 0)
     assert set(rates) == {1, 2}  # (tor1's servers only)
 
 
-def test_a_fully_subscribed_link_leaves_one_packet_per_second_not_unlimited():
-    fabric = fabric_with(16 * MBIT)  # 2 MB/s: two gold VMs take it all
-    rates = port_rates(fabric, [gold_vm(1), gold_vm(2)], "tor1")
-    assert rates[1][0] == 1
-    assert rates[1][TC_GUARANTEED] == 2_000_000 // FRAME_BYTES
-
-
-def test_vms_without_a_receive_policy_guarantee_nothing():
-    fabric = fabric_with(100 * MBIT)
-    fabric.policies["send-only"] = QosPolicy("send-only", tx=fabric.policies["gold"].tx)
-    vm = replace(gold_vm(1), qos="send-only")
-    rates = port_rates(fabric, [vm, replace(gold_vm(2), qos=None)], "tor1")
-    assert rates[1][0] == rates[1][TC_GUARANTEED] == 12_500_000 // FRAME_BYTES
+def test_a_link_slower_than_one_frame_per_second_is_one_not_unlimited():
+    rates = port_rates(fabric_with(8000), "tor1")  # 1000 B/s: less than a full-size frame
+    assert rates[1] == dict.fromkeys(range(8), 1)
 
 
 def test_the_thrift_address_is_the_p4runtime_host_and_the_thrift_port():
@@ -199,14 +189,16 @@ def test_the_sync_writes_what_changed_and_everything_again_for_a_reconnected_swi
     # tor1: both ports, every priority; tor2 has no link rate and nothing set: not asked.
     assert connected == [("127.0.0.1", 9090)]
     assert len(log) == 16
-    assert (1, 0, (12_500_000 - 1_000_000) // FRAME_BYTES) in log
+    assert sorted(log)[:8] == [(1, p, 12_500_000 // FRAME_BYTES) for p in range(8)]
     log.clear()
     sync.sync()
     assert log == []  # nothing changed
-    controller.vms["g2"] = gold_vm(2)  # a second guarantee on s11
+    controller.vms["g2"] = gold_vm(2)  # a second guarantee on s11: the link stays the link
     sync.sync()
-    rest = (12_500_000 - 2_000_000) // FRAME_BYTES
-    assert sorted(log) == [(1, p, rest) for p in range(7)]
+    assert log == []
+    fabric.servers["s11"] = replace(fabric.servers["s11"], link_rate=50 * MBIT)
+    sync.sync()
+    assert sorted(log) == [(1, p, 6_250_000 // FRAME_BYTES) for p in range(8)]
     log.clear()
     sync.sync(forget=["tor1"])
     assert len(log) == 16
@@ -236,32 +228,34 @@ def test_the_sync_follows_commits_and_reconnections():
     sync.start()
     try:
         assert len(log) == 16
-        controller.vms["g2"] = gold_vm(2)
-        controller.bus.publish(events.DesiredStateChanged(vm="g2", change="attached"))
+        # A committed change of the link rate (the desired state's fabric).
+        fabric = controller.fabric
+        fabric.servers["s11"] = replace(fabric.servers["s11"], link_rate=50 * MBIT)
+        controller.bus.publish(events.DesiredStateChanged(vm="g1", change="attached"))
         deadline = threading.Event()
         for _ in range(50):
-            if len(log) == 16 + 7:
+            if len(log) == 16 + 8:
                 break
             deadline.wait(0.1)
-        assert len(log) == 16 + 7
+        assert len(log) == 16 + 8
         controller.bus.publish(events.SwitchConnected("tor1", primary=True))
         for _ in range(50):
-            if len(log) == 16 + 7 + 16:
+            if len(log) == 16 + 8 + 16:
                 break
             deadline.wait(0.1)
-        assert len(log) == 16 + 7 + 16
+        assert len(log) == 16 + 8 + 16
     finally:
         sync.stop()
 
 
 # --- checks on policies and classes ---------------------------------------------------
-def test_traffic_class_7_is_reserved_for_green():
+def test_every_traffic_class_is_a_vni_s_to_choose():
+    # (Colours do not take a queue of their own: 7 is not reserved.)
     fabric = two_tor_fabric()
     fabric.vnis[5000] = replace(fabric.vnis[5000], traffic_class=7)
-    assert [str(p) for p in check_fabric(fabric)] == [
-        "vni tenant-a: traffic_class: 7 is reserved for the GREEN traffic of policed VMs"
-        " (docs/qos.md); use 0-6"
-    ]
+    assert check_fabric(fabric) == []
+    fabric.vnis[5000] = replace(fabric.vnis[5000], traffic_class=8)
+    assert [str(p) for p in check_fabric(fabric)] == ["vni tenant-a: traffic_class: 8 outside 0-7"]
 
 
 @pytest.mark.parametrize(

@@ -1,25 +1,18 @@
 """A server's link rate as BMv2 egress queue rates (docs/qos.md, "Link rate").
 
-BMv2 (``--priority-queues 8``) serves its priority queues strictly, the
-highest first, and can limit each (port, priority) queue to a rate in packets
-per second; it has no rate for a port as a whole. For an access port whose
-server has a ``link_rate`` L, p4vtep sets:
-
-- the guaranteed queue (``TC_GUARANTEED``, 7: only GREEN frames of VMs with
-  a receive policy go there) to L, and
-- every other queue to L minus the sum of the receive CIRs of the server's
-  VMs (what is left once every guarantee is met),
-
-so that the GREEN traffic, at most the sum of the CIRs, is always served
-first, and what the port sends in excess never takes a guarantee's share.
-The cost: BMv2 cannot lend a guarantee left idle to the other queues (the
-scheme is not work-conserving); Tofino's port shaper with per-queue minimum
-rates does (docs/qos.md).
+BMv2 (``--priority-queues 8``) can limit each (port, priority) queue to a rate
+in packets per second; it has no rate for a port as a whole. Every frame of a
+VNI takes the VNI's queue whatever its colour (drop precedence decides what a
+congested queue admits: p4src/v1model/queue_admission.p4), so for an access
+port whose server has a ``link_rate`` L p4vtep gives every queue of the port
+the rate L: that queue is then the server's link, committed (GREEN) frames
+and excess share it, and a guarantee left idle is used by the others
+(work-conserving). A server whose VNIs use several classes gets a link of L
+per class: BMv2 cannot bound their sum (docs/qos.md).
 
 Rates are converted to packets per second for full-size frames
 (``FRAME_BYTES``): smaller frames get the same number of slots, so in bytes
-they get less. A queue rate of 0 means "no limit" to BMv2, so a fully
-subscribed link leaves the other queues 1 packet per second, not 0.
+they get less. A queue rate of 0 means "no limit" to BMv2.
 
 ``QueueRateSync`` keeps every BMv2 ToR's queues on the desired state through
 the switch's Thrift service (``bmv2_thrift``): on start, whenever the desired
@@ -39,12 +32,11 @@ from typing import Protocol
 
 from . import events
 from .dataplane.targets import Target
-from .model import Fabric, Tor, Vm
+from .model import Fabric, Tor
 
 log = logging.getLogger(__name__)
 
 FRAME_BYTES = 1518  # a full-size Ethernet frame of a 1500-byte MTU, without preamble/IFG
-TC_GUARANTEED = 7  # p4src/include/defines.p4: the queue GREEN frames of policed VMs take
 PRIORITIES = range(8)  # simple_switch_grpc --priority-queues 8 (bmv2.py)
 DEFAULT_THRIFT_BASE = 9089  # `p4vtep switch run`: Thrift port 9089 + device id
 
@@ -57,31 +49,15 @@ def pps(bytes_per_second: int) -> int:
     return max(1, bytes_per_second // FRAME_BYTES)
 
 
-def rx_guaranteed(fabric: Fabric, vms: Iterable[Vm]) -> dict[str, int]:
-    """Server -> the sum of its VMs' receive CIRs (bytes/s)."""
-    out: dict[str, int] = {}
-    for vm in vms:
-        policy = fabric.policies.get(vm.qos) if vm.qos else None
-        if policy is not None and policy.rx is not None:
-            out[vm.server] = out.get(vm.server, 0) + policy.rx.cir
-    return out
-
-
-def port_rates(fabric: Fabric, vms: Iterable[Vm], tor: str) -> PortRates:
-    """The queue rates of every access port of ``tor``: limited as above for a
-    server with a link rate, unlimited (0) for one without."""
-    guaranteed = rx_guaranteed(fabric, vms)
+def port_rates(fabric: Fabric, tor: str) -> PortRates:
+    """The queue rates of every access port of ``tor``: the server's link
+    rate on every queue, unlimited (0) for a server without one."""
     out: PortRates = {}
     for server in fabric.servers.values():
         if server.tor != tor:
             continue
-        if server.link_rate is None:
-            out[server.port] = dict.fromkeys(PRIORITIES, 0)
-            continue
-        link = server.link_rate // 8  # bytes/s
-        rest = pps(max(0, link - guaranteed.get(server.name, 0)))
-        out[server.port] = dict.fromkeys(PRIORITIES, rest)
-        out[server.port][TC_GUARANTEED] = pps(link)
+        rate = 0 if server.link_rate is None else pps(server.link_rate // 8)
+        out[server.port] = dict.fromkeys(PRIORITIES, rate)
     return out
 
 
@@ -97,9 +73,6 @@ def thrift_address(tor: Tor) -> tuple[str, int]:
 class _View(Protocol):
     @property
     def fabric(self) -> Fabric: ...
-
-    @property
-    def vms(self) -> Mapping[str, Vm]: ...
 
 
 class _Controller(Protocol):
@@ -194,13 +167,12 @@ class QueueRateSync:
         with ``refresh``; otherwise only what changed is written."""
         view = self.c.desired_view()
         fabric = view.fabric
-        vms = list(view.vms.values())
         with self._lock:
             for name, tor in fabric.tors.items():
                 if tor.target != Target.BMV2.value:
                     continue
                 state = self.tors.setdefault(name, _TorQueues())
-                want = port_rates(fabric, vms, name)
+                want = port_rates(fabric, name)
                 if not state.limited and not any(
                     rate for rates in want.values() for rate in rates.values()
                 ):

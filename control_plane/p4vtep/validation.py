@@ -19,7 +19,7 @@ from .addressing import host_ip_problem, ipv4, mac_problem
 from .addressing import normalise_mac as normalise_mac
 from .allocation import EXTERNAL_VTEP
 from .bit_rates import format_bit_rate
-from .dataplane import entries, limits
+from .dataplane import limits
 from .dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
 from .dataplane.targets import Target
 from .model import Fabric, Tor, Vm
@@ -34,7 +34,6 @@ K = TypeVar("K")
 # line or hides itself (control, format, line/paragraph separators).
 VM_NAME_MAX = 64
 # The queue GREEN frames of policed VMs take: no VNI may have it as its class.
-TC_GUARANTEED = entries.TC_GUARANTEED
 # A meter bucket smaller than this never lets a full-size frame (1500-byte
 # MTU) conform.
 FULL_FRAME_BYTES = 1518
@@ -123,15 +122,6 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
                     f"vni {vni.name}",
                     "traffic_class",
                     f"{vni.traffic_class} outside 0-{limits.TRAFFIC_CLASS_MAX}",
-                )
-            )
-        elif vni.traffic_class == TC_GUARANTEED:
-            problems.append(
-                Problem(
-                    f"vni {vni.name}",
-                    "traffic_class",
-                    f"{TC_GUARANTEED} is reserved for the GREEN traffic of policed VMs "
-                    f"(docs/qos.md); use 0-{TC_GUARANTEED - 1}",
                 )
             )
     for policy in fabric.policies.values():

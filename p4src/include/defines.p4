@@ -65,11 +65,6 @@ const bit<2> METER_RED    = METER_COLOR_RED;
 // Colour counters hold 4 cells per VM (index VM ++ colour: 2 bits).
 #define COLORS_PER_VM 4
 
-// Traffic classes (v1model priority, TNA queue id; BMv2 needs --priority-queues).
-const bit<3> TC_BEST_EFFORT = 0;
-// GREEN frames of a policed VM (docs/qos.md): the highest queue, served first
-// (BMv2's strict priority) and reserved: no VNI may use it as its class.
-const bit<3> TC_GUARANTEED = 7;
 
 // Why a packet was dropped: the index of the drop counters. The controller
 // mirrors this list (control_plane/p4vtep/dataplane/drop_reasons.py); keep
@@ -103,6 +98,9 @@ const drop_reason_t DROP_NOT_IPV4_ROUTED   = 24;  // non-IPv4 frame to the gatew
 const drop_reason_t DROP_WRONG_ROUTER_MAC  = 25;  // L3 VNI frame not to this ToR's router MAC
 const drop_reason_t DROP_ROUTED_TRANSIT    = 26;  // routed fabric to fabric: no transit
 const drop_reason_t DROP_TO_GATEWAY        = 27;  // to a gateway IP, not an echo request
+// QoS (policing.p4): beyond its guarantee (YELLOW, or its VM has no policy)
+// while its queue was congested (drop precedence: v1model/queue_admission.p4)
+const drop_reason_t DROP_EXCESS_CONGESTED  = 28;
 const bit<32> DROP_REASON_COUNT = 32;
 
 const bit<8> PUNT_REASON_L2_TRAP = 1;  // l2 entry asked for the frame to go to the controller

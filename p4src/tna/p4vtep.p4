@@ -16,10 +16,11 @@
 // routed, and on Tofino a header move costs no packet rate.
 #define DECAP_MOVES_INNER_IPV4
 // The receive meter of a unicast to a local VM runs in ingress, after the
-// L2/L3 decision, so that its colour picks the queue (docs/qos.md). That
-// costs ingress stages Tofino 1 does not have (docs/tofino.md, "QoS"): there
-// the meter runs in egress, where it drops and counts RED but cannot move
-// GREEN and YELLOW to their queues.
+// L2/L3 decision, so that its colour reaches the traffic manager as the
+// frame's drop precedence (packet_color, docs/qos.md). That costs ingress
+// stages Tofino 1 does not have (docs/tofino.md, "QoS"): there the meter runs
+// in egress, where it drops and counts RED, but the traffic manager has
+// already admitted GREEN and YELLOW alike.
 #if __TARGET_TOFINO__ == 2
 #define RX_POLICING_IN_INGRESS
 #else
@@ -84,7 +85,7 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.src_vlan = 0; \
     meta.src_vm = 0; \
     meta.vni = 0; \
-    meta.traffic_class = TC_BEST_EFFORT; \
+    meta.traffic_class = 0; \
     meta.is_packet_out = false; \
     meta.arp_replied = false; \
     meta.dst_vm = 0; \
@@ -218,8 +219,8 @@ control VtepIngress(inout headers_t hdr,
                 // only the underlay (next) needs it.
                 flow_hash.apply(hdr, meta);
             }
-            // A unicast to a local VM with a receive policy: its colour picks
-            // the queue of the server's port (flood copies: egress).
+            // A unicast to a local VM with a receive policy: its colour is
+            // its drop precedence at the server's port (flood copies: egress).
 #ifdef RX_POLICING_IN_INGRESS
             if (meta.drop_reason == DROP_NONE && meta.rx_policed == 1) {
                 rx_policing.apply(meta);
@@ -227,10 +228,6 @@ control VtepIngress(inout headers_t hdr,
 #endif
             if (meta.drop_reason == DROP_NONE && meta.do_encap) {
                 underlay.apply(meta);
-                // Toward the fabric, a policed VM's GREEN takes the guaranteed queue.
-                if (meta.tx_policed == 1 && meta.tx_color == METER_GREEN) {
-                    meta.traffic_class = TC_GUARANTEED;
-                }
             }
         }
         // The TX colour, counted last: its index is known after the meter,
@@ -249,7 +246,18 @@ control VtepIngress(inout headers_t hdr,
         } else {
             ig_tm_md.ucast_egress_port = meta.egress_port;
         }
+        // Every frame of a VNI takes its class's queue; what the queue admits
+        // when congested is the traffic manager's, by colour: a committed
+        // frame (COMMITTED, policing.p4) GREEN, excess YELLOW (the queues'
+        // colour drop limits: docs/qos.md). Flood copies are admitted once
+        // for all, as YELLOW. (Tofino 1: the receive colour is not known
+        // yet, so every frame to a policed VM is GREEN here.)
         ig_tm_md.qid = (QueueId_t) meta.traffic_class;
+        if (COMMITTED(meta) && meta.mcast_grp == 0) {
+            ig_tm_md.packet_color = METER_GREEN;
+        } else {
+            ig_tm_md.packet_color = METER_YELLOW;
+        }
 
         meta.bridged.setValid();
         meta.bridged.is_packet_out = (bit<1>) meta.is_packet_out;

@@ -2,7 +2,7 @@
 //
 // Ingress: port role -> access filtering or VTEP termination (+ decap) -> VNI
 // -> TX policing -> ARP suppression -> L2 (-> L3) -> RX policing (unicast to a
-// local VM) -> flow hash -> underlay (ECMP).
+// local VM) -> flow hash -> underlay (ECMP) -> queue admission (unicast).
 // Egress: flood replica -> VXLAN encap, or flood RX policing + VF tagging.
 // docs/pipeline.md walks through every table.
 #include <core.p4>
@@ -31,6 +31,7 @@
 #include "../include/control/policing.p4"
 #include "../include/control/replication.p4"
 #include "../include/control/tunnel.p4"
+#include "queue_admission.p4"
 
 parser VtepParser(packet_in packet,
                   out headers_t hdr,
@@ -80,6 +81,8 @@ control VtepIngress(inout headers_t hdr,
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
     L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
+    QueueAdmission() queue_admission;
+    QueueAdmitted() queue_admitted;
     PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
     apply {
@@ -132,8 +135,8 @@ control VtepIngress(inout headers_t hdr,
                 }
             }
         }
-        // A unicast to a local VM with a receive policy: its colour picks the
-        // queue of the server's port (flood copies are metered in egress).
+        // A unicast to a local VM with a receive policy: its colour says what
+        // the server's port admits (flood copies are metered in egress).
         if (meta.drop_reason == DROP_NONE && meta.rx_policed == 1) {
             rx_policing.apply(meta);
         }
@@ -149,10 +152,10 @@ control VtepIngress(inout headers_t hdr,
         }
         if (meta.drop_reason == DROP_NONE && meta.do_encap) {
             underlay.apply(meta);
-            // Toward the fabric, a policed VM's GREEN takes the guaranteed queue.
-            if (meta.tx_policed == 1 && meta.tx_color == METER_GREEN) {
-                meta.traffic_class = TC_GUARANTEED;
-            }
+        }
+        // A unicast's queue takes in excess only while it is not congested.
+        if (meta.drop_reason == DROP_NONE && meta.mcast_grp == 0) {
+            queue_admission.apply(meta);
         }
         if (meta.drop_reason != DROP_NONE) {
             mark_to_drop(std);
@@ -161,6 +164,7 @@ control VtepIngress(inout headers_t hdr,
             std.egress_spec = meta.egress_port;
             std.mcast_grp = meta.mcast_grp;
             std.priority = meta.traffic_class;
+            queue_admitted.apply(meta);
         }
     }
 }
@@ -168,6 +172,7 @@ control VtepIngress(inout headers_t hdr,
 control VtepEgress(inout headers_t hdr,
                    inout local_metadata_t meta,
                    inout standard_metadata_t std) {
+    QueueDeparted() queue_departed;
     Replication(REPLICA_TABLE_SIZE) replication;
     VxlanEncap() vxlan_encap;
     RxDelivery(VM_COUNT, VNI_COUNT) rx_delivery;
@@ -177,10 +182,12 @@ control VtepEgress(inout headers_t hdr,
 
     apply {
         if (meta.is_packet_out) {
+            queue_departed.apply(std);
             COUNT(port_tx_counter, std.egress_port);
             exit;
         }
         if (std.egress_port == CPU_PORT) {
+            queue_departed.apply(std);
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = meta.ingress_port;
             hdr.packet_in.reason = PUNT_REASON_L2_TRAP;
@@ -201,9 +208,11 @@ control VtepEgress(inout headers_t hdr,
             }
         }
         if (meta.drop_reason != DROP_NONE) {
+            queue_departed.apply(std);
             mark_to_drop(std);
             COUNT(egress_drop_counter, meta.drop_reason);
         } else {
+            queue_departed.apply(std);
             COUNT(port_tx_counter, std.egress_port);
         }
     }

@@ -228,7 +228,7 @@ class Encoder:
         memos: dict[bytes, _FieldMemo] = {}  # (a VM's MAC or index in several entries)
         # (a routing pipeline binds each VM to its VNI's VRF too)
         binding = ("vni", "vm", "vm_mac") + (("vrf",) if entries.routing else ())
-        # (a pipeline with the guaranteed queue says which VMs are policed)
+        # (a pipeline that knows committed frames says which VMs are policed)
         self.qos_queues = entries.qos_queues
         policed = ("policed",) if entries.qos_queues else ()
         binding += policed

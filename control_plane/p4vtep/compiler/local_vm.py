@@ -27,7 +27,7 @@ def build(
     """``moved_away``: a remote VTEP won the VM's MAC (EVPN mobility); its
     MAC entry is the learned one (``remote_vm.learned``), the rest stays.
     The binding, MAC entry and replica say whether the VM is policed, so
-    that only a policed VM's GREEN frames take the guaranteed queue."""
+    that only a policed VM's GREEN frames are committed (docs/qos.md)."""
     port = fabric.servers[vm.server].port
     vrf = fabric.vnis[vm.vni].vrf
     l3vni = fabric.vrfs[vrf].l3vni if vrf is not None else 0  # (the VRF's id: routing.py)

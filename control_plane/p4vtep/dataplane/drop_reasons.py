@@ -37,6 +37,7 @@ class DropReason(enum.IntEnum):
     WRONG_ROUTER_MAC = 25
     ROUTED_TRANSIT = 26
     TO_GATEWAY = 27
+    EXCESS_CONGESTED = 28
 
 
 DROP_REASON_COUNT = 32

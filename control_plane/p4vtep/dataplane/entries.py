@@ -47,9 +47,6 @@ COLOR_COUNTERS = {
 }
 # The meters a policy's direction configures (both RX meters get the rx rates).
 POLICY_METERS = {"tx": (VM_TX_METER,), "rx": (VM_RX_METER, VM_RX_FLOOD_METER)}
-# The queue GREEN frames of a policed VM take (TC_GUARANTEED in defines.p4);
-# a VNI's traffic class may not be it (validation.py).
-TC_GUARANTEED = 7
 
 
 def color_index(vm_index: int, color: int) -> int:
@@ -63,8 +60,8 @@ ECMP_SELECTOR = "ecmp_selector"
 
 def qos_queues_supported(p4info: P4Info) -> bool:
     """Whether a pipeline knows which VMs are policed (the ``policed``
-    parameter of the VM actions: GREEN to the guaranteed queue). Older
-    builds meter every VM and have no such parameter."""
+    parameter of the VM actions: only a policed VM's GREEN is committed).
+    Older builds meter every VM and have no such parameter."""
     try:
         p4info.param(p4info.action("bind_vm").preamble.id, "policed")
     except KeyError:
