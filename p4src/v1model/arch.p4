@@ -57,13 +57,11 @@ typedef bit<18> color_index_t;
 // costs on BMv2).
 #define PARSER_HEADERS_DIRECTION inout
 
-// Extra fields the architecture needs in local_metadata_t: the queue a
-// unicast frame takes and its fill count (queue_admission.p4: BMv2 has no
-// drop precedence of its own).
-typedef bit<13> queue_index_t;  // 1 + (egress port ++ priority); 0: none
+// Extra fields the architecture needs in local_metadata_t: a frame's queue's
+// fill count (queue_admission.p4: BMv2 has no drop precedence of its own).
+typedef bit<13> queue_index_t;  // flood ++ egress port ++ priority
 typedef bit<19> queue_depth_t;  // v1model's enq_qdepth / deq_qdepth
 #define ARCH_METADATA \
-    queue_index_t queue; \
     queue_depth_t queue_fill;
 
 // Parser hooks around the outer IPv4 header: v1model verifies the checksum in

@@ -82,7 +82,6 @@ control VtepIngress(inout headers_t hdr,
     L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
     QueueAdmission() queue_admission;
-    QueueAdmitted() queue_admitted;
     PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
     apply {
@@ -153,10 +152,6 @@ control VtepIngress(inout headers_t hdr,
         if (meta.drop_reason == DROP_NONE && meta.do_encap) {
             underlay.apply(meta);
         }
-        // A unicast's queue takes in excess only while it is not congested.
-        if (meta.drop_reason == DROP_NONE && meta.mcast_grp == 0) {
-            queue_admission.apply(meta);
-        }
         if (meta.drop_reason != DROP_NONE) {
             mark_to_drop(std);
             COUNT(ingress_drop_counter, meta.drop_reason);
@@ -164,7 +159,12 @@ control VtepIngress(inout headers_t hdr,
             std.egress_spec = meta.egress_port;
             std.mcast_grp = meta.mcast_grp;
             std.priority = meta.traffic_class;
-            queue_admitted.apply(meta);
+            // A unicast's queue takes in excess only while it is not congested.
+            queue_admission.apply(meta);
+            if (QUEUE_CONGESTED_FOR(meta)) {
+                mark_to_drop(std);
+                COUNT(ingress_drop_counter, DROP_EXCESS_CONGESTED);
+            }
         }
     }
 }

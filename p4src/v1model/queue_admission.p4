@@ -1,4 +1,5 @@
-// Drop precedence at BMv2's egress queues (docs/qos.md, "Colours and queues").
+// Drop precedence at BMv2's egress queues (docs/qos.md, "Drop precedence on
+// each target").
 //
 // Every frame takes its VNI's queue whatever its colour, so a flow that runs
 // above its guarantee is never reordered; the colour decides only what a
@@ -12,12 +13,13 @@
 // A switch's traffic manager does this itself (TNA: packet_color and the
 // queue's colour limits). BMv2 does not, and its ingress cannot see the
 // queues, so the pipeline keeps a fill count per queue (egress port ++
-// priority): ingress adds 1 for every unicast frame it admits, and egress sets
-// the count to the queue's true depth (deq_qdepth) whenever a frame leaves.
-// Between two departures the count follows every admission; what it does not
-// see (flood copies, frames BMv2 dropped at a full queue) is corrected at the
-// next departure. Flood copies are replicated after ingress: they are not
-// admitted by colour (their RED is dropped in egress, policing.p4).
+// priority): ingress adds 1 for every unicast frame it hands to the queue,
+// and egress sets the count to the queue's true depth (deq_qdepth) whenever a
+// frame leaves. Between two departures the count follows every arrival; what
+// it does not see (flood copies, frames BMv2 dropped at a full queue) is
+// corrected at the next departure. Flood copies are replicated after
+// ingress: they are not admitted by colour (their RED is dropped in egress,
+// policing.p4).
 //
 // Invariant: QUEUE_CAPACITY is BMv2's queue size, simple_switch's default of
 // 64 frames per port and priority, which p4vtep never changes.
@@ -29,34 +31,31 @@
 #define PRIORITIES_PER_PORT 8   // simple_switch_grpc --priority-queues 8
 
 // Shared by ingress (admissions) and egress (departures): declared at the top
-// level, which v1model allows for externs. Cell 0 is scratch: a frame without
-// a queue of its own (a flood, whose copies BMv2 queues after ingress)
-// writes there, and nothing reads it.
-register<queue_depth_t, queue_index_t>(1 + PORT_COUNT * PRIORITIES_PER_PORT) queue_fill;
+// level, which v1model allows for externs. Cells: flood ++ egress port ++
+// priority. A flood (its copies are queued after ingress, by BMv2) has no
+// queue of its own yet: its admission reads and writes the upper half, which
+// nothing else uses.
+register<queue_depth_t, queue_index_t>(2 * PORT_COUNT * PRIORITIES_PER_PORT) queue_fill;
 
-// A queue's cell: 1 + (egress port ++ priority).
-#define QUEUE_OF(port, priority) ((queue_index_t) ((port) ++ (priority)) + 1)
-
-// Ingress, for a unicast frame once its port, queue and colour are decided:
-// excess is dropped while its queue is congested.
+// Ingress, in the block that hands a frame to the queues (all of it there, so
+// that on BMv2 it adds primitives to that block's action, not a table apply):
+// one more frame in its queue, and whether the queue was congested for it.
+// The count goes up for a frame about to be dropped too: it is dropped only
+// where the count is at EXCESS_QUEUE_DEPTH already, and the next departure
+// sets it right.
 control QueueAdmission(inout local_metadata_t meta) {
     apply {
-        meta.queue = QUEUE_OF(meta.egress_port, meta.traffic_class);
-        queue_fill.read(meta.queue_fill, meta.queue);
-        if (meta.queue_fill >= EXCESS_QUEUE_DEPTH && !COMMITTED(meta)) {
-            meta.drop_reason = DROP_EXCESS_CONGESTED;
-        }
+        queue_index_t queue = (bit<1>) (meta.mcast_grp != 0) ++ meta.egress_port
+                              ++ meta.traffic_class;
+        queue_fill.read(meta.queue_fill, queue);
+        queue_fill.write(queue, meta.queue_fill + 1);
     }
 }
 
-// Ingress, in the block that hands a frame to the queues: one more frame in
-// its queue. (There, not in QueueAdmission, so that on BMv2 it is part of
-// that block's action instead of a table apply of its own.)
-control QueueAdmitted(in local_metadata_t meta) {
-    apply {
-        queue_fill.write(meta.queue, meta.queue_fill + 1);
-    }
-}
+// Whether the frame QueueAdmission counted must be dropped: excess (not
+// COMMITTED) of a unicast while its queue is congested.
+#define QUEUE_CONGESTED_FOR(meta) \
+    ((meta).queue_fill >= EXCESS_QUEUE_DEPTH && (meta).mcast_grp == 0 && !COMMITTED(meta))
 
 // Egress, wherever a frame goes on from (each exit, beside what it does
 // anyway, again for BMv2's sake): it left its queue, and what waits behind it
@@ -64,7 +63,7 @@ control QueueAdmitted(in local_metadata_t meta) {
 // ingress set is the queue, as BMv2 keeps it.)
 control QueueDeparted(in standard_metadata_t std) {
     apply {
-        queue_fill.write(QUEUE_OF(std.egress_port, std.priority), std.deq_qdepth);
+        queue_fill.write(1w0 ++ std.egress_port ++ std.priority, std.deq_qdepth);
     }
 }
 
