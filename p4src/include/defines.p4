@@ -99,8 +99,9 @@ const drop_reason_t DROP_WRONG_ROUTER_MAC  = 25;  // L3 VNI frame not to this To
 const drop_reason_t DROP_ROUTED_TRANSIT    = 26;  // routed fabric to fabric: no transit
 const drop_reason_t DROP_TO_GATEWAY        = 27;  // to a gateway IP, not an echo request
 // QoS (policing.p4): beyond its guarantee (YELLOW, or its VM has no policy)
-// while its queue was congested (drop precedence: v1model/queue_admission.p4)
-const drop_reason_t DROP_EXCESS_CONGESTED  = 28;
+// while its queue was congested (drop precedence: v1model/queue_admission.p4;
+// on TNA the traffic manager drops these by colour, so TNA never uses it)
+@noWarn("unused") const drop_reason_t DROP_EXCESS_CONGESTED = 28;
 const bit<32> DROP_REASON_COUNT = 32;
 
 const bit<8> PUNT_REASON_L2_TRAP = 1;  // l2 entry asked for the frame to go to the controller

@@ -77,7 +77,7 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.flood_group = 0; \
     meta.local_flood_group = 0; \
     meta.src_mac_diff = 0; \
-    meta.rx_color = 0; \
+    meta.rx_color = METER_GREEN; \
     meta.flow_hash = 0; \
     meta.egress_port = 0; \
     meta.mcast_grp = 0; \
@@ -247,16 +247,25 @@ control VtepIngress(inout headers_t hdr,
             ig_tm_md.ucast_egress_port = meta.egress_port;
         }
         // Every frame of a VNI takes its class's queue; what the queue admits
-        // when congested is the traffic manager's, by colour: a committed
-        // frame (COMMITTED, policing.p4) GREEN, excess YELLOW (the queues'
-        // colour drop limits: docs/qos.md). Flood copies are admitted once
-        // for all, as YELLOW. (Tofino 1: the receive colour is not known
-        // yet, so every frame to a policed VM is GREEN here.)
+        // when congested is the traffic manager's, by colour (the queues'
+        // colour drop limits: docs/qos.md). The colour handed over is the
+        // meter's of the VM whose policy is about the link (what COMMITTED in
+        // policing.p4 tests on BMv2: TNA's colours are the TM's), YELLOW
+        // when that VM has no policy; flood copies are admitted once for
+        // all, as YELLOW. RED never gets here. Nested single-field tests:
+        // p4c-tofino's gateways take no condition as complex as COMMITTED.
+        // (Tofino 1: the receive colour is not known yet; rx_color is still
+        // METER_GREEN, as initialised, for every frame to a policed VM.)
         ig_tm_md.qid = (QueueId_t) meta.traffic_class;
-        if (COMMITTED(meta) && meta.mcast_grp == 0) {
-            ig_tm_md.packet_color = METER_GREEN;
-        } else {
-            ig_tm_md.packet_color = METER_YELLOW;
+        ig_tm_md.packet_color = METER_YELLOW;
+        if (meta.mcast_grp == 0) {
+            if (meta.do_encap) {
+                if (meta.tx_policed == 1) {
+                    ig_tm_md.packet_color = meta.tx_color;
+                }
+            } else if (meta.rx_policed == 1) {
+                ig_tm_md.packet_color = meta.rx_color;
+            }
         }
 
         meta.bridged.setValid();
