@@ -197,10 +197,8 @@ router bgp {self.asn}
         for name in ("zebra", "bgpd"):
             log = open(self.dir / f"{name}.out", "wb")  # noqa: SIM115 - handed to the child
             command = ["ip", "netns", "exec", self.frr_ns]
-            if name == "zebra":
-                command += self.tenant.zebra_command([str(FRR_DIR / name)], self.dir)
-            else:
-                command += [str(FRR_DIR / name), *(["-l", self.frr_ip] if name == "bgpd" else [])]
+            daemon = [str(FRR_DIR / name), *(["-l", self.frr_ip] if name == "bgpd" else [])]
+            command += self.tenant.daemon_command(daemon, self.dir)
             command += ["-f", str(self.dir / f"{name}.conf"), "-i", str(self.dir / f"{name}.pid")]
             command += ["--vty_socket", str(self.dir), "-z", str(self.dir / "zserv.api"), "-P", "0"]
             self.daemons[name] = subprocess.Popen(

@@ -142,6 +142,7 @@ class FrrDaemons:
             f"""frr defaults datacenter
 hostname {p.name}
 log file {self.dir}/bgpd.log
+debug bgp neighbor-events
 router bgp {p.asn}
  bgp router-id {p.vtep_ip}
  no bgp default ipv4-unicast
@@ -164,10 +165,8 @@ router bgp {p.asn}
 
     def _start(self, daemon: str) -> None:
         # (`ip netns exec`, not the Mininet host's popen: the host's mount
-        # namespace does not see the VRF's namespace, which zebra needs.)
-        command = [str(FRR_DIR / daemon)]
-        if daemon == "zebra":
-            command = self.tenant.zebra_command(command, self.dir)
+        # namespace does not see the VRF's namespace, which zebra and bgpd need.)
+        command = self.tenant.daemon_command([str(FRR_DIR / daemon)], self.dir)
         with open(self.log_dir / f"{self.plan.name}-{daemon}.out", "wb") as out:
             self.processes[daemon] = subprocess.Popen(
                 [

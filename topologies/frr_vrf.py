@@ -15,7 +15,7 @@ Two backends, as FRR has:
   machine). The VXLAN devices are made in FRR's namespace, so it stays their
   underlay, and moved into the VRF's, where the bridges are. zebra makes a
   VRF of every namespace under /run/netns, so it runs with a /run/netns of
-  its own holding only this one (``zebra_command``), under the VRF's name
+  its own holding only this one (``daemon_command``), under the VRF's name
   (the namespace's own name may differ: ``netns``).
 - ``vrf``: the usual layout, a kernel VRF device in FRR's namespace with the
   bridges enslaved to it.
@@ -150,23 +150,30 @@ class FrrTenant:
  exit-address-family
 """
 
-    def zebra_command(self, zebra: list[str], private_dir: Path) -> list[str]:
-        """``zebra`` (its command line) for this backend: with the netns
-        backend, ``-n`` and a /run/netns of its own (in a mount namespace of
-        its own, under ``private_dir``) holding only the VRF's namespace,
-        under the VRF's name. ``zebra -n`` makes a VRF of every namespace it
-        finds there, and bgpd then takes the MACs of all their interfaces
-        for its own: a route for a VM whose namespace zebra saw (another
-        VTEP's VM, another lab's) would be dropped as "self MAC"."""
+    def daemon_command(self, daemon: list[str], private_dir: Path) -> list[str]:
+        """An FRR daemon's command line (``daemon``: zebra's or bgpd's) for
+        this backend. With the netns backend both run in a mount namespace
+        of their own whose /run/netns (under ``private_dir``) holds only the
+        VRF's namespace, under the VRF's name, and zebra gets ``-n``.
+        zebra makes a VRF of every namespace it finds there, and bgpd then
+        takes the MACs of all their interfaces for its own: a route for a VM
+        whose namespace zebra saw (another VTEP's VM, another lab's) would
+        be dropped as "self MAC". bgpd opens each VRF's BGP listener inside
+        the VRF's namespace, found by name under /run/netns: without the
+        same view its VRF listener lands in FRR's own namespace beside the
+        default instance's, on port 179 too, and the kernel hands it about
+        half of the incoming sessions, which it rejects ("connection
+        rejected(VRF tenant-a) - not configured")."""
         if self.backend == "vrf":
-            return zebra
+            return daemon
         script = (
             'mkdir -p "$1" && touch "$1/$2" && mount --bind "/run/netns/$3" "$1/$2" '
             '&& mount --rbind "$1" /run/netns && shift 3 && exec "$@"'
         )
+        netns_flag = ["-n"] if Path(daemon[0]).name == "zebra" else []
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                str(private_dir / "netns"), self.vrf, self.ns, zebra[0], "-n",
-                *zebra[1:]]  # fmt: skip
+                str(private_dir / "netns"), self.vrf, self.ns, daemon[0], *netns_flag,
+                *daemon[1:]]  # fmt: skip
 
     # ---- looking at the Linux side ------------------------------------------------
 
