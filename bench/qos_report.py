@@ -117,12 +117,9 @@ def table(result: dict) -> list[str]:
             v = s["vms"][vm]
             g = s.get("goodput", {}).get(vm)
             p5 = v["of_guarantee"]["p5"]
-            # The figure the target is judged on, in bold for arm B.
-            bold_if, bold_g = ("**" if run["arm"] == "B" else "",) * 2
-            if g:
-                bold_if = ""
-            else:
-                bold_g = ""
+            # The figure the target is judged on (judged()), in bold for arm B.
+            bold = "**" if run["arm"] == "B" else ""
+            bold_if, bold_g = ("", bold) if g else (bold, "")
             good = f"{bold_g}{g['of_guarantee']['p5']:.2f}{bold_g}, {g['mean']:.1f}" if g else "-"
             rows.append(
                 f"| {run['protocol']} | {run['arm']} | {run['round']} | {vm} | {v['p1']:.1f} | "

@@ -291,7 +291,7 @@ def test_colour_counters_hold_four_cells_per_vm():
     assert color_index(1, 0) == 4
     assert color_index(8191, 3) == 4 * 8192 - 1
     entries = PipelineEntries(p4info)
-    assert entries.qos_queues
+    assert entries.knows_policed
     # A policy's rx rates configure both receive meters, its tx rates the one.
     rx = entries.policy_meters("rx", 5, Rates(1, 2, 3, 4))
     names = [p4info.name_of(m.meter_id).rsplit(".", 1)[-1] for m in rx]

@@ -33,7 +33,6 @@ K = TypeVar("K")
 # line and error about the VM: bounded, and with no character that breaks a
 # line or hides itself (control, format, line/paragraph separators).
 VM_NAME_MAX = 64
-# The queue GREEN frames of policed VMs take: no VNI may have it as its class.
 # A meter bucket smaller than this never lets a full-size frame (1500-byte
 # MTU) conform.
 FULL_FRAME_BYTES = 1518

@@ -229,8 +229,8 @@ class Encoder:
         # (a routing pipeline binds each VM to its VNI's VRF too)
         binding = ("vni", "vm", "vm_mac") + (("vrf",) if entries.routing else ())
         # (a pipeline that knows committed frames says which VMs are policed)
-        self.qos_queues = entries.qos_queues
-        policed = ("policed",) if entries.qos_queues else ()
+        self.knows_policed = entries.knows_policed
+        policed = ("policed",) if entries.knows_policed else ()
         binding += policed
         self._binding = ExactEntry(
             p4info, "access_binding", ("port", "vlan_id"), "bind_vm", binding, memos
@@ -323,7 +323,7 @@ class Encoder:
 
     # --- VMs ------------------------------------------------------------------
     def _flag(self, policed: bool) -> tuple[int, ...]:
-        return (int(policed),) if self.qos_queues else ()
+        return (int(policed),) if self.knows_policed else ()
 
     def access_binding(
         self,

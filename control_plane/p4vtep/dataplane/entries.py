@@ -58,7 +58,7 @@ def color_index(vm_index: int, color: int) -> int:
 ECMP_SELECTOR = "ecmp_selector"
 
 
-def qos_queues_supported(p4info: P4Info) -> bool:
+def policed_flag_supported(p4info: P4Info) -> bool:
     """Whether a pipeline knows which VMs are policed (the ``policed``
     parameter of the VM actions: only a policed VM's GREEN is committed).
     Older builds meter every VM and have no such parameter."""
@@ -131,12 +131,12 @@ class PipelineEntries:
         # Both p4vtep programs route; a pipeline without the routing tables
         # (an older build, a test's) binds VMs without a VRF.
         self.routing = routing_supported(p4info)
-        self.qos_queues = qos_queues_supported(p4info)
+        self.knows_policed = policed_flag_supported(p4info)
 
     def _policed(self, params: dict[str, Value], policed: bool) -> dict[str, Value]:
         """``params`` with the ``policed`` flag when the pipeline has it (an
         older build meters every VM: the flag is left out)."""
-        if self.qos_queues:
+        if self.knows_policed:
             params["policed"] = int(policed)
         else:
             params.pop("policed", None)
