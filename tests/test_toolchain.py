@@ -135,10 +135,44 @@ def test_a_variable_naming_nothing_is_an_error(tmp_path: Path, capsys) -> None:
     assert "not an executable" in capsys.readouterr().out
 
 
-def test_one_tool_on_path_is_not_enough(tmp_path: Path) -> None:
+def test_one_tool_on_path_is_used_and_the_other_is_still_looked_for(tmp_path: Path) -> None:
+    """Issue 41: each tool is found on its own. p4c alone on PATH is used (and passed
+    on by `env`); nothing supplies simple_switch_grpc, so the plan for it is none."""
     bindir = tmp_path / "half" / "bin"
-    stub(bindir / "p4c", "p4c only")
-    assert cli.plan(settings(tmp_path), bare_env(PATH=f"{bindir}:{BARE_PATH}")) == ("none", "")
+    p4c = stub(bindir / "p4c", "p4c only", "p4c 1.2.5.16")
+    env = bare_env(PATH=f"{bindir}:{BARE_PATH}")
+    assert cli.plan(settings(tmp_path), env) == ("none", "")
+    found = cli.ensure(settings(tmp_path), env)
+    assert found is not None
+    assert found.tools == {"p4c": str(p4c)}
+    assert cli.locate_env(settings(tmp_path), env) == [f"P4C={p4c}"]
+
+
+def test_each_tool_says_where_it_came_from(tmp_path: Path, capsys) -> None:
+    """P4C names one tool, PATH has the other: each line names its own origin."""
+    p4c = stub(tmp_path / "named" / "my-p4c", "p4c", "p4c 1.2.5.16")
+    switch = stub(tmp_path / "bin" / "simple_switch_grpc", "switch", "1.15.5")
+    env = bare_env(PATH=f"{switch.parent}:{BARE_PATH}", P4C=str(p4c))
+    found = cli.ensure(settings(tmp_path), env)
+    assert found is not None
+    assert found.how == "p4c named by P4C; simple_switch_grpc on PATH"
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"[toolchain] p4c: found named by P4C: {p4c}, version 1.2.5.16 (tested with 1.2.5.16)",
+        f"[toolchain] simple_switch_grpc: found on PATH: {switch}, version 1.15.5 "
+        "(tested with 1.15.5)",
+    ]
+
+
+def test_path_tool_wins_and_the_prefix_supplies_the_other(tmp_path: Path) -> None:
+    bindir = tmp_path / "half" / "bin"
+    switch = stub(bindir / "simple_switch_grpc", "switch", "1.15.5")
+    prefix = stub_prefix(tmp_path / "own-prefix")
+    found = cli.ensure(settings(tmp_path), bare_env(PATH=f"{bindir}:{BARE_PATH}"))
+    assert found is not None
+    assert found.tools == {"p4c": str(prefix / "bin" / "p4c"), "simple_switch_grpc": str(switch)}
+    assert found.origin("p4c") == f"installed in {prefix}"
+    assert found.origin("simple_switch_grpc") == "on PATH"
 
 
 # --- 2. the project's prefix -------------------------------------------------------------------
@@ -429,15 +463,14 @@ def test_versions_reported_and_older_ones_warned(tmp_path: Path) -> None:
     silent = stub(tmp_path / "p4c-tofino", "tofino", "")
     assert versions.reported(str(new)) == "1.2.5.16"
     assert versions.reported(str(old)) == "1.14.0"
-    lines = versions.report(
-        {"p4c": str(new), "simple_switch_grpc": str(old), "p4c-tofino": str(silent)}
+    assert versions.describe("p4c", str(new)) == f"{new}, version 1.2.5.16 (tested with 1.2.5.16)"
+    assert versions.describe("p4c-tofino", str(silent)) == (
+        f"{silent}, reports no version (tested with 1.2.5.16)"
     )
-    assert lines == [
-        f"p4c 1.2.5.16 ({new}); tested with 1.2.5.16",
-        f"p4c-tofino ({silent}) reports no version; tested with 1.2.5.16",
-        f"WARNING: simple_switch_grpc 1.14.0 ({old}) is older than 1.15.5, the version "
-        "p4vtep is tested with; compiles or switch tests may fail",
-    ]
+    assert versions.describe("simple_switch_grpc", str(old)) == (
+        f"{old}, version 1.14.0, WARNING: older than 1.15.5, the version p4vtep is tested "
+        "with; compiles or switch tests may fail"
+    )
     # numeric, not textual: 1.15.10 is newer than 1.15.5
     assert not versions.older_than_tested("simple_switch_grpc", "1.15.10")
     assert versions.older_than_tested("p4c", "1.2.5.9")
@@ -535,8 +568,32 @@ def test_packages_are_installed_from_upstreams_signed_repository(
     assert "trusted=yes" not in listing.read_text() + update
     assert install == "install -y -q p4lang-p4c p4lang-bmv2"
     out = capsys.readouterr().out
-    assert "p4c 1.2.5.16" in out  # the versions found are printed
-    assert "simple_switch_grpc 1.15.5" in out
+    how = f"from upstream's packages ({served}/xUbuntu_22.04)"
+    # the versions found are printed, each tool on its own line
+    assert f"p4c: found {how}: {apt.bindir / 'p4c'}, version 1.2.5.16" in out
+    assert (
+        f"simple_switch_grpc: found {how}: {apt.bindir / 'simple_switch_grpc'}, version 1.15.5"
+        in out
+    )
+
+
+def test_packages_install_only_what_is_missing(tmp_path: Path, served: str, capsys) -> None:
+    """simple_switch_grpc on PATH, no p4c: only p4lang-p4c is installed, and the
+    switch on PATH stays the one used."""
+    (tmp_path / "www" / "xUbuntu_22.04").mkdir()
+    (tmp_path / "www" / "xUbuntu_22.04" / "Release.key").write_text(KEY)
+    apt = FakeApt(tmp_path)
+    own = stub(tmp_path / "own-bin" / "simple_switch_grpc", "own switch", "1.15.5")
+    s = packages_settings(tmp_path, served, apt)
+    env = bare_env(PATH=f"{own.parent}:{apt.bindir}:{BARE_PATH}")
+    assert cli.plan(s, env) == ("packages", f"{served}/xUbuntu_22.04")
+    found = cli.ensure(s, env)
+    assert found is not None
+    assert found.tools == {"p4c": str(apt.bindir / "p4c"), "simple_switch_grpc": str(own)}
+    assert apt.calls()[1] == "install -y -q p4lang-p4c"
+    out = capsys.readouterr().out
+    assert f"simple_switch_grpc: found on PATH: {own}" in out
+    assert "missing" not in out
 
 
 def test_packages_path_is_skipped_where_upstream_publishes_none(tmp_path: Path, capsys) -> None:
@@ -614,11 +671,98 @@ def test_nothing_available_says_how_to_get_it(tmp_path: Path, capsys) -> None:
     assert cli.main(["ensure"], env=env) == 0
     out = capsys.readouterr().out
     assert "no P4 toolchain" in out
+    # each tool on its own line, with what its absence disables
+    assert f"[toolchain] p4c: missing: {cli.WITHOUT['p4c']}\n" in out
+    assert f"[toolchain] simple_switch_grpc: missing: {cli.WITHOUT['simple_switch_grpc']}\n" in out
+    assert "`make demo` fails" in cli.WITHOUT["simple_switch_grpc"]
     for way in ("SIMPLE_SWITCH_GRPC=", "P4VTEP_TOOLCHAIN_ARCHIVE=", "p4lang-bmv2"):
         assert way in out
     assert "https://github.com/p4lang/p4c#installing-packaged-versions-of-p4c" in out
     assert "https://github.com/p4lang/behavioral-model#installing-bmv2" in out
     assert not (tmp_path / "p").exists()
+
+
+def test_only_the_switch_found_is_reported_as_such_and_used(tmp_path: Path) -> None:
+    """Issue 41: simple_switch_grpc on PATH and no p4c. `make toolchain` said "no P4
+    toolchain (p4c, simple_switch_grpc)" and "`make demo` fails", and `env` passed
+    nothing on; yet the demo and the switch tests need only the switch."""
+    bindir = tmp_path / "bin"
+    switch = stub(bindir / "simple_switch_grpc", "switch", "1.15.5-693e69e6")
+    env = bare_env(
+        PATH=f"{bindir}:{BARE_PATH}",
+        P4VTEP_TOOLCHAIN_PREFIX=str(tmp_path / "p"),
+        P4VTEP_TOOLCHAIN_WORKDIR=str(tmp_path / "w"),
+        P4VTEP_NO_PACKAGES="1",
+    )
+    make = ["make", "-s", "-C", str(REPO)]
+    run = subprocess.run([*make, "toolchain"], env=env, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr  # make test goes on
+    out = run.stdout
+    assert (
+        f"[toolchain] simple_switch_grpc: found on PATH: {switch}, version 1.15.5 "
+        "(tested with 1.15.5)\n" in out
+    )
+    assert (
+        "[toolchain] p4c: missing: `make p4` cannot recompile p4src/ and the P4 output "
+        "freshness test (tests/test_p4_outputs.py) skips; the switch tests, the PTF suite "
+        "and `make demo` run the committed outputs\n" in out
+    )
+    assert "no P4 toolchain" not in out
+    assert "`make demo` fails" not in out
+    assert "Ways to provide p4c:" in out
+    assert "P4C=..." in out
+    assert "SIMPLE_SWITCH_GRPC=..." not in out  # nothing to provide for the switch
+    assert "p4lang-bmv2" not in out
+    assert "installing-bmv2" not in out
+    show = subprocess.run(
+        [*make, "--eval", "show-vars: ; @echo $(TOOLCHAIN_VARS)", "show-vars"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert show.stdout.split() == [f"SIMPLE_SWITCH_GRPC={switch}"]
+
+
+def test_no_tofino_compiler_is_reported_and_not_an_error(tmp_path: Path, capsys) -> None:
+    env = bare_env(P4VTEP_TOFINO_PREFIX=str(tmp_path / "t"), P4VTEP_NO_PACKAGES="1")
+    assert cli.main(["ensure", "--tofino"], env=env) == 0
+    out = capsys.readouterr().out
+    assert (
+        "[toolchain] p4c-tofino: missing: the Tofino tier does not run: `make p4-tofino` "
+        "fails and the compiling tests of tests/test_tofino_outputs.py" in out
+    )
+    assert "P4C_TOFINO=..." in out
+    assert "p4c:" not in out.replace("p4c-tofino:", "")  # about the Tofino compiler only
+
+
+def test_tofino_compiler_found_is_reported(tmp_path: Path, capsys) -> None:
+    tofino = stub(tmp_path / "bin" / "p4c-tofino", "tofino", "p4c 1.2.5.16 (SHA: 0)")
+    s = settings(tmp_path, tofino=True)
+    assert cli.ensure(s, bare_env(PATH=f"{tofino.parent}:{BARE_PATH}")) is not None
+    assert capsys.readouterr().out == (
+        f"[toolchain] p4c-tofino: found on PATH: {tofino}, version 1.2.5.16 "
+        "(tested with 1.2.5.16)\n"
+    )
+
+
+def test_no_packages_variable_is_honoured_by_the_command() -> None:
+    """`python3 -m p4toolchain ensure` without --no-packages passes use_packages=None:
+    that must leave P4VTEP_NO_PACKAGES=1 in force (it undid it, so path 4 ran)."""
+    env = {"P4VTEP_NO_PACKAGES": "1"}
+    assert Settings.from_env(env, tofino=None, use_packages=None).use_packages is False
+    assert Settings.from_env({}, use_packages=None).use_packages is True
+    assert Settings.from_env({}, use_packages=False).use_packages is False
+
+
+def test_packing_needs_both_tools_and_names_the_missing_one(tmp_path: Path, capsys) -> None:
+    bindir = tmp_path / "bin"
+    stub(bindir / "simple_switch_grpc", "switch", "1.15.5")
+    env = bare_env(PATH=f"{bindir}:{BARE_PATH}", P4VTEP_TOOLCHAIN_PREFIX=str(tmp_path / "p"))
+    out = tmp_path / "x.tar.xz"
+    assert cli.main(["archive", "--output", str(out)], env=env) == 1
+    assert "no p4c installed to pack" in capsys.readouterr().out
+    assert not out.exists()
 
 
 def test_make_toolchain_then_make_passes_the_unpacked_tools_on(tmp_path: Path) -> None:
@@ -637,7 +781,8 @@ def test_make_toolchain_then_make_passes_the_unpacked_tools_on(tmp_path: Path) -
     )
     assert first.returncode == 0, first.stdout + first.stderr
     assert f"into {target}" in first.stdout
-    assert "p4c 1.2.5.16" in first.stdout
+    assert f"p4c: found from archive {archive}, in {target}: " in first.stdout
+    assert "version 1.2.5.16" in first.stdout
     show = subprocess.run(
         [*make, "--eval", "show-vars: ; @echo $(TOOLCHAIN_VARS)", "show-vars"],
         env=env,

@@ -15,14 +15,15 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from . import system
-from .found import Found, from_path_or_env
-from .settings import Settings, ToolchainError, say
+from .found import Found, from_path_or_env, lacking
+from .settings import BMV2_TOOLS, Settings, ToolchainError, say
 
-PACKAGES = ("p4lang-p4c", "p4lang-bmv2")
+# The package that carries each tool; only those of the missing tools are installed.
+PACKAGE_OF = {"p4c": "p4lang-p4c", "simple_switch_grpc": "p4lang-bmv2"}
 # Where upstream publishes them (p4c's and BMv2's READMEs, "Installing packaged
 # versions"): Ubuntu 20.04 and newer, Debian 11. A repository directory per release.
 _MIN_UBUNTU = (20, 4)
@@ -110,11 +111,15 @@ def _apt(s: Settings, args: list[str], timeout: float) -> None:
         raise ToolchainError(f"{s.apt_get} {' '.join(args)} failed:\n{tail}")
 
 
-def install(s: Settings, env: Mapping[str, str]) -> Found | None:
-    """Install upstream's packages when this distribution has them; None (with one line
-    saying why) when it has not or the repository cannot be reached in time."""
-    if not s.use_packages:
+def install(
+    s: Settings, env: Mapping[str, str], tools: Sequence[str] = tuple(BMV2_TOOLS)
+) -> Found | None:
+    """Install upstream's packages of `tools` when this distribution has them; None
+    (with one line saying why) when it has not or the repository cannot be reached
+    in time."""
+    if not s.use_packages or not tools:
         return None
+    wanted = [PACKAGE_OF[t] for t in tools]
     try:
         os_release = read_os_release(s.os_release)
     except OSError:
@@ -137,7 +142,7 @@ def install(s: Settings, env: Mapping[str, str]) -> Found | None:
         say(f"packages: {url}/Release.key is not an OpenPGP public key; not adding the repository")
         return None
     say(f"packages: {url} answered in {time.monotonic() - started:.1f} s; installing "
-        + " ".join(PACKAGES))  # fmt: skip
+        + " ".join(wanted))  # fmt: skip
     source = _Source(s, url)
     source.add(key)
     try:
@@ -146,15 +151,15 @@ def install(s: Settings, env: Mapping[str, str]) -> Found | None:
                  "-o", "Dir::Etc::sourceparts=-", "-o", "APT::Get::List-Cleanup=0",
                  "-o", f"Acquire::http::Timeout={s.network_timeout:g}"],
              APT_UPDATE_TIMEOUT_S)  # fmt: skip
-        _apt(s, ["install", "-y", "-q", *PACKAGES], APT_INSTALL_TIMEOUT_S)
+        _apt(s, ["install", "-y", "-q", *wanted], APT_INSTALL_TIMEOUT_S)
     except ToolchainError as e:
         source.remove()
         say(f"packages: {e}; the repository was removed again")
         return None
     found = from_path_or_env({**env, "PATH": env.get("PATH", "") + ":/usr/bin:/usr/local/bin"})
-    if found is None:
+    absent = lacking(found, tools)
+    if found is None or absent:
         raise ToolchainError(
-            f"{' and '.join(PACKAGES)} installed, but p4c or simple_switch_grpc is not on PATH"
+            f"{' and '.join(wanted)} installed, but {' or '.join(absent)} is not on PATH"
         )
-    found.how = f"from upstream's packages ({url})"
-    return found
+    return Found({t: found.tools[t] for t in tools}, f"from upstream's packages ({url})")

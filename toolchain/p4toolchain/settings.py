@@ -77,7 +77,9 @@ class Settings:
             "packages_base": env.get("P4VTEP_PACKAGES_BASE") or None,
             "packages_dist": env.get("P4VTEP_PACKAGES_DIST") or None,
         }
-        values.update(overrides)
+        # An override of None leaves the environment's value (the CLI passes its
+        # unset flags as None: --no-packages absent must not undo P4VTEP_NO_PACKAGES).
+        values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**{k: v for k, v in values.items() if v is not None})  # type: ignore[arg-type]
 
 

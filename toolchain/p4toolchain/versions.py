@@ -38,19 +38,16 @@ def older_than_tested(tool: str, version: str) -> bool:
     return tested is not None and as_tuple(version) < as_tuple(tested)
 
 
-def report(tools: dict[str, str]) -> list[str]:
-    """One line per tool: its version, and a warning when it is older than tested."""
-    lines = []
-    for tool, path in sorted(tools.items()):
-        version = reported(path)
-        tested = TESTED.get(tool, "?")
-        if version is None:
-            lines.append(f"{tool} ({path}) reports no version; tested with {tested}")
-        elif older_than_tested(tool, version):
-            lines.append(
-                f"WARNING: {tool} {version} ({path}) is older than {tested}, the version "
-                f"p4vtep is tested with; compiles or switch tests may fail"
-            )
-        else:
-            lines.append(f"{tool} {version} ({path}); tested with {tested}")
-    return lines
+def describe(tool: str, path: str) -> str:
+    """Where a found tool is and the version it reports, with a warning when that
+    is older than the version p4vtep is tested with."""
+    version = reported(path)
+    tested = TESTED.get(tool, "?")
+    if version is None:
+        return f"{path}, reports no version (tested with {tested})"
+    if older_than_tested(tool, version):
+        return (
+            f"{path}, version {version}, WARNING: older than {tested}, the version "
+            f"p4vtep is tested with; compiles or switch tests may fail"
+        )
+    return f"{path}, version {version} (tested with {tested})"
