@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from p4vtep.dataplane.targets import PROFILES, Target
+from p4vtep.dataplane.tofino_resources import decided
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD = REPO / "p4src" / "tna" / "build"
@@ -68,12 +69,18 @@ def fresh_build(request, tmp_path_factory) -> tuple[str, Path, str]:
 def test_committed_outputs_are_fresh(fresh_build) -> None:
     chip, out, _ = fresh_build
     for name in COMMITTED:
-        fresh, committed = out / name, BUILD / chip / name
-        if name == "bf-rt.json":
-            same = _without_snapshot(fresh) == _without_snapshot(committed)
-        else:
-            same = fresh.read_bytes() == committed.read_bytes()
+        same = _same_output(name, out / name, BUILD / chip / name)
         assert same, f"p4src/tna/build/{chip}/{name} is stale: run 'make p4-tofino' and commit it"
+
+
+def _same_output(name: str, fresh: Path, committed: Path) -> bool:
+    """What the program decides is the same in both files; not which build of
+    the compiler made them (resources.json records its version string)."""
+    if name == "bf-rt.json":
+        return _without_snapshot(fresh) == _without_snapshot(committed)
+    if name == "resources.json":
+        return decided(json.loads(fresh.read_text())) == decided(json.loads(committed.read_text()))
+    return fresh.read_bytes() == committed.read_bytes()
 
 
 def _without_snapshot(path: Path) -> object:
@@ -141,6 +148,44 @@ def test_committed_summary_is_within_budget(chip: str) -> None:
     assert max(summary["stages"].values()) <= _makefile_budget(chip)
     for table in ("VtepIngress.l2_forwarding.mac_table", "VtepIngress.vni_lookup.vni_config"):
         assert summary["tables"][table]["stages"], table
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_another_build_of_the_compiler_is_not_stale(chip: str, tmp_path: Path) -> None:
+    """Issue 41: a p4c-tofino built from a release tarball records "9.13.4 ()" where
+    the committed summary has "9.13.4 (34b86e9bac)", all else equal: fresh. A
+    figure the program decides that differs is still stale."""
+    committed = BUILD / chip / "resources.json"
+    summary = json.loads(committed.read_text())
+    assert summary["compiler_version"]  # the record is kept in the file
+    assert set(decided(summary)) == set(summary) - {"compiler_version"}
+
+    def fresh(changed: dict[str, object]) -> Path:
+        path = tmp_path / f"resources-{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps(changed, indent=1, sort_keys=True) + "\n")
+        return path
+
+    other_build = {**summary, "compiler_version": "9.13.4 ()"}
+    assert _same_output("resources.json", fresh(other_build), committed)
+    more_stages = json.loads(committed.read_text())
+    more_stages["stages"]["ingress"] += 1
+    assert not _same_output("resources.json", fresh(more_stages), committed)
+    table = next(iter(summary["tables"]))
+    other_stage = json.loads(committed.read_text())
+    other_stage["compiler_version"] = "9.13.4 ()"
+    other_stage["tables"][table]["stages"] = [s + 1 for s in summary["tables"][table]["stages"]]
+    assert not _same_output("resources.json", fresh(other_stage), committed)
+    fewer_srams = json.loads(committed.read_text())
+    fewer_srams["memories_used"]["srams"] -= 1
+    assert not _same_output("resources.json", fresh(fewer_srams), committed)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_committed_summary_is_as_the_summariser_prints_it(chip: str) -> None:
+    """The freshness test compares summaries as JSON; the committed file is also
+    exactly what `python -m p4vtep.dataplane.tofino_resources` prints."""
+    text = (BUILD / chip / "resources.json").read_text()
+    assert text == json.dumps(json.loads(text), indent=1, sort_keys=True) + "\n"
 
 
 def _arch_value(path: Path, name: str, chip: str | None = None) -> int:
