@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from churn_driver import offer_churn
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 from switch_fabric import background_vms, read_back_matches, two_tor_fabric
 
 SERVERS = ("s11", "s12", "s21", "s22")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from p4vtep.bmv2 import Bmv2Switch, find_simple_switch_grpc, free_port
+from p4vtep.switch.bmv2 import Bmv2Switch, find_simple_switch_grpc, free_port
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent

@@ -39,11 +39,11 @@ from p4vtep.compiler import Allocations, allocate, compile_tor
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
-from p4vtep.reconciler import Diff, SwitchReader, diff
 from p4vtep.runtime import codec
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.runtime.protos import p4runtime_pb2
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
+from p4vtep.switch.reconciler import Diff, SwitchReader, diff
 
 BATCH = 1000
 VNIS = 100

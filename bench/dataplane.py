@@ -60,9 +60,9 @@ from dataplane_paths import (
 )
 from dataplane_peer import MEASURED_COMMIT, PEER_ENV, peer_pipeline
 from dataplane_trace import trace_paths
-from p4vtep.bmv2 import Bmv2Switch, VethSet
 from p4vtep.dataplane.artifacts import Pipeline, bmv2_pipeline
 from p4vtep.runtime.client import SwitchConnection
+from p4vtep.switch.bmv2 import Bmv2Switch, VethSet
 
 
 def bmv2_build() -> dict[str, Any]:
@@ -381,7 +381,7 @@ def main() -> None:
                 "load; from send() to the receiving kernel's timestamp",
                 "rounds": {"topspeed": args.rounds, "no_loss": args.no_loss_rounds},
                 "order": "each round: baseline, then p4vtep local, encap, decap",
-                "switch": "simple_switch_grpc started as p4vtep.bmv2.Bmv2Switch does (no "
+                "switch": "simple_switch_grpc started as p4vtep.switch.bmv2.Bmv2Switch does (no "
                 "logging), programs swapped by SetForwardingPipelineConfig",
                 "niceness": niceness,
             },

@@ -30,9 +30,9 @@ from pathlib import Path
 from common import machine, require_switch, write_result
 from dataplane_load import MachineShare, Sampler, find_tcpreplay, topspeed
 from dataplane_paths import compile_v1model, install_baseline, switch_on, write_pcap
-from p4vtep.bmv2 import VethSet
 from p4vtep.dataplane.artifacts import Pipeline
 from p4vtep.runtime.client import SwitchConnection
+from p4vtep.switch.bmv2 import VethSet
 
 N = 10  # copies of the work in a variant: one item is below the noise
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from common import BENCH
 from dataplane_peer import install_fabric_bridging
-from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.dataplane.artifacts import Pipeline
 from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, PortRole, RemoteVtepHop
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import SwitchConnection
+from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.layers.vxlan import VXLAN

@@ -33,9 +33,9 @@ from dataplane_paths import (
     switch_on,
 )
 from dataplane_peer import peer_pipeline
-from p4vtep.bmv2 import VethSet
 from p4vtep.dataplane.artifacts import Pipeline, bmv2_pipeline
 from p4vtep.runtime.client import SwitchConnection
+from p4vtep.switch.bmv2 import VethSet
 
 # What each kind of trace line means (BMv2 1.15 simple_switch wording).
 PATTERNS = {

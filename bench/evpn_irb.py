@@ -49,7 +49,6 @@ from typing import Any
 
 from common import percentile, require_switch, summary, switches, write_result
 from dataplane_load import process_cpu_seconds
-from p4vtep.bmv2 import VethSet
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.evpn import gobgp_api, gobgp_codec
@@ -57,12 +56,13 @@ from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.routes import MacIpRoute
 from p4vtep.evpn.speaker import GoBgpSpeaker, wait_for
-from p4vtep.model import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
-from p4vtep.reconciler import SwitchReader, diff
+from p4vtep.model.fabric import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.sources.evpn import EvpnSource
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
+from p4vtep.switch.bmv2 import VethSet
+from p4vtep.switch.reconciler import SwitchReader, diff
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 

@@ -25,7 +25,7 @@ def child_compile(vms_count: int) -> None:
     from p4vtep.compiler import Allocations, DesiredState, Encoder
     from p4vtep.dataplane.artifacts import bmv2_pipeline
     from p4vtep.dataplane.entries import PipelineEntries
-    from p4vtep.validation import validate
+    from p4vtep.model.validation import validate
 
     base = rss_mib()
     tors = 16
@@ -45,7 +45,7 @@ def child_controller(addresses: list[str], vms_count: int) -> None:
     import workload
     from p4vtep.controller import Controller
     from p4vtep.dataplane.artifacts import bmv2_pipeline
-    from p4vtep.store import Store
+    from p4vtep.state.sqlite_store import Store
 
     base = rss_mib()
     with tempfile.TemporaryDirectory() as tmp:

@@ -27,10 +27,10 @@ from typing import Any
 
 import workload
 from common import REPO, RESULTS, require_switch, switches
-from p4vtep import supervisor
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
+from p4vtep.switch import supervisor
 
 sys.path.insert(0, str(REPO / "tests"))
 

@@ -39,7 +39,7 @@ from evpn_irb import (
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.sources.evpn import EvpnSource
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 
 # Where a change's time goes: (label, (file, function)), cumulative.
 SPLIT = [

@@ -113,14 +113,14 @@ from typing import Any
 import qos_report
 from common import REPO, RESULTS, machine, require_switch
 from dataplane_load import machine_busy_seconds, process_cpu_seconds, process_table
-from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
-from p4vtep.config import load_fabric
+from p4vtep.api.counters import CounterReader
 from p4vtep.controller import Controller
-from p4vtep.counters import CounterReader
 from p4vtep.dataplane.artifacts import Pipeline, bmv2_pipeline
-from p4vtep.model import Vm
-from p4vtep.qos_bursts import default_burst
-from p4vtep.store import Store
+from p4vtep.model.fabric import Vm
+from p4vtep.model.qos_bursts import default_burst
+from p4vtep.sources.fabric_file import load_fabric
+from p4vtep.state.sqlite_store import Store
+from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
 
 sys.path.insert(0, str(REPO / "tests"))
 from vm_netns import RELAY, vm_behind_port
@@ -370,7 +370,7 @@ def set_port_queues(thrift_port: int, port: int, bps: int) -> None:
     """Every priority queue of ``port`` at ``bps`` (as full-size frames/s),
     through the switch's Thrift service: the link for a build whose
     controller does not program queue rates (``--link-emulation queues``)."""
-    from p4vtep.bmv2_thrift import SimpleSwitchThrift
+    from p4vtep.switch.bmv2_thrift import SimpleSwitchThrift
 
     with SimpleSwitchThrift("127.0.0.1", thrift_port) as thrift:
         for priority in range(8):
@@ -450,7 +450,7 @@ def lab(cfg: Config, pipeline: Pipeline, log_dir: Path) -> Any:
             raise RuntimeError("controller did not converge")
         if cfg.link_emulation == "fabric":
             # What `p4vtep controller run` starts beside the controller.
-            from p4vtep.queue_rates import QueueRateSync
+            from p4vtep.switch.queue_rates import QueueRateSync
 
             sync = QueueRateSync(controller)
             sync.start()

@@ -28,7 +28,7 @@ from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.runtime import codec
 from p4vtep.runtime.client import PipelinedWrite, SwitchConnection
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 
 
 class Timeline:

@@ -32,8 +32,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Fabric, Subnet, Vm, Vni, Vrf
-from p4vtep.store import Store
+from p4vtep.model.fabric import Fabric, Subnet, Vm, Vni, Vrf
+from p4vtep.state.sqlite_store import Store
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from switch_fabric import PROBE_SENDER as PROBER

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from p4vtep.model import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
+from p4vtep.model.fabric import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
 
 SERVER_PORTS = (1, 2, 5, 6)  # ports 3 and 4 are uplinks
 VNI_BASE = 10000

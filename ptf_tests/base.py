@@ -18,10 +18,10 @@ from p4vtep.dataplane.drop_reasons import DropReason
 from p4vtep.dataplane.entries import (
     EGRESS_DROP_COUNTER,
     INGRESS_DROP_COUNTER,
-    MeterRates,
     PipelineEntries,
     PortRole,
 )
+from p4vtep.model.fabric import Rates as MeterRates
 from p4vtep.runtime.client import SwitchConnection
 from ptf.base_tests import BaseTest
 from ptf.mask import Mask

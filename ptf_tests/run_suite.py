@@ -20,8 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc
 from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

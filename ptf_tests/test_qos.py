@@ -38,10 +38,10 @@ from base import (
     untag,
     vm_frame,
 )
-from p4vtep.bmv2_thrift import SimpleSwitchThrift
 from p4vtep.dataplane.entries import COLOR_COUNTERS, color_index
 from p4vtep.dataplane.targets import Target, profile
 from p4vtep.runtime.client import SwitchConnection
+from p4vtep.switch.bmv2_thrift import SimpleSwitchThrift
 from ptf.mask import Mask
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether

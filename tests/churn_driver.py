@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from p4vtep.controller import Controller
-from p4vtep.model import Fabric, Vm
+from p4vtep.model.fabric import Fabric, Vm
 
 KINDS = ("attach", "detach", "migrate")
 CHURN_VNI = 5000

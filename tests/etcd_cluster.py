@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from p4vtep.bmv2 import free_port
 from p4vtep.processes import stop_process
+from p4vtep.switch.bmv2 import free_port
 
 ETCD = shutil.which("etcd")
 

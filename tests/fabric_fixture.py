@@ -1,6 +1,6 @@
 """A small fabric for controller unit tests: two ToRs, two servers each."""
 
-from p4vtep.model import Fabric, QosPolicy, Rates, Server, Tor, Uplink, Vm, Vni
+from p4vtep.model.fabric import Fabric, QosPolicy, Rates, Server, Tor, Uplink, Vm, Vni
 
 
 def two_tor_fabric() -> Fabric:
@@ -44,7 +44,7 @@ def routed_fabric() -> Fabric:
     and a default route through 192.168.1.3; VNI 6000 stays L2 only."""
     from dataclasses import replace
 
-    from p4vtep.model import StaticRoute, Subnet, Vrf
+    from p4vtep.model.fabric import StaticRoute, Subnet, Vrf
 
     fabric = two_tor_fabric()
     fabric.anycast_gateway_mac = ANYCAST_MAC

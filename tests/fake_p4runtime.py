@@ -27,7 +27,7 @@ from concurrent import futures
 from dataclasses import dataclass
 
 import grpc
-from p4vtep.compiler.state import Key, identity
+from p4vtep.compiler.switch_state import Key, identity
 from p4vtep.runtime.protos import code_pb2, p4runtime_pb2, p4runtime_pb2_grpc, status_pb2
 
 Entity = p4runtime_pb2.Entity

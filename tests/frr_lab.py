@@ -376,7 +376,7 @@ def start_evpn_controller(fabric: Any, store: Path, ctl_ns: str, ctl_ip: str) ->
     from p4vtep.controller import Controller
     from p4vtep.dataplane.artifacts import bmv2_pipeline
     from p4vtep.sources.evpn import EvpnSource
-    from p4vtep.store import Store
+    from p4vtep.state.sqlite_store import Store
 
     controller = Controller(fabric, bmv2_pipeline(), Store(store), resync_seconds=3600)
     source = EvpnSource(

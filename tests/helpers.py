@@ -15,10 +15,10 @@ from typing import Any
 import grpc
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.api.server import serve
-from p4vtep.bmv2 import free_port
 from p4vtep.controller import Controller
 from p4vtep.evpn.service import EvpnService
 from p4vtep.state.protocol import LeaderInfo
+from p4vtep.switch.bmv2 import free_port
 
 
 def wait_until(

@@ -22,16 +22,16 @@ from helpers import FixedLeadership, wait_until
 from p4vtep.api import messages
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
-from p4vtep.bmv2 import free_port
 from p4vtep.compiler import SwitchState
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Fabric, Vm
+from p4vtep.model.fabric import Fabric, Vm
 from p4vtep.processes import stop_process
-from p4vtep.reconciler import Diff, SwitchReader, diff
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.state.etcd_connection import EtcdSettings
 from p4vtep.state.etcd_store import EtcdStateStore
+from p4vtep.switch.bmv2 import free_port
+from p4vtep.switch.reconciler import Diff, SwitchReader, diff
 
 
 def fabric_yaml(fabric: Fabric, path: Path) -> Path:

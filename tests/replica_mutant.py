@@ -26,7 +26,7 @@ from typing import Any
 
 from p4vtep import cli
 from p4vtep.evpn.speaker import GoBgpSpeaker
-from p4vtep.replica import Replica
+from p4vtep.ha.replica import Replica
 from p4vtep.sources.evpn import EvpnSource
 
 GR_RESTART_TIME = 120  # seconds a helper keeps our routes after the session drops

@@ -24,11 +24,11 @@ from typing import Any, TypeVar
 
 import pytest
 from netns_socket import ETH_P_ALL, PACKET_AUXDATA, SOL_PACKET, receive
-from p4vtep.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc, free_port
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
-from p4vtep.store import Store
+from p4vtep.model.fabric import Fabric, Server, Tor, Uplink, Vm, Vni
+from p4vtep.state.sqlite_store import Store
+from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc, free_port
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
@@ -157,8 +157,8 @@ def read_back_matches(sf: SwitchFabric, controller) -> None:
     """Every switch holds exactly what the controller compiles: nothing
     missing, nothing extra, nothing different."""
     from p4vtep.dataplane.artifacts import bmv2_pipeline
-    from p4vtep.reconciler import SwitchReader, diff
     from p4vtep.runtime.client import SwitchConnection
+    from p4vtep.switch.reconciler import SwitchReader, diff
 
     reader = SwitchReader(bmv2_pipeline().p4info)
     for name, tor in sf.fabric.tors.items():

@@ -16,11 +16,11 @@ from fabric_fixture import two_tor_fabric
 from helpers import api_client
 from p4vtep import events
 from p4vtep.api import overlay_pb2 as pb
-from p4vtep.bmv2 import free_port
 from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
+from p4vtep.switch.bmv2 import free_port
 
 
 @pytest.fixture
@@ -187,7 +187,7 @@ def test_watch_events_streams_changes(api):
 def test_metrics_endpoint(api):
     import urllib.request
 
-    from p4vtep.metrics import start_metrics
+    from p4vtep.api.metrics import start_metrics
 
     controller, client, _ = api
     port = free_port()
@@ -226,7 +226,7 @@ def test_evpn_calls_without_an_evpn_section_fail_precondition(api, capsys):
     [(0, "-"), (0.4, "0m00s"), (61, "1m01s"), (3 * 3600 + 4, "3h00m04s"), (90061, "1d01h01m")],
 )
 def test_evpn_peers_shows_uptime_as_a_duration(seconds, shown):
-    from p4vtep.cli import duration
+    from p4vtep.cli.commands import duration
 
     assert duration(seconds) == shown
 

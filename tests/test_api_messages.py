@@ -3,6 +3,7 @@ message the service builds."""
 
 import pytest
 from p4vtep.api import overlay_pb2 as pb
+from p4vtep.api.counters import Counters, Traffic, VmCounters, VniCounters
 from p4vtep.api.messages import (
     counters_response,
     detach_response,
@@ -21,13 +22,12 @@ from p4vtep.api.messages import (
     vm_response,
     vm_to_pb,
 )
-from p4vtep.counters import Counters, Traffic, VmCounters, VniCounters
 from p4vtep.events import EvpnSessionDown, RoutesChanged, WriteFailed
 from p4vtep.evpn.status import PeerReport, RouteReport
-from p4vtep.model import Vm
-from p4vtep.supervisor import SwitchStatus
-from p4vtep.tenant_routes import RouteRow, VrfRow
-from p4vtep.validation import ValidationError
+from p4vtep.model.fabric import Vm
+from p4vtep.model.tenant_routes import RouteRow, VrfRow
+from p4vtep.model.validation import ValidationError
+from p4vtep.switch.supervisor import SwitchStatus
 
 
 def test_round_trip_keeps_every_field():

@@ -19,7 +19,7 @@ from dataplane_load import fixed_rate_loss, iface_counter, receive_marked, recei
 from dataplane_paths import VNI, check_output, frame, paths_of, write_pcap
 from dataplane_peer import PEER_ENV, peer_pipeline
 from dataplane_trace import count_work
-from p4vtep.bmv2 import VethSet, find_simple_switch_grpc
+from p4vtep.switch.bmv2 import VethSet, find_simple_switch_grpc
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.layers.vxlan import VXLAN
 

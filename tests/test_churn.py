@@ -11,7 +11,7 @@ import os
 from churn_driver import offer_churn
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 from switch_fabric import background_vms, needs_switch, read_back_matches, two_tor_fabric
 
 pytestmark = needs_switch("scale")

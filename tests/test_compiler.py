@@ -15,10 +15,10 @@ from p4vtep.compiler.encode import ExactEntry
 from p4vtep.compiler.flooding import OrderedCopies
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
-from p4vtep.reconciler import diff
 from p4vtep.runtime.codec import EncodingError
 from p4vtep.runtime.entities import to_entity
 from p4vtep.runtime.protos import p4runtime_pb2
+from p4vtep.switch.reconciler import diff
 
 
 def compiled(tor="tor1", vm_list=None, alloc=None) -> SwitchState:

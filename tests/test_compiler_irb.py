@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fabric_fixture import add_tor3, routed_fabric, routed_vms
-from p4vtep.allocation import Allocations
 from p4vtep.compiler import DesiredState, Encoder, Learned, LearnedMac, compile_tor
 from p4vtep.compiler.learned import LearnedHost, LearnedPrefix
 from p4vtep.compiler.underlay import ECMP_GROUP_ID
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
-from p4vtep.model import Fabric, Vm
+from p4vtep.model.allocation import Allocations
+from p4vtep.model.fabric import Fabric, Vm
 
 ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
 ENC = Encoder(ENTRIES)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 from fabric_fixture import two_tor_fabric, vms
-from p4vtep.allocation import SpaceFull, external_vtep_key
 from p4vtep.compiler import (
     VTEP_REPLICA_BASE,
     Allocations,
@@ -20,6 +19,7 @@ from p4vtep.compiler import (
 from p4vtep.compiler.underlay import ECMP_GROUP_ID
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.model.allocation import SpaceFull, external_vtep_key
 from p4vtep.runtime.protos import p4runtime_pb2
 
 ENC = Encoder(PipelineEntries(bmv2_pipeline().p4info))

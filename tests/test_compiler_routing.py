@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fabric_fixture import ANYCAST_MAC, routed_fabric, routed_vms
-from p4vtep.allocation import Allocations, allocate
 from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
-from p4vtep.model import Fabric, Vm
+from p4vtep.model.allocation import Allocations, allocate
+from p4vtep.model.fabric import Fabric, Vm
 
 ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
 ENC = Encoder(ENTRIES)

@@ -1,8 +1,8 @@
 from pathlib import Path
 
 import pytest
-from p4vtep.config import ConfigError, load_fabric, load_inventory
-from p4vtep.validation import validate
+from p4vtep.model.validation import validate
+from p4vtep.sources.fabric_file import ConfigError, load_fabric, load_inventory
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
@@ -80,7 +80,7 @@ def fabric_with(tmp_path, store: str):
 
 
 def test_store_section_selects_etcd(tmp_path):
-    from p4vtep.config import load_store
+    from p4vtep.sources.fabric_file import load_store
 
     assert load_store(EXAMPLES / "fabric.yaml") is None  # no section: SQLite
     path = fabric_with(
@@ -116,7 +116,7 @@ def test_store_section_selects_etcd(tmp_path):
     ],
 )
 def test_store_section_errors_name_file_and_field(tmp_path, store, message):
-    from p4vtep.config import load_store
+    from p4vtep.sources.fabric_file import load_store
 
     with pytest.raises(ConfigError, match=message):
         load_store(fabric_with(tmp_path, store))

@@ -13,7 +13,7 @@ from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.state.protocol import LeaderInfo, NotLeader, StateEvent
 from p4vtep.state.rows import allocation_rows
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 
 
 def test_follower_refuses_writes_naming_the_leader_and_changes_nothing():

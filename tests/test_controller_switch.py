@@ -10,10 +10,10 @@ import pytest
 from helpers import wait_until
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Vm
+from p4vtep.model.fabric import Vm
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import SwitchConnection
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 from switch_fabric import (
     A1,
     A2,
@@ -120,8 +120,8 @@ def test_api_attach_counters_and_cli(sf, store_path, capsys):
     from p4vtep.api import overlay_pb2_grpc as pb_grpc
     from p4vtep.api.messages import vm_to_pb
     from p4vtep.api.server import serve
-    from p4vtep.bmv2 import free_port
     from p4vtep.cli import main as cli_main
+    from p4vtep.switch.bmv2 import free_port
 
     controller = start_controller(sf, store_path)
     address = f"127.0.0.1:{free_port()}"

@@ -15,15 +15,15 @@ from fabric_fixture import two_tor_fabric
 from helpers import wait_until
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
+from p4vtep.api.counters import MAX_SINGLE_READS
+from p4vtep.api.metrics import DataPlaneCollector
 from p4vtep.api.server import serve
-from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
-from p4vtep.counters import MAX_SINGLE_READS
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.metrics import DataPlaneCollector
-from p4vtep.model import Server, Vm
-from p4vtep.store import Store
+from p4vtep.model.fabric import Server, Vm
+from p4vtep.state.sqlite_store import Store
+from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
 from prometheus_client import CollectorRegistry, generate_latest
 from switch_fabric import switch_test
 

@@ -1,7 +1,8 @@
 """describe(entity): one readable line per entity, names from the P4Info."""
 
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.dataplane.entries import MeterRates, PipelineEntries
+from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.model.fabric import Rates
 from p4vtep.runtime.describe import describe
 from p4vtep.runtime.entities import to_entity
 
@@ -33,7 +34,7 @@ def test_profile_members_groups_and_multicast():
 
 
 def test_meter_entry():
-    meter = to_entity(E.vm_meter("tx", 5, MeterRates(1000, 100, 2000, 200)))
+    meter = to_entity(E.vm_meter("tx", 5, Rates(1000, 100, 2000, 200)))
     assert describe(meter, P4INFO) == (
         "vm_tx_meter[5] {cir=1000, cburst=100, pir=2000, pburst=200}"
     )

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from etcd_cluster import ClusterTls, EtcdCluster, etcd_cluster, needs_etcd
 from netns_link import netns_link
-from p4vtep.model import TlsFiles, Vm
+from p4vtep.model.fabric import TlsFiles, Vm
 from p4vtep.processes import stop_process
 from p4vtep.state.etcd_connection import EtcdSettings
 from p4vtep.state.etcd_store import EtcdStateStore

@@ -24,6 +24,7 @@ from helpers import api_client
 from p4vtep import events
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
+from p4vtep.api.metrics import EvpnCollector
 from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -31,10 +32,9 @@ from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
-from p4vtep.metrics import EvpnCollector
-from p4vtep.model import Vm
+from p4vtep.model.fabric import Vm
 from p4vtep.sources.evpn import EvpnSource
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 from prometheus_client import CollectorRegistry
 
 pytestmark = [pytest.mark.evpn, needs_frr()]

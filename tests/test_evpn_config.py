@@ -6,8 +6,8 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
-from p4vtep.config import ConfigError, _Doc
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, StaticMac, StaticVtep, parse_evpn
+from p4vtep.sources.fabric_file import ConfigError, _Doc
 
 FABRIC_VNIS = [5000, 6000]
 OUR_VTEPS = ["10.0.0.1", "10.0.0.2"]
@@ -214,7 +214,7 @@ def test_two_vnis_sharing_an_automatic_rd_need_an_explicit_one() -> None:
 
 
 def test_the_example_fabric_file_parses_with_the_loader_it_will_hook_into() -> None:
-    from p4vtep.config import _read, load_fabric
+    from p4vtep.sources.fabric_file import _read, load_fabric
 
     path = Path(__file__).resolve().parents[1] / "docs" / "examples" / "fabric-evpn.yaml"
     fabric = load_fabric(path)
@@ -244,13 +244,13 @@ def fabric_with(tmp_path: Path, section: str) -> Path:
 
 
 def test_a_fabric_file_without_the_section_has_no_evpn() -> None:
-    from p4vtep.config import load_fabric
+    from p4vtep.sources.fabric_file import load_fabric
 
     assert load_fabric(EXAMPLE_FABRIC).evpn is None
 
 
 def test_the_fabric_loader_parses_the_section_against_its_vnis_and_tors(tmp_path: Path) -> None:
-    from p4vtep.config import load_fabric
+    from p4vtep.sources.fabric_file import load_fabric
 
     fabric = load_fabric(
         fabric_with(
@@ -274,7 +274,7 @@ def test_the_fabric_loader_parses_the_section_against_its_vnis_and_tors(tmp_path
 
 
 def test_the_fabric_loader_refuses_a_static_vtep_that_is_one_of_its_tors(tmp_path: Path) -> None:
-    from p4vtep.config import load_fabric
+    from p4vtep.sources.fabric_file import load_fabric
 
     text = EXAMPLE_FABRIC.read_text()
     tor_vtep = load_fabric(EXAMPLE_FABRIC).tors["tor1"].vtep_ip
@@ -297,7 +297,7 @@ def test_the_fabric_loader_refuses_a_static_vtep_that_is_one_of_its_tors(tmp_pat
 
 
 def test_the_fabric_loader_refuses_an_evpn_vni_the_fabric_does_not_have(tmp_path: Path) -> None:
-    from p4vtep.config import load_fabric
+    from p4vtep.sources.fabric_file import load_fabric
 
     path = fabric_with(
         tmp_path,

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from fabric_fixture import two_tor_fabric
 from helpers import RecordingLock
-from p4vtep.allocation import external_vtep_key
 from p4vtep.compiler import Encoder
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -25,9 +24,10 @@ from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.routes import InclusiveMulticastRoute, MacIpRoute
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
-from p4vtep.model import Vm
+from p4vtep.model.allocation import external_vtep_key
+from p4vtep.model.fabric import Vm
 from p4vtep.sources.evpn import EvpnSource
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 
 MISSING = gobgp_api.MISSING or (
     None if shutil.which("gobgpd") else "gobgpd missing (Debian package gobgpd)"

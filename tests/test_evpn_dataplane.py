@@ -25,8 +25,6 @@ from pathlib import Path
 
 import pytest
 from frr_lab import VM_MAC, FrrLab, needs_frr, start_evpn_controller
-from p4vtep.allocation import external_vtep_key
-from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.compiler import ECMP_GROUP_ID, VTEP_REPLICA_BASE, Encoder, flood_groups
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -35,11 +33,13 @@ from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.routes import MacIpRoute
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
-from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
+from p4vtep.model.allocation import external_vtep_key
+from p4vtep.model.fabric import Fabric, Server, Tor, Uplink, Vm, Vni
 from p4vtep.processes import stop_processes
-from p4vtep.reconciler import SwitchReader, diff
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.sources.evpn import EvpnSource
+from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
+from p4vtep.switch.reconciler import SwitchReader, diff
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 from switch_fabric import needs_switch, send_and_receive

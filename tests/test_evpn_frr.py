@@ -18,7 +18,7 @@ from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
-from p4vtep.evpn.table import LocalMac, RemoteMac
+from p4vtep.evpn.view import LocalMac, RemoteMac
 
 pytestmark = [pytest.mark.evpn, needs_frr()]
 

@@ -15,19 +15,9 @@ from p4vtep.evpn import gobgp_api
 from p4vtep.evpn.advertiser import Advertiser, desired_routes
 from p4vtep.evpn.config import EvpnConfig, VniRouting, VrfRouting
 from p4vtep.evpn.intake import Admitted, RouteIntake
-from p4vtep.evpn.routes import (
-    InclusiveMulticastRoute,
-    IpPrefixRoute,
-    MacIpRoute,
-    RouteError,
-)
-from p4vtep.evpn.table import (
-    LearnedTable,
-    LocalAdvertisement,
-    LocalMac,
-    RemoteHost,
-    RemotePrefix,
-)
+from p4vtep.evpn.routes import InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute, RouteError
+from p4vtep.evpn.table import LearnedTable
+from p4vtep.evpn.view import LocalAdvertisement, LocalMac, RemoteHost, RemotePrefix
 
 L3VNI = 50000
 TOR1, TOR2 = "10.0.0.1", "10.0.0.2"

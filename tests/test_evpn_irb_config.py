@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from p4vtep.config import ConfigError, load_fabric
 from p4vtep.evpn.config import VrfRouting
+from p4vtep.sources.fabric_file import ConfigError, load_fabric
 
 ROUTED = Path(__file__).resolve().parent.parent / "docs" / "examples" / "fabric-routed.yaml"
 

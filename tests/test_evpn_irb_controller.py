@@ -14,6 +14,7 @@ import pytest
 from fabric_fixture import ANYCAST_MAC, routed_fabric, routed_vms
 from helpers import api_client
 from p4vtep.api import overlay_pb2 as pb
+from p4vtep.api.metrics import EvpnCollector
 from p4vtep.cli import main as cli_main
 from p4vtep.compiler import Encoder
 from p4vtep.controller import Controller
@@ -23,9 +24,8 @@ from p4vtep.evpn import gobgp_api
 from p4vtep.evpn.config import EvpnConfig, VniRouting
 from p4vtep.evpn.routes import InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute
 from p4vtep.evpn.speaker import wait_for
-from p4vtep.metrics import EvpnCollector
 from p4vtep.sources.evpn import EvpnSource
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 from prometheus_client import CollectorRegistry
 
 MISSING = gobgp_api.MISSING or (

@@ -40,7 +40,6 @@ from fabric_fixture import ANYCAST_MAC
 from frr_irb_lab import FRR_RMAC, VM_IP, VM_MAC, FrrIrbLab, SharedVni, kernel_vrf_missing
 from frr_lab import needs_frr, start_evpn_controller
 from netns_socket import Capture, send_frame
-from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.compiler import Encoder
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -48,11 +47,12 @@ from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
-from p4vtep.model import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
+from p4vtep.model.fabric import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
 from p4vtep.processes import stop_processes
-from p4vtep.reconciler import SwitchReader
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.sources.evpn import EvpnSource
+from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
+from p4vtep.switch.reconciler import SwitchReader
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.layers.vxlan import VXLAN

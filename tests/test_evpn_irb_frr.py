@@ -17,7 +17,6 @@ import pytest
 from fabric_fixture import ANYCAST_MAC, routed_fabric, routed_vms
 from frr_irb_lab import FRR_RMAC, OBSERVER_ASN, SUBNET, VM_IP, VM_MAC, FrrIrbLab
 from frr_lab import needs_frr
-from p4vtep.allocation import Allocations
 from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.compiler.learned import Learned, LearnedHost, LearnedPrefix
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -27,7 +26,8 @@ from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting, VrfRouting
 from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
-from p4vtep.evpn.table import LocalMac, RemoteHost, RemotePrefix
+from p4vtep.evpn.view import LocalMac, RemoteHost, RemotePrefix
+from p4vtep.model.allocation import Allocations
 
 pytestmark = [pytest.mark.evpn, needs_frr()]
 

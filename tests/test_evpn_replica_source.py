@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 from fabric_fixture import two_tor_fabric
 from helpers import FixedLeadership
-from p4vtep import cli
-from p4vtep.allocation import external_vtep_key
+from p4vtep.cli import controller_run
+from p4vtep.cli.main import parser
 from p4vtep.compiler import Encoder, Learned
-from p4vtep.config import ConfigError
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
@@ -27,11 +26,13 @@ from p4vtep.evpn import gobgp_api
 from p4vtep.evpn.config import EvpnConfig, VniRouting
 from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.routes import InclusiveMulticastRoute, MacIpRoute
-from p4vtep.model import Vm
-from p4vtep.replica import HeldGate
+from p4vtep.ha.replica import HeldGate
+from p4vtep.model.allocation import external_vtep_key
+from p4vtep.model.fabric import Vm
 from p4vtep.sources.evpn import EvpnSource
+from p4vtep.sources.fabric_file import ConfigError
 from p4vtep.state.protocol import LeaderInfo, NotLeader
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 
 MISSING = gobgp_api.MISSING or (
     None if shutil.which("gobgpd") else "gobgpd missing (Debian package gobgpd)"
@@ -197,20 +198,20 @@ def test_the_gate_opens_for_its_term_only() -> None:
 
 
 def _run_args(*argv: str) -> argparse.Namespace:
-    return cli.parser().parse_args(["controller", "run", "--fabric", "f.yaml", *argv])
+    return parser().parse_args(["controller", "run", "--fabric", "f.yaml", *argv])
 
 
 def test_evpn_flags_give_each_replica_its_speaker_options() -> None:
-    assert cli.evpn_options(_run_args()) == EvpnOptions()
-    assert cli.evpn_options(_run_args("--evpn-address", "10.9.0.2")) == EvpnOptions(
+    assert controller_run.evpn_options(_run_args()) == EvpnOptions()
+    assert controller_run.evpn_options(_run_args("--evpn-address", "10.9.0.2")) == EvpnOptions(
         listen_addresses=("10.9.0.2",), local_address="10.9.0.2", router_id="10.9.0.2"
     )
-    options = cli.evpn_options(
+    options = controller_run.evpn_options(
         _run_args("--evpn-address", "fd00::2", "--evpn-router-id", "10.9.0.2")
     )
     assert (options.local_address, options.router_id) == ("fd00::2", "10.9.0.2")
     with pytest.raises(ConfigError, match="not an IPv4 address"):
-        cli.evpn_options(_run_args("--evpn-address", "fd00::2"))
+        controller_run.evpn_options(_run_args("--evpn-address", "fd00::2"))
 
 
 def test_the_router_id_option_overrides_the_fabric_files() -> None:

@@ -44,14 +44,14 @@ import yaml
 from etcd_cluster import etcd_cluster, needs_etcd
 from frr_lab import VM_MAC, FrrLab, needs_frr
 from helpers import wait_until
-from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.compiler import Learned, LearnedMac
-from p4vtep.config import load_fabric
 from p4vtep.controller import Controller
-from p4vtep.model import Fabric, Server, Tor, Uplink, Vm, Vni
+from p4vtep.model.fabric import Fabric, Server, Tor, Uplink, Vm, Vni
 from p4vtep.processes import stop_processes
-from p4vtep.reconciler import diff
+from p4vtep.sources.fabric_file import load_fabric
 from p4vtep.state.etcd_connection import EtcdSettings
+from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
+from p4vtep.switch.reconciler import diff
 from replica_harness import (
     ReplicaProcess,
     fabric_yaml,

@@ -10,7 +10,7 @@ from p4vtep.evpn.advertiser import Advertiser
 from p4vtep.evpn.config import EvpnConfig, VniRouting
 from p4vtep.evpn.intake import RouteIntake
 from p4vtep.evpn.routes import InclusiveMulticastRoute, MacIpRoute, RouteError
-from p4vtep.evpn.table import LocalAdvertisement
+from p4vtep.evpn.view import LocalAdvertisement
 
 CONFIG = EvpnConfig(
     asn=65000,

@@ -13,6 +13,7 @@ import pytest
 from fabric_fixture import two_tor_fabric
 from helpers import api_client
 from p4vtep.api import overlay_pb2 as pb
+from p4vtep.api.metrics import EvpnCollector
 from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -21,10 +22,9 @@ from p4vtep.evpn.advertiser import Advertiser, Route
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, StaticMac, StaticVtep, VniRouting
 from p4vtep.evpn.routes import MacIpRoute
 from p4vtep.evpn.service import EvpnService
-from p4vtep.evpn.table import LocalMac
-from p4vtep.metrics import EvpnCollector
+from p4vtep.evpn.view import LocalMac
 from p4vtep.sources.evpn import EvpnSource
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 from prometheus_client import CollectorRegistry
 
 MISSING = gobgp_api.MISSING or (

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from p4vtep.evpn.routes import InclusiveMulticastRoute, MacIpRoute
-from p4vtep.evpn.table import LearnedTable, LocalAdvertisement, LocalMac, RemoteMac, ViewChange
+from p4vtep.evpn.table import LearnedTable
+from p4vtep.evpn.view import LocalAdvertisement, LocalMac, RemoteMac, ViewChange
 
 VNI = 5000
 MAC = "52:54:00:00:00:01"

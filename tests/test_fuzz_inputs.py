@@ -16,14 +16,14 @@ from helpers import api_client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4vtep.api import overlay_pb2 as pb
-from p4vtep.config import ConfigError, load_fabric, load_inventory
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Vm
-from p4vtep.routing_checks import check_routing
+from p4vtep.model.fabric import Vm
+from p4vtep.model.routing_checks import check_routing
+from p4vtep.model.validation import ValidationError, validate
+from p4vtep.sources.fabric_file import ConfigError, load_fabric, load_inventory
 from p4vtep.sources.libvirt_domains import MetadataError, parse_domain
-from p4vtep.store import Store
-from p4vtep.validation import ValidationError, validate
+from p4vtep.state.sqlite_store import Store
 
 SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -26,14 +26,15 @@ from dataclasses import replace
 from fabric_fixture import add_tor3, routed_fabric
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from p4vtep.allocation import Allocations, external_vtep_key
 from p4vtep.compiler import DesiredState, Encoder, Learned, LearnedMac, compile_tor
 from p4vtep.compiler.learned import LearnedHost, LearnedPrefix
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.evpn.routes import InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute
-from p4vtep.evpn.table import LearnedTable, LocalMac
-from p4vtep.model import Fabric, StaticRoute, Vm, Vni, Vrf
+from p4vtep.evpn.table import LearnedTable
+from p4vtep.evpn.view import LocalMac
+from p4vtep.model.allocation import Allocations, external_vtep_key
+from p4vtep.model.fabric import Fabric, StaticRoute, Vm, Vni, Vrf
 
 EXAMPLES = int(os.environ.get("P4VTEP_PROPERTY_EXAMPLES", "3000"))
 NAMES = [f"v{i}" for i in range(8)]

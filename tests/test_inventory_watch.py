@@ -6,9 +6,9 @@ from fabric_fixture import two_tor_fabric
 from helpers import FixedLeadership, wait_until
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Vm
+from p4vtep.model.fabric import Vm
 from p4vtep.sources.inventory_file import InventoryWatcher
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 
 GOOD = """vms:
   - {name: a1, mac: "00:00:0a:00:00:01", ips: [192.168.1.1], vni: 5000, server: s11, vlan: 10}

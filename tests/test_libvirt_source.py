@@ -10,9 +10,9 @@ from helpers import FixedLeadership, wait_until
 from libvirt_xml import NODE, domain
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Server
+from p4vtep.model.fabric import Server
 from p4vtep.sources.libvirt_domains import MetadataError, parse_domain
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 
 libvirt = pytest.importorskip(
     "libvirt", reason="libvirt-python not installed: libvirt tests skipped"

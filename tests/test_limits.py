@@ -7,12 +7,12 @@ import re
 import subprocess
 
 import pytest
-from p4vtep import bmv2
 from p4vtep.compiler import Allocations
 from p4vtep.dataplane import limits
 from p4vtep.dataplane.artifacts import P4SRC, bmv2_pipeline, tofino_pipeline
 from p4vtep.dataplane.targets import Target
 from p4vtep.runtime.p4info import P4Info
+from p4vtep.switch import bmv2
 
 DEFINES = (P4SRC / "include" / "defines.p4").read_text()
 SIZES = (P4SRC / "v1model" / "sizes.p4").read_text()

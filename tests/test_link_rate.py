@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from fabric_fixture import two_tor_fabric
 from helpers import controller_state
-from p4vtep.bit_rates import format_bit_rate, parse_bit_rate
-from p4vtep.config import ConfigError, load_fabric
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Vm
-from p4vtep.store import Store
-from p4vtep.validation import Problem, ValidationError, validate
+from p4vtep.model.bit_rates import format_bit_rate, parse_bit_rate
+from p4vtep.model.fabric import Vm
+from p4vtep.model.validation import Problem, ValidationError, validate
+from p4vtep.sources.fabric_file import ConfigError, load_fabric
+from p4vtep.state.sqlite_store import Store
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
@@ -159,7 +159,7 @@ def with_policies(tmp_path: Path, policies: str) -> tuple[Path, int]:
 
 
 def test_a_policy_without_buckets_gets_ones_tcp_can_use(tmp_path, caplog):
-    from p4vtep.qos_bursts import default_burst
+    from p4vtep.model.qos_bursts import default_burst
 
     path, _ = with_policies(
         tmp_path,
@@ -167,7 +167,7 @@ def test_a_policy_without_buckets_gets_ones_tcp_can_use(tmp_path, caplog):
         "    tx: {cir: 625000, pir: 625000}\n"
         "    rx: {cir: 625000, cburst: 300000, pir: 250000000}\n",
     )
-    with caplog.at_level("WARNING", logger="p4vtep.config"):
+    with caplog.at_level("WARNING", logger="p4vtep.sources.fabric_file"):
         fabric = load_fabric(path)
     bronze = fabric.policies["bronze"]
     assert (bronze.tx.cburst, bronze.tx.pburst) == (262144, 262144)  # the 256 KiB floor
@@ -184,7 +184,7 @@ def test_a_bucket_too_small_for_tcp_is_warned_about_with_its_line(tmp_path, capl
         "  - name: fast\n"
         "    rx: {cir: 1250000000, cburst: 1000000, pir: 1250000000}\n",
     )
-    with caplog.at_level("WARNING", logger="p4vtep.config"):
+    with caplog.at_level("WARNING", logger="p4vtep.sources.fabric_file"):
         load_fabric(path)
     assert [r.getMessage() for r in caplog.records] == [
         f"{path}:{line}: qos_policies[0]: qos bronze: tx.cburst 62500 B is below 131072 B: "

@@ -11,7 +11,7 @@ from fabric_fixture import two_tor_fabric, vms
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.runtime.protos import p4runtime_pb2
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 
 
 def ack(controller: Controller, tor: str, version: int) -> None:
@@ -80,8 +80,8 @@ def test_overlapping_migrations_away_from_one_tor_keep_their_own_pins():
 
 
 def test_a_pinned_place_is_not_given_away_until_released():
-    from p4vtep.model import Vm
-    from p4vtep.validation import ValidationError
+    from p4vtep.model.fabric import Vm
+    from p4vtep.model.validation import ValidationError
 
     controller = Controller(two_tor_fabric(), bmv2_pipeline(), Store())
     controller.replace_source("inventory", vms())

@@ -4,10 +4,11 @@ with the P4 sources."""
 import re
 
 import pytest
-from p4vtep.compiler.state import identity
+from p4vtep.compiler.switch_state import identity
 from p4vtep.dataplane.artifacts import P4SRC, bmv2_pipeline
 from p4vtep.dataplane.drop_reasons import DROP_REASON_COUNT, DropReason
-from p4vtep.dataplane.entries import MeterRates, PipelineEntries, PortRole
+from p4vtep.dataplane.entries import PipelineEntries, PortRole
+from p4vtep.model.fabric import Rates
 from p4vtep.runtime import codec, entities
 from p4vtep.runtime.p4info import P4InfoError
 
@@ -45,7 +46,7 @@ def test_every_builder_encodes_against_the_real_p4info(e):
         e.underlay_route("10.0.0.0", 24, group_id=1),
         e.replica_to_vm(1, 10, 1),
         e.replica_to_vtep(101, "10.0.0.2", "00:5e:00:00:01:01"),
-        e.vm_meter("tx", 1, MeterRates(1000, 1000, 2000, 2000)),
+        e.vm_meter("tx", 1, Rates(1000, 1000, 2000, 2000)),
         e.counter("vm_tx_counter", 1),
     ]
     assert all(m.ByteSize() > 0 for m in built)

@@ -15,17 +15,12 @@ from types import SimpleNamespace
 import pytest
 from fabric_fixture import two_tor_fabric
 from p4vtep import events
-from p4vtep.bmv2_thrift import SimpleSwitchThrift, ThriftError
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import COLOR_COUNTERS, PipelineEntries, color_index
-from p4vtep.model import Rates, Vm
-from p4vtep.queue_rates import (
-    FRAME_BYTES,
-    QueueRateSync,
-    port_rates,
-    thrift_address,
-)
-from p4vtep.validation import check_fabric
+from p4vtep.model.fabric import Rates, Vm
+from p4vtep.model.validation import check_fabric
+from p4vtep.switch.bmv2_thrift import SimpleSwitchThrift, ThriftError
+from p4vtep.switch.queue_rates import FRAME_BYTES, QueueRateSync, port_rates, thrift_address
 
 MBIT = 1_000_000
 

@@ -10,8 +10,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from p4vtep.counters import CounterReader
-from p4vtep.model import QosPolicy, Rates
+from p4vtep.api.counters import CounterReader
+from p4vtep.model.fabric import QosPolicy, Rates
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
@@ -124,10 +124,10 @@ def check_api_cli_and_metrics(controller, capsys, rx) -> None:
     import grpc
     from p4vtep.api import overlay_pb2 as pb
     from p4vtep.api import overlay_pb2_grpc as pb_grpc
+    from p4vtep.api.metrics import DataPlaneCollector
     from p4vtep.api.server import serve
-    from p4vtep.bmv2 import free_port
     from p4vtep.cli import main as cli_main
-    from p4vtep.metrics import DataPlaneCollector
+    from p4vtep.switch.bmv2 import free_port
     from prometheus_client import CollectorRegistry, generate_latest
 
     address = f"127.0.0.1:{free_port()}"

@@ -10,7 +10,7 @@ import pytest
 from helpers import wait_until
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
 from switch_fabric import PROBE_SENDER as A1
 from switch_fabric import PROBE_TARGET as A2
 from switch_fabric import (

@@ -19,8 +19,8 @@ from helpers import wait_until
 from libvirt_xml import NODE, domain
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Fabric, Server, Vm
-from p4vtep.replica import Replica, SourceFactory
+from p4vtep.ha.replica import Replica, SourceFactory
+from p4vtep.model.fabric import Fabric, Server, Vm
 from p4vtep.sources.inventory_file import InventoryWatcher
 from p4vtep.sources.libvirt_domains import LibvirtSource
 from p4vtep.state.etcd_connection import EtcdSettings

@@ -24,13 +24,13 @@ from p4vtep import cli
 from p4vtep.api import messages
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Vm
-from p4vtep.reconciler import Diff, SwitchReader
-from p4vtep.replica import Replica
+from p4vtep.ha.replica import Replica
+from p4vtep.model.fabric import Vm
 from p4vtep.runtime.client import P4RuntimeError, SwitchConnection
 from p4vtep.state.etcd_connection import EtcdSettings
 from p4vtep.state.leadership import ELECTION_ID_BASE, EtcdLeadership
-from p4vtep.supervisor import GateClosed
+from p4vtep.switch.reconciler import Diff, SwitchReader
+from p4vtep.switch.supervisor import GateClosed
 from replica_harness import (
     ChangeDriver,
     ReplicaProcess,

@@ -7,8 +7,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from p4vtep.config import ConfigError, load_fabric
-from p4vtep.model import StaticRoute, Subnet, Vni, Vrf
+from p4vtep.model.fabric import StaticRoute, Subnet, Vni, Vrf
+from p4vtep.sources.fabric_file import ConfigError, load_fabric
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 

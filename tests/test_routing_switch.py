@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 from helpers import wait_until
-from p4vtep.model import StaticRoute, Subnet, Vm, Vni, Vrf
+from p4vtep.model.fabric import StaticRoute, Subnet, Vm, Vni, Vrf
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
@@ -204,7 +204,7 @@ def test_a_host_route_deleted_behind_the_controller_is_put_back(sf, tmp_path):
     from p4vtep.dataplane.entries import RemoteVtepHop
     from p4vtep.runtime import entities
     from p4vtep.runtime.client import SwitchConnection
-    from p4vtep.store import Store
+    from p4vtep.state.sqlite_store import Store
 
     controller = Controller(
         sf.fabric, bmv2_pipeline(), Store(tmp_path / "drift.db"), resync_seconds=0.5

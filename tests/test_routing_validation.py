@@ -14,12 +14,10 @@ import pytest
 from fabric_fixture import two_tor_fabric, vms
 from helpers import api_client, controller_state
 from p4vtep.api import overlay_pb2 as pb
-from p4vtep.config import load_fabric, load_inventory
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Fabric, StaticRoute, Subnet, Vm, Vni, Vrf
-from p4vtep.store import Store
-from p4vtep.validation import (
+from p4vtep.model.fabric import Fabric, StaticRoute, Subnet, Vm, Vni, Vrf
+from p4vtep.model.validation import (
     ValidationError,
     VmIndex,
     check_fabric,
@@ -27,6 +25,8 @@ from p4vtep.validation import (
     validate_change,
     vrf_of,
 )
+from p4vtep.sources.fabric_file import load_fabric, load_inventory
+from p4vtep.state.sqlite_store import Store
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 GATEWAY_MAC = "00:00:5e:00:01:01"

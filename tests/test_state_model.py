@@ -4,7 +4,7 @@ key layout, settings."""
 from __future__ import annotations
 
 import pytest
-from p4vtep.model import Vm
+from p4vtep.model.fabric import Vm
 from p4vtep.state.etcd_connection import EtcdSettings, prefix_range_end
 from p4vtep.state.etcd_store import EtcdKeys
 from p4vtep.state.protocol import Change, Snapshot

@@ -3,8 +3,8 @@ from dataclasses import replace
 
 import pytest
 from fabric_fixture import two_tor_fabric, vms
-from p4vtep.allocation import Allocations, allocate
-from p4vtep.store import Store
+from p4vtep.model.allocation import Allocations, allocate
+from p4vtep.state.sqlite_store import Store
 
 
 def test_round_trip_and_incremental_saves(tmp_path):
@@ -65,7 +65,7 @@ def test_a_restarted_controller_checks_the_first_change_against_stored_vms(tmp_p
     at the start: that change must still see every stored VM."""
     from p4vtep.controller import Controller
     from p4vtep.dataplane.artifacts import bmv2_pipeline
-    from p4vtep.validation import ValidationError
+    from p4vtep.model.validation import ValidationError
 
     path = tmp_path / "state.db"
     first = Controller(two_tor_fabric(), bmv2_pipeline(), Store(path))

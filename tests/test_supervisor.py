@@ -24,13 +24,13 @@ from fake_p4runtime import FakeP4RuntimeServer
 from helpers import wait_until
 from p4vtep import events
 from p4vtep.compiler import Allocations, Change, DesiredState, Encoder, Key, SwitchState
-from p4vtep.compiler.incremental import steps_under
-from p4vtep.compiler.state import identity
+from p4vtep.compiler.desired import steps_under
+from p4vtep.compiler.switch_state import identity
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
-from p4vtep.model import Vm
+from p4vtep.model.fabric import Vm
 from p4vtep.runtime.protos import code_pb2
-from p4vtep.supervisor import SwitchSupervisor
+from p4vtep.switch.supervisor import SwitchSupervisor
 
 PIPELINE = bmv2_pipeline()
 ELECTION_ID = 10

@@ -14,18 +14,18 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import wait_until
-from p4vtep import bmv2
-from p4vtep.bmv2 import Bmv2Switch, VethSet, free_port, switch_command
 from p4vtep.cli import main as cli_main
-from p4vtep.config import load_fabric
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PORT_TX_COUNTER, VNI_TX_COUNTER, PipelineEntries
 from p4vtep.dataplane.limits import CPU_PORT
-from p4vtep.model import TlsFiles, Vm
+from p4vtep.model.fabric import TlsFiles, Vm
 from p4vtep.processes import stop_process
 from p4vtep.runtime.client import SwitchConnection
-from p4vtep.store import Store
+from p4vtep.sources.fabric_file import load_fabric
+from p4vtep.state.sqlite_store import Store
+from p4vtep.switch import bmv2
+from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port, switch_command
 from switch_fabric import switch_test
 
 A = Vm("a", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10)

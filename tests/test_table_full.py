@@ -8,8 +8,8 @@ from p4vtep.api.server import vm_to_pb
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.events import WriteFailed
-from p4vtep.model import Vm
-from p4vtep.store import Store
+from p4vtep.model.fabric import Vm
+from p4vtep.state.sqlite_store import Store
 from switch_fabric import A1, A2, bmv2_fabric, delivered, needs_switch
 
 pytestmark = needs_switch()

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 from fabric_fixture import routed_fabric, routed_vms
-from p4vtep.tenant_routes import GATEWAY, HOST, STATIC, RouteRow, VrfRow, route_rows, vrf_rows
+from p4vtep.model.tenant_routes import GATEWAY, HOST, STATIC, RouteRow, VrfRow, route_rows, vrf_rows
 
 
 def test_a_vrf_lists_its_vnis_subnets_tors_and_vms():
@@ -55,7 +55,7 @@ def test_an_unrouted_fabric_has_no_vrfs_or_routes():
 def test_route_counts_are_the_rows_counted():
     from collections import Counter
 
-    from p4vtep.tenant_routes import route_counts
+    from p4vtep.model.tenant_routes import route_counts
 
     fabric, vms = routed_fabric(), routed_vms()
     for population in (vms, [vm for vm in vms if vm.name != "fw"]):
@@ -74,7 +74,7 @@ def test_route_counts_are_the_rows_counted():
 def routed_controller(tmp_path):
     from p4vtep.controller import Controller
     from p4vtep.dataplane.artifacts import bmv2_pipeline
-    from p4vtep.store import Store
+    from p4vtep.state.sqlite_store import Store
 
     controller = Controller(routed_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"))
     for vm in routed_vms():
@@ -135,7 +135,7 @@ def test_the_cli_prints_vrfs_and_where_each_route_leads(routed_controller, capsy
 
 
 def test_route_deltas_name_what_a_commit_changed():
-    from p4vtep.tenant_routes import RouteDelta, route_deltas
+    from p4vtep.model.tenant_routes import RouteDelta, route_deltas
 
     fabric = routed_fabric()
     vms = {vm.name: vm for vm in routed_vms()}
@@ -161,8 +161,8 @@ def test_route_deltas_name_what_a_commit_changed():
 
 
 def test_an_ip_handed_from_one_vm_to_another_in_one_commit_is_moved():
-    from p4vtep.model import Vm
-    from p4vtep.tenant_routes import RouteDelta, route_deltas
+    from p4vtep.model.fabric import Vm
+    from p4vtep.model.tenant_routes import RouteDelta, route_deltas
 
     fabric = routed_fabric()
     web = routed_vms()[0]
@@ -226,7 +226,7 @@ def test_route_changes_are_counted_in_prometheus(routed_controller):
     import urllib.request
 
     from helpers import free_port
-    from p4vtep.metrics import start_metrics
+    from p4vtep.api.metrics import start_metrics
 
     port = free_port()
     stop = start_metrics(routed_controller, port)

@@ -15,13 +15,13 @@ from p4vtep import tls
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.api.server import serve, server_credentials
-from p4vtep.bmv2 import Bmv2Switch, find_simple_switch_grpc, free_port
 from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Fabric, TlsFiles, Tor, Uplink
+from p4vtep.model.fabric import Fabric, TlsFiles, Tor, Uplink
 from p4vtep.runtime.client import P4RuntimeError, SwitchConnection
-from p4vtep.store import Store
+from p4vtep.state.sqlite_store import Store
+from p4vtep.switch.bmv2 import Bmv2Switch, find_simple_switch_grpc, free_port
 
 pytestmark = pytest.mark.skipif(
     shutil.which("openssl") is None, reason="openssl not found: TLS tests skipped"

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from p4vtep.config import ConfigError, load_fabric
 from p4vtep.dataplane import artifacts
 from p4vtep.dataplane.targets import Target, profile
 from p4vtep.dataplane.tofino_config import DeviceConfigError, TofinoDeviceConfig
+from p4vtep.sources.fabric_file import ConfigError, load_fabric
 
 
 def test_pack_is_the_servers_length_prefixed_layout() -> None:

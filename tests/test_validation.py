@@ -7,7 +7,7 @@ from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.limits import CPU_PORT, DROP_PORT, RESERVED_PORTS, reserved_ports
 from p4vtep.dataplane.targets import Target, profile
-from p4vtep.validation import VM_NAME_MAX, ValidationError, check_fabric, validate
+from p4vtep.model.validation import VM_NAME_MAX, ValidationError, check_fabric, validate
 
 
 def problems(vm_list):

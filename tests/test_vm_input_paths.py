@@ -13,10 +13,10 @@ from helpers import api_client, controller_state
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model import Server, Vm
+from p4vtep.model.fabric import Server, Vm
+from p4vtep.model.validation import ValidationError
 from p4vtep.sources.inventory_file import InventoryWatcher
-from p4vtep.store import Store
-from p4vtep.validation import ValidationError
+from p4vtep.state.sqlite_store import Store
 
 KEEP = Vm("keep", "00:00:0a:00:00:09", ("192.168.1.9",), 5000, "s11", 19, source="api")
 GOOD = {

@@ -1,7 +1,8 @@
 """The seams between the controller and what runs beside it: the controller
 imports no input (EVPN, the sources) and no input reaches into it; inputs
 read it through desired_view/placements and write through its methods; the
-package has no import cycle."""
+package has no import cycle, and its folders are layers: each imports only
+the ones below it (``LAYERS``; CONTRIBUTING.md draws the same map)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ import p4vtep
 import pytest
 from fabric_fixture import two_tor_fabric
 from helpers import RecordingLock
+from p4vtep.api.counters import CounterReader
 from p4vtep.controller import Controller, NotFound, VmPlacement, VniPlacement
-from p4vtep.counters import CounterReader
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.evpn.options import EvpnOptions
-from p4vtep.model import Vm
-from p4vtep.store import Store
+from p4vtep.model.fabric import Vm
+from p4vtep.state.sqlite_store import Store
 
 PACKAGE = Path(p4vtep.__file__).parent
 A1 = Vm("a1", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10)
@@ -117,10 +118,75 @@ def test_the_package_has_no_import_cycle() -> None:
             visit(module)
 
 
+# The package's folders (and top-level modules) as layers, lowest first: a
+# unit imports only units of lower layers, never one beside or above it.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"runtime", "events", "processes"}),  # P4Runtime client; shared leaves
+    frozenset({"dataplane"}),  # the P4 program: artifacts, sizes, entry builders
+    frozenset({"model"}),  # the desired state as data, and every check on it
+    frozenset({"compiler", "state", "tls"}),  # desired -> entries; durable state
+    frozenset({"evpn", "switch"}),  # BGP EVPN logic; one switch's life
+    frozenset({"controller"}),  # the core: desired state to every ToR
+    frozenset({"sources"}),  # what feeds it: fabric and inventory files, libvirt, EVPN
+    frozenset({"ha", "api"}),  # replicas; what users talk to (gRPC, metrics, counters)
+    frozenset({"cli"}),  # the entry point
+)
+# Imports only a type checker follows (under ``if TYPE_CHECKING:``) that go
+# up a layer, each for a type named in an annotation only, and why.
+TYPE_ONLY_UPWARD = {
+    ("dataplane", "model"),  # entries.vm_meter takes the model's Rates
+    ("model", "evpn"),  # Fabric.evpn is the fabric file's EvpnConfig
+}
+
+
+def unit(module: str) -> str:
+    """``p4vtep.model.fabric`` -> ``model``; ``p4vtep.controller`` -> ``controller``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer(name: str) -> int:
+    return next(i for i, units in enumerate(LAYERS) if name in units)
+
+
+def unit_edges(type_checking: bool) -> set[tuple[str, str]]:
+    return {
+        (unit(module), unit(target))
+        for module, targets in graph(type_checking).items()
+        for target in targets
+        if unit(module) and unit(target) and unit(module) != unit(target)
+    }
+
+
+def test_every_folder_and_top_level_module_has_a_layer() -> None:
+    units = {unit(m) for m in package_modules()} - {""}
+    placed = set().union(*LAYERS)
+    assert units - placed == set(), "place the new unit in LAYERS (and CONTRIBUTING.md)"
+    assert placed - units == set(), "LAYERS names a unit that no longer exists"
+    top_level = {
+        m for m in package_modules() if m.count(".") == 1 and not (PACKAGE / unit(m)).is_dir()
+    }
+    assert len(top_level) <= 5, f"the top level keeps shared modules only: {sorted(top_level)}"
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    wrong = sorted(
+        f"{a} (layer {layer(a)}) imports {b} (layer {layer(b)})"
+        for a, b in unit_edges(type_checking=False)
+        if layer(b) >= layer(a)
+    )
+    assert wrong == []
+
+
+def test_type_only_imports_go_up_only_where_listed() -> None:
+    upward = {(a, b) for a, b in unit_edges(type_checking=True) if layer(b) >= layer(a)}
+    assert upward == TYPE_ONLY_UPWARD
+
+
 def test_the_controller_imports_no_input_not_even_for_type_checking() -> None:
     edges = graph(type_checking=True)
-    inputs = ("p4vtep.evpn", "p4vtep.sources", "p4vtep.api", "p4vtep.cli", "p4vtep.metrics")
-    for module in ("p4vtep.controller", "p4vtep.counters"):
+    inputs = ("p4vtep.evpn", "p4vtep.sources", "p4vtep.api", "p4vtep.cli", "p4vtep.api.metrics")
+    for module in ("p4vtep.controller", "p4vtep.api.counters"):
         assert not {t for t in edges[module] if t.startswith(inputs)}, module
     # ... and EVPN itself knows no controller: sources/evpn.py joins the two.
     for module, targets in edges.items():

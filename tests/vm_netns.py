@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from p4vtep.model import Vm
+from p4vtep.model.fabric import Vm
 
 RELAY = Path(__file__).with_name("vlan_relay.py")
 

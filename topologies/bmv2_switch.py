@@ -5,7 +5,7 @@
 The switch starts with no program; a P4Runtime controller pushes one. Each
 instance needs its own gRPC and Thrift ports. Options: ``log_dir`` (switch
 console output, and BMv2's own log with ``debug_log=True``), ``pcap_dir``
-(per-port captures). The command line is p4vtep.bmv2's, the same as
+(per-port captures). The command line is p4vtep.switch.bmv2's, the same as
 `p4vtep switch run` builds (CPU port, priority queues, replication limits).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mininet.node import Switch
-from p4vtep.bmv2 import Bmv2Switch
+from p4vtep.switch.bmv2 import Bmv2Switch
 
 
 class MininetBmv2Switch(Switch):

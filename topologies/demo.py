@@ -26,13 +26,13 @@ import yaml
 from frr_host import FrrDaemons, FrrHostPlan, frr_missing
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
-from p4vtep.bmv2 import find_simple_switch_grpc
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PORT_TX_COUNTER, PipelineEntries, RemoteVtepHop
 from p4vtep.processes import stop_process
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import P4RuntimeError, SwitchConnection
 from p4vtep.runtime.protos import p4runtime_pb2
+from p4vtep.switch.bmv2 import find_simple_switch_grpc
 
 # The package is installed in the venv; this directory is on the path as the
 # script's own, or through pytest.ini when the tests import the demo.
@@ -344,7 +344,7 @@ class Demo:
 
     def check_qos(self) -> Check:
         """TCP through the policer gets what it is promised (>= 0.9 of the rate,
-        with the default buckets: control_plane/p4vtep/qos_bursts.py) and no
+        with the default buckets: control_plane/p4vtep/model/qos_bursts.py) and no
         more (<= 1.05: the bucket's start is left out)."""
         policed = self.iperf_mbps(POLICED_VM, POLICED_PEER, seconds=8, omit=2)
         free = self.iperf_mbps(UNPOLICED_VM, UNPOLICED_PEER)

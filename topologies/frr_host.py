@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from frr_vrf import FrrTenant, Svi
-from p4vtep.model import Fabric
+from p4vtep.model.fabric import Fabric
 from p4vtep.processes import stop_processes
 
 FRR_DIR = Path("/usr/lib/frr")

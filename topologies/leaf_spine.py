@@ -28,9 +28,9 @@ from frr_host import FrrHostPlan
 from frr_vrf import run
 from mininet.net import Mininet
 from mininet.node import Host
-from p4vtep.config import load_fabric, load_inventory
-from p4vtep.model import Fabric, Vm
+from p4vtep.model.fabric import Fabric, Vm
 from p4vtep.processes import stop_processes
+from p4vtep.sources.fabric_file import load_fabric, load_inventory
 
 HERE = Path(__file__).resolve().parent
 FABRIC_FILE = HERE / "fabric.yaml"

@@ -24,19 +24,14 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from . import events, tls
-from .allocation import EXTERNAL_VTEP, Allocations, SpaceFull, external_vtep_key
 from .compiler import Change, DesiredState, Encoder, Key, Learned, SwitchState, compile_tor
-from .compiler.incremental import steps_under
+from .compiler.desired import steps_under
 from .dataplane.artifacts import Pipeline, pipeline_for
 from .dataplane.entries import PipelineEntries
-from .model import Fabric, Vm
-from .state.protocol import Change as StateChange
-from .state.protocol import Leadership, NotLeader, StateEvent, StateStore
-from .state.rows import allocation_rows, allocations_from_rows, set_row
-from .store import Store
-from .supervisor import SwitchSupervisor, WriteGate
-from .tenant_routes import RouteDelta, route_deltas
-from .validation import (
+from .model.allocation import EXTERNAL_VTEP, Allocations, SpaceFull, external_vtep_key
+from .model.fabric import Fabric, Vm
+from .model.tenant_routes import RouteDelta, route_deltas
+from .model.validation import (
     Problem,
     ValidationError,
     VmIndex,
@@ -45,6 +40,11 @@ from .validation import (
     validate_change,
     vrf_of,
 )
+from .state.protocol import Change as StateChange
+from .state.protocol import Leadership, NotLeader, StateEvent, StateStore
+from .state.rows import allocation_rows, allocations_from_rows, set_row
+from .state.sqlite_store import Store
+from .switch.supervisor import SwitchSupervisor, WriteGate
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import grpc
 
-from .model import TlsFiles
+from .model.fabric import TlsFiles
 
 
 def channel_credentials(

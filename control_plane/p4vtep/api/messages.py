@@ -11,15 +11,15 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..events import Event
-from ..model import Vm
-from ..tenant_routes import RouteRow, VrfRow
-from ..validation import Problem, ValidationError, normalise_mac
+from ..model.fabric import Vm
+from ..model.tenant_routes import RouteRow, VrfRow
+from ..model.validation import Problem, ValidationError, normalise_mac
 from . import overlay_pb2 as pb
 
 if TYPE_CHECKING:  # the CLI imports this module: none of these at run time
-    from ..counters import Counters, Traffic
     from ..evpn.status import PeerReport, RouteReport
-    from ..supervisor import SwitchStatus
+    from ..switch.supervisor import SwitchStatus
+    from .counters import Counters, Traffic
 
 
 def vm_to_pb(vm: Vm, tor: str = "", error: str = "") -> pb.VM:

@@ -10,20 +10,20 @@ from concurrent import futures
 
 import grpc
 
-from ..allocation import SpaceFull
 from ..controller import Controller, NotFound
-from ..counters import CounterReader
 from ..evpn import status as evpn_status
 from ..evpn.service import EvpnService
-from ..model import Vm
+from ..model.allocation import SpaceFull
+from ..model.fabric import Vm
+from ..model.tenant_routes import route_rows, vrf_rows
+from ..model.validation import ValidationError
 from ..runtime.client import P4RuntimeError
 from ..state.protocol import Conflict, NotLeader, StoreUnavailable
-from ..tenant_routes import route_rows, vrf_rows
 from ..tls import server_credentials
-from ..validation import ValidationError
 from . import messages
 from . import overlay_pb2 as pb
 from . import overlay_pb2_grpc as pb_grpc
+from .counters import CounterReader
 
 log = logging.getLogger(__name__)
 

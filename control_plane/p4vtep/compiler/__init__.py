@@ -1,19 +1,23 @@
 """Desired state -> the P4Runtime entities each ToR must hold.
 
 One builder per concern (``ports``, ``underlay``, ``flooding``, ``local_vm``,
-``remote_vm``), all pure over (fabric, VMs, allocations) and producing
-entities encoded once (``state``). ``incremental`` turns each change into
-per-ToR deltas; ``full`` compiles a whole ToR and is the reference.
+``remote_vm``, ``routing``), all pure over (fabric, VMs, allocations) and
+producing entities encoded once (``switch_state``; ``encode`` is the fast
+path). ``desired`` holds the desired state and one ``incremental``
+compiler per ToR, which turns each change into per-ToR deltas; ``full``
+compiles a whole ToR and is the reference. ``learned`` is what EVPN and
+static VTEPs tell about the world outside.
 """
 
-from ..allocation import Allocations, allocate
 from ..dataplane.limits import TOR_INDEX_MAX, VM_INDEX_MAX, VNI_INDEX_MAX, VTEP_REPLICA_BASE
+from ..model.allocation import Allocations, allocate
+from .desired import DesiredState
 from .encode import Encoder
 from .flooding import flood_groups, flood_uplink
 from .full import compile_tor
-from .incremental import Change, DesiredState, TorCompiler
+from .incremental import Change, TorCompiler
 from .learned import Learned, LearnedMac
-from .state import Key, SwitchState, identity
+from .switch_state import Key, SwitchState, identity
 from .underlay import ECMP_GROUP_ID
 
 __all__ = [

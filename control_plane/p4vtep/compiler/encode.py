@@ -11,13 +11,14 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..dataplane.entries import LocalVmHop, MeterRates, PipelineEntries, PortRole, RouteHop
+from ..dataplane.entries import LocalVmHop, PipelineEntries, PortRole, RouteHop
+from ..model.fabric import Rates
 from ..runtime import codec, wire
 from ..runtime.codec import Value
 from ..runtime.entities import MatchType, to_entity
 from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
-from .state import MULTICAST, TABLE, Encoded, encoded
+from .switch_state import MULTICAST, TABLE, Encoded, encoded
 
 MEMO_MAX = 1 << 16  # values remembered per field before starting over (bounds memory;
 # above the VMs of one ToR, so that a first build encodes each value once)
@@ -395,8 +396,8 @@ class Encoder:
         self._shared[args] = item
         return item
 
-    def vm_meter(self, direction: str, vm_index: int, rates: MeterRates) -> Encoded:
+    def vm_meter(self, direction: str, vm_index: int, rates: Rates) -> Encoded:
         return self.of(self.entries.vm_meter(direction, vm_index, rates))
 
-    def policy_meters(self, direction: str, vm_index: int, rates: MeterRates) -> list[Encoded]:
+    def policy_meters(self, direction: str, vm_index: int, rates: Rates) -> list[Encoded]:
         return [self.of(m) for m in self.entries.policy_meters(direction, vm_index, rates)]

@@ -13,11 +13,11 @@ import bisect
 import zlib
 from collections.abc import Iterable
 
-from ..allocation import Allocations, external_vtep_key
 from ..dataplane.limits import VTEP_REPLICA_BASE
-from ..model import Fabric, Tor, Uplink
+from ..model.allocation import Allocations, external_vtep_key
+from ..model.fabric import Fabric, Tor, Uplink
 from .encode import Encoder
-from .state import Encoded
+from .switch_state import Encoded
 
 
 class OrderedCopies:

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ..allocation import Allocations
 from ..dataplane.entries import PipelineEntries
-from ..model import Fabric, Vm
+from ..model.allocation import Allocations
+from ..model.fabric import Fabric, Vm
 from . import flooding, local_vm, ports, remote_vm, routing, underlay
 from .encode import Encoder
 from .learned import NOTHING, Learned
-from .state import Encoded, SwitchState
+from .switch_state import Encoded, SwitchState
 
 
 def compile_tor(

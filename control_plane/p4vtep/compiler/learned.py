@@ -5,7 +5,7 @@ external VTEPs want each VNI's BUM traffic (head-end replication), and, for
 routed tenants, the host routes (EVPN type 2 with the L3 VNI, or a MAC+IP
 route in a routed VNI) and prefix routes (type 5) of each VRF behind them.
 
-Pure values; ``evpn.table.EvpnView.learned`` gives them out from the
+Pure values; ``evpn.view.EvpnView.learned`` gives them out from the
 learned table, which keeps them up to date route by route (``assembled``).
 """
 

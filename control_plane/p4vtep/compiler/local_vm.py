@@ -3,14 +3,13 @@ entries, its flood replica and, with a QoS policy, its meters."""
 
 from __future__ import annotations
 
-from ..dataplane.entries import MeterRates
-from ..model import Fabric, Rates, Vm
+from ..model.fabric import Fabric, Rates, Vm
 from .encode import Encoder
-from .state import Encoded
+from .switch_state import Encoded
 
 
-def rates(r: Rates) -> MeterRates:
-    return MeterRates(r.cir, r.cburst, r.pir, r.pburst)
+def rates(r: Rates) -> Rates:
+    return Rates(r.cir, r.cburst, r.pir, r.pburst)
 
 
 def policed(fabric: Fabric, vm: Vm) -> tuple[bool, bool]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..dataplane.entries import PortRole
-from ..model import Fabric
+from ..model.fabric import Fabric
 from .encode import Encoder
-from .state import Encoded
+from .switch_state import Encoded
 
 
 def build(enc: Encoder, fabric: Fabric, tor_name: str) -> list[Encoded]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..model import Fabric, Vm
+from ..model.fabric import Fabric, Vm
 from .encode import Encoder
 from .learned import LearnedMac
-from .state import Encoded
+from .switch_state import Encoded
 
 
 def build(enc: Encoder, fabric: Fabric, vm: Vm, moved_away: bool = False) -> list[Encoded]:

@@ -30,13 +30,13 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Mapping
 
-from ..allocation import Allocations
 from ..dataplane.entries import LocalVmHop, RemoteVtepHop, RouteHop
-from ..model import Fabric, Vm, Vrf
+from ..model.allocation import Allocations
+from ..model.fabric import Fabric, Vm, Vrf
 from . import local_vm
 from .encode import Encoder
 from .learned import NOTHING, Learned, LearnedHost, LearnedPrefix
-from .state import Encoded
+from .switch_state import Encoded
 
 TRAFFIC_CLASS_L3VNI = 0  # routed frames keep the class their sender's VNI gave them
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..model import Fabric
+from ..model.fabric import Fabric
 from .encode import Encoder
-from .state import Encoded
+from .switch_state import Encoded
 
 ECMP_GROUP_ID = 1
 

@@ -9,12 +9,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..model import Rates
 from ..runtime import entities
 from ..runtime.codec import Value
 from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
+
+if TYPE_CHECKING:
+    # A meter's configuration is the model's QoS rates (RFC 2698 trTCM,
+    # bytes/s and bytes). Only a type here: dataplane/ sits below model/.
+    from ..model.fabric import Rates
 
 
 class PortRole(enum.Enum):
@@ -118,11 +123,6 @@ class RemoteVtepHop:
 
 
 RouteHop = LocalVmHop | RemoteVtepHop
-
-
-# A meter's configuration is the model's QoS rates (RFC 2698 trTCM, bytes/s
-# and bytes); MeterRates is the same class under the name the PTF suite uses.
-MeterRates = Rates
 
 
 class PipelineEntries:

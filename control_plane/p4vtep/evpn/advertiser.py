@@ -24,7 +24,7 @@ from typing import Protocol
 
 from .config import EvpnConfig, VrfRouting
 from .routes import EvpnRoute, InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute
-from .table import LocalAdvertisement
+from .view import LocalAdvertisement
 
 log = logging.getLogger(__name__)
 

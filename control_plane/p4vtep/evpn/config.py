@@ -22,7 +22,7 @@
           vnis: [5000]
           macs: [{vni: 5000, mac: "52:54:00:00:00:50", ips: [192.168.1.50]}]
 
-The parser works on the fabric loader's document object (``p4vtep.config``'s
+The parser works on the fabric loader's document object (``p4vtep.sources.fabric_file``'s
 ``_Doc``: ``get``/``typed``/``list``/``error``), so errors name the file,
 line and field like every other fabric-file error.
 
@@ -52,7 +52,7 @@ from .routes import (
 )
 
 if TYPE_CHECKING:
-    from ..model import Fabric
+    from ..model.fabric import Fabric
 
 AUTO = "auto"
 

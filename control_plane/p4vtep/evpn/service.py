@@ -17,7 +17,8 @@ from .intake import RouteIntake
 from .options import DEFAULTS, EvpnOptions
 from .routes import EvpnRoute
 from .speaker import GoBgpSpeaker
-from .table import EvpnView, LearnedTable, LocalMac, ViewChange
+from .table import LearnedTable
+from .view import EvpnView, LocalMac, ViewChange
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import grpc
 from .. import events
 from .routes import EvpnRoute, IpPrefixRoute, MacIpRoute
 from .service import EvpnService, SessionChange
-from .table import LOCAL
+from .view import LOCAL
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ the fabric file, and the MACs of our own VMs (by ToR VTEP). Output, as an
 VTEPs want each VNI's BUM traffic, and which local MACs we advertise with
 which sequence number. Pure logic: no I/O, no threads of its own. What the
 ToRs are given (``EvpnView.learned``) is kept up to date with each update's
-change (``_Published``), so an update costs what it touches, not what is held.
+change (``Published``), so an update costs what it touches, not what is held.
 
 Per (VNI, MAC) every VTEP that claims the MAC is a candidate with a sequence
 number (the highest among its routes for that MAC; absent = 0). The winner is
@@ -37,143 +37,35 @@ import ipaddress
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from ..compiler.learned import (
-    NOTHING,
     Learned,
-    LearnedDelta,
     LearnedHost,
     LearnedMac,
     LearnedPrefix,
-    host_rank,
 )
+from .published import Published
 from .routes import EvpnRoute, InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute
+from .view import (
+    LOCAL,
+    EvpnView,
+    HeldRoute,
+    LocalAdvertisement,
+    LocalMac,
+    MacKey,
+    PrefixKey,
+    RemoteHost,
+    RemoteMac,
+    RemotePrefix,
+    RoutedIp,
+    ViewChange,
+)
 
 log = logging.getLogger(__name__)
 
 STATIC = "static"  # the source name of fabric-file static VTEPs
-
-MacKey = tuple[int, str]  # (VNI, MAC)
-PrefixKey = tuple[str, str]  # (VRF, prefix)
-# A host route a type 2 route gives: (VRF, IPv4 address, router MAC, the VNI
-# routed frames travel in: the L3 VNI, or the host's own VNI when asymmetric).
-RoutedIp = tuple[str, str, str, int]
-
-
-@dataclass(frozen=True)
-class RemoteMac:
-    """A MAC behind a VTEP that is not one of ours: what the ToRs will install
-    (its MAC entry in its VNI when ``bridged``, and its host ``routes``)."""
-
-    vni: int
-    mac: str
-    vtep: str
-    ips: frozenset[str]
-    seq: int
-    source: str  # peer address, or "static"
-    bridged: bool = True  # False: a VNI we do not host (symmetric IRB), routes only
-    routes: frozenset[RoutedIp] = frozenset()
-
-
-@dataclass(frozen=True)
-class RemoteHost:
-    """A host route of a VRF behind an external VTEP (from the winner of its MAC)."""
-
-    vrf: str
-    ip: str
-    vtep: str
-    router_mac: str
-    vni: int  # what routed frames travel in (see RoutedIp)
-    l2vni: int
-    mac: str
-    seq: int
-    source: str
-
-
-@dataclass(frozen=True)
-class RemotePrefix:
-    """A prefix of a VRF behind an external VTEP (type 5): what the ToRs install."""
-
-    vrf: str
-    prefix: str
-    vtep: str
-    router_mac: str
-    l3vni: int
-    source: str
-
-
-@dataclass(frozen=True)
-class LocalMac:
-    """A MAC of one of our VMs, behind one of our ToRs."""
-
-    vni: int
-    mac: str
-    vtep: str  # the ToR's VTEP IP
-    ips: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class LocalAdvertisement:
-    """A local MAC we advertise, with the sequence number it must carry."""
-
-    vni: int
-    mac: str
-    vtep: str
-    ips: frozenset[str]
-    seq: int
-
-
-@dataclass(frozen=True)
-class ViewChange:
-    """What one update changed; the controller recompiles from these."""
-
-    remote_added: frozenset[RemoteMac] = frozenset()
-    remote_removed: frozenset[RemoteMac] = frozenset()
-    flood_added: frozenset[tuple[int, str]] = frozenset()  # (VNI, VTEP)
-    flood_removed: frozenset[tuple[int, str]] = frozenset()
-    local_changed: frozenset[MacKey] = frozenset()  # advertisement added, gone or renumbered
-    prefixes_added: frozenset[RemotePrefix] = frozenset()
-    prefixes_removed: frozenset[RemotePrefix] = frozenset()
-
-    @property
-    def learned_changed(self) -> bool:
-        """Whether what the ToRs are given (``EvpnView.learned``) changed."""
-        return bool(
-            self.remote_added
-            or self.remote_removed
-            or self.flood_added
-            or self.flood_removed
-            or self.prefixes_added
-            or self.prefixes_removed
-        )
-
-    def __bool__(self) -> bool:
-        return self.learned_changed or bool(self.local_changed)
-
-
-@dataclass(frozen=True)
-class HeldRoute:
-    """A remote route the table holds (learned from a peer, or a static entry
-    of the fabric file), and whether it is what the ToRs get for its MAC."""
-
-    source: str  # peer address, or "static"
-    type: int  # 2, 3 or 5
-    vni: int  # type 5: the L3 VNI
-    vtep: str
-    mac: str = ""  # type 2
-    ips: frozenset[str] = frozenset()  # type 5: the prefix
-    seq: int = 0
-    rd: str = ""  # empty for static entries
-    # Why it is not installed: "conflict" (another VTEP holds the MAC with the
-    # same number) or "superseded" (another VTEP, or our VM, with a higher one;
-    # type 5: a lower VTEP IP with the same prefix).
-    lost: str = ""
-    vrf: str = ""  # the VRF of a host (type 2) or prefix (type 5) route
-    l3vni: int = 0  # type 2 with a second label
-    router_mac: str = ""
 
 
 CONFLICT = "conflict"
@@ -195,9 +87,6 @@ class _Claim:
         return (self.sticky, self.seq)
 
 
-LOCAL = "local"
-
-
 @dataclass(frozen=True)
 class _Before:
     """The state of the keys an update touches, taken before it."""
@@ -206,188 +95,6 @@ class _Before:
     local_seq: dict[MacKey, int | None]
     flood: frozenset[tuple[int, str]] | None
     prefixes: dict[PrefixKey, RemotePrefix | None]
-
-
-class _Published:
-    """The ``Learned`` value the ToRs are given, kept up to date change by
-    change (``apply``, with what each update changed) rather than rebuilt
-    from every route held: a change touches only the VNIs, VRFs and IPs it
-    names. ``learned()`` gives out a value of its own, equal to what
-    ``Learned.of`` builds from the whole view: unchanged VNIs and VRFs share
-    their (never mutated) mappings with the value given out before, the ones
-    changed since are copied, and the value tells the compiler what
-    differs from the one before (``Learned.since``)."""
-
-    def __init__(self) -> None:
-        self.macs: dict[int, dict[str, LearnedMac]] = {}
-        self.flood: dict[int, frozenset[str]] = {}
-        # Every host route of a remote winner, by (VRF, IP); the lowest is given out.
-        self.claims: dict[tuple[str, str], set[LearnedHost]] = {}
-        self.hosts: dict[str, dict[str, LearnedHost]] = {}
-        self.prefixes: dict[str, dict[str, LearnedPrefix]] = {}
-        # How many MACs and host routes given out name each (VNI, MAC), and
-        # each VTEP (with the prefixes'): ``Learned.taken`` and ``vteps()``.
-        self.taken: Counter[tuple[int, str]] = Counter()
-        self.vteps: Counter[str] = Counter()
-        # What changed since the value last given out (its ``LearnedDelta``).
-        self._stale_macs: set[int] = set()
-        self._stale_hosts: dict[str, set[str]] = {}  # VRF -> IPs
-        self._stale_prefixes: set[str] = set()
-        self._stale_flood: set[int] = set()
-        self._stale_taken: set[tuple[int, str]] = set()
-        self._stale_vteps = False
-        self._value = NOTHING  # (what the compiler starts from: the first delta is from it)
-
-    def apply(self, change: ViewChange, flood: frozenset[tuple[int, str]] | None) -> None:
-        """What one update changed. ``flood``: every (VNI, VTEP) flood
-        member, when the update may have changed them."""
-        for remote in change.remote_removed:
-            self._remote(remote, -1)
-        for remote in change.remote_added:
-            self._remote(remote, +1)
-        for prefix in change.prefixes_removed:
-            self._prefix(prefix, -1)
-        for prefix in change.prefixes_added:
-            self._prefix(prefix, +1)
-        if flood is not None and (change.flood_added or change.flood_removed):
-            by_vni: dict[int, set[str]] = {}
-            for vni, vtep in flood:
-                by_vni.setdefault(vni, set()).add(vtep)
-            self.flood = {vni: frozenset(vteps) for vni, vteps in by_vni.items()}
-            self._stale_flood.update(vni for vni, _ in change.flood_added | change.flood_removed)
-            self._stale_vteps = True
-
-    def _count(self, counter: Counter[_K], key: _K, sign: int) -> bool:
-        """Whether ``key`` came or went (its count left or reached 0)."""
-        counter[key] += sign
-        if counter[key] <= 0:
-            del counter[key]
-            return True
-        return sign > 0 and counter[key] == 1
-
-    def _take(self, key: tuple[int, str], sign: int) -> None:
-        if self._count(self.taken, key, sign):
-            self._stale_taken.add(key)
-
-    def _vtep(self, vtep: str, sign: int) -> None:
-        if self._count(self.vteps, vtep, sign):
-            self._stale_vteps = True
-
-    def _remote(self, remote: RemoteMac, sign: int) -> None:
-        if remote.bridged:
-            key = (remote.vni, remote.mac)
-            if sign > 0:
-                mac = LearnedMac(remote.vni, remote.mac, remote.vtep, tuple(sorted(remote.ips)))
-                self.macs.setdefault(remote.vni, {})[remote.mac] = mac
-            else:
-                macs = self.macs[remote.vni]
-                del macs[remote.mac]
-                if not macs:
-                    del self.macs[remote.vni]
-            self._stale_macs.add(remote.vni)
-            self._take(key, sign)
-            self._vtep(remote.vtep, sign)
-        for vrf, ip, router_mac, vni in remote.routes:
-            host = LearnedHost(vrf, ip, remote.vtep, router_mac, vni, remote.vni, remote.mac)
-            claims = self.claims.setdefault((vrf, ip), set())
-            if sign > 0:
-                claims.add(host)
-            else:
-                claims.discard(host)
-            self._choose(vrf, ip)
-
-    def _choose(self, vrf: str, ip: str) -> None:
-        """The host route given out for (VRF, IP): the lowest claim's."""
-        claims = self.claims[vrf, ip]
-        best = min(claims, key=host_rank) if claims else None
-        if not claims:
-            del self.claims[vrf, ip]
-        hosts = self.hosts.get(vrf)
-        was = hosts.get(ip) if hosts is not None else None
-        if was == best:
-            return
-        if was is not None:
-            assert hosts is not None
-            del hosts[ip]
-            if not hosts:
-                del self.hosts[vrf]
-            self._take((was.l2vni, was.mac), -1)
-            self._vtep(was.vtep, -1)
-        if best is not None:
-            self.hosts.setdefault(vrf, {})[ip] = best
-            self._take((best.l2vni, best.mac), +1)
-            self._vtep(best.vtep, +1)
-        self._stale_hosts.setdefault(vrf, set()).add(ip)
-
-    def _prefix(self, remote: RemotePrefix, sign: int) -> None:
-        prefix = LearnedPrefix(
-            remote.vrf, remote.prefix, remote.vtep, remote.router_mac, remote.l3vni
-        )
-        if sign > 0:
-            self.prefixes.setdefault(remote.vrf, {})[remote.prefix] = prefix
-        else:
-            prefixes = self.prefixes[remote.vrf]
-            del prefixes[remote.prefix]
-            if not prefixes:
-                del self.prefixes[remote.vrf]
-        self._stale_prefixes.add(remote.vrf)
-        self._vtep(remote.vtep, sign)
-
-    def learned(self) -> Learned:
-        before = self._value
-        if not (
-            self._stale_macs
-            or self._stale_hosts
-            or self._stale_prefixes
-            or self._stale_flood
-            or self._stale_taken
-            or self._stale_vteps
-        ):
-            return before
-        flood = dict(self.flood) if self._stale_flood else before.flood
-        delta = LearnedDelta(
-            frozenset(self._stale_macs),
-            {vrf: frozenset(ips) for vrf, ips in self._stale_hosts.items()},
-            frozenset(self._stale_prefixes),
-            frozenset(self._stale_flood),
-            frozenset(self._stale_taken),
-        )
-        value = Learned.assembled(
-            _refreshed(before.macs, self.macs, self._stale_macs),
-            flood,
-            _refreshed(before.hosts, self.hosts, set(self._stale_hosts)),
-            _refreshed(before.prefixes, self.prefixes, self._stale_prefixes),
-            frozenset(self.taken) if self._stale_taken else before.taken,
-            (frozenset(self.vteps).union(*flood.values()) if self._stale_vteps else before.vteps()),
-            parent=before,
-            delta=delta,
-        )
-        self._stale_macs, self._stale_hosts, self._stale_prefixes = set(), {}, set()
-        self._stale_flood, self._stale_taken, self._stale_vteps = set(), set(), False
-        self._value = value
-        return value
-
-
-_K = TypeVar("_K")
-_G = TypeVar("_G")
-_V = TypeVar("_V")
-
-
-def _refreshed(
-    given: Mapping[_G, Mapping[str, _V]], live: dict[_G, dict[str, _V]], stale: set[_G]
-) -> Mapping[_G, Mapping[str, _V]]:
-    """``given`` (a value given out) with the groups changed since copied
-    from ``live``; the others are shared."""
-    if not stale:
-        return given
-    out = dict(given)
-    for group in stale:
-        current = live.get(group)
-        if current:
-            out[group] = dict(current)
-        else:
-            out.pop(group, None)
-    return out
 
 
 class LearnedTable:
@@ -407,7 +114,7 @@ class LearnedTable:
         self._local: dict[MacKey, LocalMac] = {}
         self._local_seq: dict[MacKey, int] = {}  # the number each local MAC carries
         self._winner: dict[MacKey, _Claim] = {}  # what is installed, per (VNI, MAC)
-        self._published = _Published()  # what the ToRs are given (``_diff`` keeps it)
+        self._published = Published()  # what the ToRs are given (``_diff`` keeps it)
         self.refused: Counter[str] = Counter()
         self._listeners: list[Callable[[ViewChange], None]] = []
         self._lock = threading.RLock()  # the speaker's thread and the controller's
@@ -862,81 +569,3 @@ def _remote(key: MacKey, claim: _Claim) -> RemoteMac:
     return RemoteMac(
         key[0], key[1], claim.vtep, claim.ips, claim.seq, claim.source, claim.bridged, claim.routed
     )
-
-
-class EvpnView:
-    """Read-only facts for the controller's compiler."""
-
-    def __init__(self, table: LearnedTable) -> None:
-        self._table = table
-
-    def remote_macs(self, vni: int | None = None) -> frozenset[RemoteMac]:
-        """The remote winners whose MAC is installed in its VNI (a VNI we host)."""
-        with self._table._lock:
-            macs = self._table._remote_macs()
-        return macs if vni is None else frozenset(m for m in macs if m.vni == vni)
-
-    def host_routes(self, vrf: str | None = None) -> frozenset[RemoteHost]:
-        """The host routes of the remote winners (symmetric IRB type 2, and
-        MAC+IP routes in our routed VNIs)."""
-        with self._table._lock:
-            hosts = self._table._host_routes()
-        return hosts if vrf is None else frozenset(h for h in hosts if h.vrf == vrf)
-
-    def prefix_routes(self, vrf: str | None = None) -> frozenset[RemotePrefix]:
-        """The type 5 routes given out: one per (VRF, prefix)."""
-        with self._table._lock:
-            prefixes = self._table._prefix_routes()
-        return prefixes if vrf is None else frozenset(p for p in prefixes if p.vrf == vrf)
-
-    def learned(self) -> Learned:
-        """Everything the ToRs are given, as the compiler takes it: the
-        winners' MACs (of VNIs we host) and host routes, the flood VTEPs and
-        the prefix routes, read at one instant. Kept up to date update by
-        update, not rebuilt: the same value until something changes, and
-        each new one says what differs from the one before (``Learned.since``)."""
-        with self._table._lock:
-            return self._table._learned()
-
-    def flood_vteps(self, vni: int) -> frozenset[str]:
-        with self._table._lock:
-            return frozenset(vtep for v, vtep in self._table._flood() if v == vni)
-
-    def flood_map(self) -> dict[int, frozenset[str]]:
-        with self._table._lock:
-            flood = self._table._flood()
-        result: dict[int, set[str]] = {}
-        for vni, vtep in flood:
-            result.setdefault(vni, set()).add(vtep)
-        return {vni: frozenset(vteps) for vni, vteps in result.items()}
-
-    def advertisements(self) -> frozenset[LocalAdvertisement]:
-        """Local MACs that win, with the sequence number to advertise."""
-        with self._table._lock:
-            return frozenset(self._table._advertisements().values())
-
-    def moved_away(self) -> frozenset[MacKey]:
-        """Local VMs whose MAC a remote VTEP holds with a higher number: the
-        VM runs elsewhere now (or the inventory is stale); not advertised."""
-        with self._table._lock:
-            return frozenset(
-                key
-                for key in self._table._local
-                if self._table._winner.get(key) is None or self._table._winner[key].source != LOCAL
-            )
-
-    def on_change(self, listener: Callable[[ViewChange], None]) -> None:
-        self._table.on_change(listener)
-
-    def held_routes(self) -> list[HeldRoute]:
-        """Every remote route held (learned and static), each with its fate."""
-        with self._table._lock:
-            return self._table._held_routes()
-
-    def learned_counts(self) -> Counter[str]:
-        """Routes held per peer (type 2, 3 and 5), refused ones not included."""
-        with self._table._lock:
-            counts: Counter[str] = Counter(source for source, _ in self._table._type2)
-            counts.update(source for source, _ in self._table._type3)
-            counts.update(source for source, _ in self._table._type5)
-        return counts

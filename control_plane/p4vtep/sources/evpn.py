@@ -47,7 +47,6 @@ import queue
 import threading
 import time
 
-from ..allocation import SpaceFull
 from ..compiler.learned import Learned
 from ..controller import Controller
 from ..events import DesiredStateChanged, Event, refused
@@ -56,7 +55,8 @@ from ..evpn.options import DEFAULTS, EvpnOptions
 from ..evpn.service import EvpnService
 from ..evpn.speaker import ESTABLISHED
 from ..evpn.status import publish_sessions
-from ..evpn.table import LocalMac, ViewChange
+from ..evpn.view import LocalMac, ViewChange
+from ..model.allocation import SpaceFull
 from ..state.protocol import StateError
 
 log = logging.getLogger(__name__)

@@ -8,11 +8,11 @@ import threading
 import time
 from pathlib import Path
 
-from ..config import ConfigError, load_inventory
 from ..controller import Controller
 from ..events import DesiredStateChanged
+from ..model.validation import ValidationError
 from ..state.protocol import StateError
-from ..validation import ValidationError
+from .fabric_file import ConfigError, load_inventory
 
 log = logging.getLogger(__name__)
 

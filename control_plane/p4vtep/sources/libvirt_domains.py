@@ -25,9 +25,9 @@ from typing import Any
 
 from ..controller import Controller
 from ..events import DesiredStateChanged
-from ..model import Vm
+from ..model.fabric import Vm
+from ..model.validation import ValidationError, normalise_mac
 from ..state.protocol import StateError
-from ..validation import ValidationError, normalise_mac
 from . import SourceError
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ import grpc
 import pyetcd
 from pyetcd import etcdrpc
 
-from ..model import TlsFiles
+from ..model.fabric import TlsFiles
 from .protocol import StateError, StoreUnavailable
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 Keys (``P`` is the configured prefix, default ``/p4vtep``; name segments are
 percent-encoded):
 
-    P/vms/<vm name>              JSON of the VM (p4vtep.model.Vm fields)
+    P/vms/<vm name>              JSON of the VM (p4vtep.model.fabric.Vm fields)
     P/alloc/<space>/<key>        decimal index, e.g. P/alloc/vm@tor1/vm7 -> "12"
     P/meta/revision              JSON {"by": replica id, "commit": commit id}
 
@@ -29,7 +29,7 @@ from urllib.parse import quote, unquote
 
 from pyetcd import etcdrpc
 
-from ..model import Vm
+from ..model.fabric import Vm
 from .etcd_connection import EtcdConnection, EtcdSettings, WatchLoop, prefix_range_end
 from .protocol import (
     AllocKey,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..model import Vm
+from ..model.fabric import Vm
 
 AllocKey = tuple[str, str]  # (space, key): ("vni", "100"), ("tor", "tor1"), ("vm@tor1", "vm7")
 

@@ -1,6 +1,6 @@
 """The stored form of the desired state, shared by every store.
 
-VMs are JSON objects (the fields of :class:`~p4vtep.model.Vm`); allocations
+VMs are JSON objects (the fields of :class:`~p4vtep.model.fabric.Vm`); allocations
 are rows ``(space, key) -> index`` with the space names SQLite uses too:
 ``vni`` (key: the VNI), ``tor`` (key: ToR name), ``vm@<tor>`` (key: VM name).
 """
@@ -12,8 +12,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from ..allocation import Allocations, IndexSpace
-from ..model import Vm
+from ..model.allocation import Allocations, IndexSpace
+from ..model.fabric import Vm
 from .protocol import AllocKey, Change, Snapshot
 
 _VM_FIELDS = tuple(sorted(f.name for f in fields(Vm)))

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .dataplane.limits import BMV2, BMV2_MAX_MC_GROUPS, CPU_PORT
-from .model import TlsFiles
-from .processes import stop_process
+from ..dataplane.limits import BMV2, BMV2_MAX_MC_GROUPS, CPU_PORT
+from ..model.fabric import TlsFiles
+from ..processes import stop_process
 
 # One queue per traffic class: without it BMv2 has a single queue and drops
 # (with only a log line) every frame whose priority is above 0.

@@ -19,7 +19,7 @@ one round trip of its rate (BURST_WARN_SECONDS).
 
 from __future__ import annotations
 
-from .model import QosPolicy
+from .fabric import QosPolicy
 
 BURST_FLOOR_BYTES = 256 * 1024  # 0.95 of 5 and 20 Mbit/s measured with it
 BURST_SECONDS = 0.010  # 10 ms of the rate: a few data-centre round trips

@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from . import events
-from .dataplane.targets import Target
-from .model import Fabric, Tor
+from .. import events
+from ..dataplane.targets import Target
+from ..model.fabric import Fabric, Tor
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from ipaddress import IPv4Address, IPv4Network
 
+from ..dataplane.limits import VNI_MAX
 from .addressing import (
     MAC_RE,
     NOT_ROUTED_RANGES,
@@ -24,8 +25,7 @@ from .addressing import (
     mac_problem,
     routed_network_problem,
 )
-from .dataplane.limits import VNI_MAX
-from .model import Fabric, Subnet, Vm, Vni, Vrf
+from .fabric import Fabric, Subnet, Vm, Vni, Vrf
 from .problems import Problem, subject
 
 

@@ -31,14 +31,14 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from .controller import Controller
-from .dataplane.artifacts import Pipeline
-from .model import Fabric
-from .sources import SharedSource, Source, SourceError
-from .state.etcd_connection import EtcdSettings
-from .state.etcd_store import EtcdStateStore
-from .state.leadership import EtcdLeadership
-from .state.protocol import Leadership, StateError, Subscription
+from ..controller import Controller
+from ..dataplane.artifacts import Pipeline
+from ..model.fabric import Fabric
+from ..sources import SharedSource, Source, SourceError
+from ..state.etcd_connection import EtcdSettings
+from ..state.etcd_store import EtcdStateStore
+from ..state.leadership import EtcdLeadership
+from ..state.protocol import Leadership, StateError, Subscription
 
 log = logging.getLogger(__name__)
 

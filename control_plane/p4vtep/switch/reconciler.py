@@ -15,11 +15,11 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .compiler.state import DEFAULT, METER, Key, SwitchState, identity
-from .runtime import wire
-from .runtime.client import DELETE, INSERT, MODIFY, SwitchConnection, Update, WriteError
-from .runtime.p4info import P4Info
-from .runtime.protos import p4runtime_pb2
+from ..compiler.switch_state import DEFAULT, METER, Key, SwitchState, identity
+from ..runtime import wire
+from ..runtime.client import DELETE, INSERT, MODIFY, SwitchConnection, Update, WriteError
+from ..runtime.p4info import P4Info
+from ..runtime.protos import p4runtime_pb2
 
 log = logging.getLogger(__name__)
 

@@ -20,14 +20,14 @@ from typing import Protocol
 
 import grpc
 
-from . import events
-from .compiler import Change, Key, SwitchState
-from .dataplane.artifacts import Pipeline
-from .model import Tor
+from .. import events
+from ..compiler import Change, Key, SwitchState
+from ..dataplane.artifacts import Pipeline
+from ..model.fabric import Tor
+from ..runtime.client import P4RuntimeError, SwitchConnection, WriteError
+from ..runtime.describe import describe
+from ..runtime.p4info import P4Info
 from .reconciler import Diff, SwitchReader, changes_diff, reconcile, reconcile_in_parts, write
-from .runtime.client import P4RuntimeError, SwitchConnection, WriteError
-from .runtime.describe import describe
-from .runtime.p4info import P4Info
 
 log = logging.getLogger(__name__)
 
@@ -348,8 +348,8 @@ class SwitchSupervisor:
         """Which VMs the refused updates belonged to, and why (first reason).
         BMv2 says only "Error when adding match entry"; naming the table and
         its size tells the operator it is full."""
-        from .compiler import identity
-        from .runtime.protos import code_pb2
+        from ..compiler import identity
+        from ..runtime.protos import code_pb2
 
         blamed: dict[str, str] = {}
         for error in exc.errors:

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from .addressing import ipv4_network, normalise_mac
-from .bit_rates import parse_bit_rate
-from .dataplane.targets import Target
-from .evpn.config import parse_evpn
-from .model import (
+from ..dataplane.targets import Target
+from ..evpn.config import parse_evpn
+from ..model.addressing import ipv4_network, normalise_mac
+from ..model.bit_rates import parse_bit_rate
+from ..model.fabric import (
     Fabric,
     QosPolicy,
     Rates,
@@ -27,14 +27,14 @@ from .model import (
     Vni,
     Vrf,
 )
-from .problems import Problem
-from .qos_bursts import burst_warnings, default_burst
-from .routing_checks import check_routing
+from ..model.problems import Problem
+from ..model.qos_bursts import burst_warnings, default_burst
+from ..model.routing_checks import check_routing
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from .state.etcd_connection import EtcdSettings
+    from ..state.etcd_connection import EtcdSettings
 
 
 class ConfigError(ValueError):
@@ -323,7 +323,7 @@ def load_store(path: str | Path) -> EtcdSettings | None:
             prefix: /p4vtep
             tls: {ca: ..., cert: ..., key: ...}
     """
-    from .state.etcd_connection import EtcdSettings
+    from ..state.etcd_connection import EtcdSettings
 
     doc = _read(path)
     section = doc.get(("store",), {})

@@ -12,6 +12,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
+from ..dataplane import limits
+from ..dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
+from ..dataplane.targets import Target
 from . import routing_checks
 from .addressing import MAC_RE as MAC_RE
 from .addressing import VNI_MIN as VNI_MIN
@@ -19,10 +22,7 @@ from .addressing import host_ip_problem, ipv4, mac_problem
 from .addressing import normalise_mac as normalise_mac
 from .allocation import EXTERNAL_VTEP
 from .bit_rates import format_bit_rate
-from .dataplane import limits
-from .dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
-from .dataplane.targets import Target
-from .model import Fabric, Tor, Vm
+from .fabric import Fabric, Tor, Vm
 from .problems import Problem as Problem
 from .problems import ValidationError as ValidationError
 from .problems import subject as subject_for

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .dataplane.limits import TOR_INDEX_MAX, VM_INDEX_MAX, VNI_INDEX_MAX
-from .model import Fabric, Vm
+from ..dataplane.limits import TOR_INDEX_MAX, VM_INDEX_MAX, VNI_INDEX_MAX
+from .fabric import Fabric, Vm
 
 # External VTEPs (learned through EVPN, or static) share the ToRs' index space:
 # both are replica ids of flood copies (VTEP_REPLICA_BASE + index). Their keys

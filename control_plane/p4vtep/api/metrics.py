@@ -12,12 +12,12 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from . import events
-from .controller import Controller
+from .. import events
+from ..controller import Controller
+from ..evpn import status as evpn_status
+from ..evpn.service import EvpnService
+from ..model.tenant_routes import route_counts
 from .counters import CounterReader
-from .evpn import status as evpn_status
-from .evpn.service import EvpnService
-from .tenant_routes import route_counts
 
 log = logging.getLogger(__name__)
 

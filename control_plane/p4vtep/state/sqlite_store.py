@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .allocation import Allocations
-from .model import Vm
-from .state.protocol import Change, Conflict, Snapshot, StateEvent, StateStore
-from .state.rows import allocations_from_rows, vm_from_json, vm_to_json, vms_from_json
+from ..model.allocation import Allocations
+from ..model.fabric import Vm
+from .protocol import Change, Conflict, Snapshot, StateEvent, StateStore
+from .rows import allocations_from_rows, vm_from_json, vm_to_json, vms_from_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS vms (name TEXT PRIMARY KEY, body TEXT NOT NULL);

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .evpn.config import EvpnConfig
+    from ..evpn.config import EvpnConfig
 
 
 @dataclass(frozen=True)

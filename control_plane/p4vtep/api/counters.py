@@ -15,9 +15,9 @@ from typing import NamedTuple
 
 import grpc
 
-from .controller import Controller
-from .dataplane.drop_reasons import DropReason
-from .dataplane.entries import (
+from ..controller import Controller
+from ..dataplane.drop_reasons import DropReason
+from ..dataplane.entries import (
     COLOR_COUNTERS,
     EGRESS_DROP_COUNTER,
     INGRESS_DROP_COUNTER,
@@ -27,10 +27,10 @@ from .dataplane.entries import (
     VNI_TX_COUNTER,
     color_index,
 )
-from .dataplane.targets import profile
-from .model import Fabric, Vm
-from .runtime.client import P4RuntimeError
-from .runtime.protos import p4runtime_pb2
+from ..dataplane.targets import profile
+from ..model.fabric import Fabric, Vm
+from ..runtime.client import P4RuntimeError
+from ..runtime.protos import p4runtime_pb2
 
 # Up to this many indices of one counter are read one by one; more, and the
 # whole array is read in one entity (BMv2 answers a wildcard with every cell).

@@ -9,7 +9,7 @@ import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .model import Fabric, Vm
+from .fabric import Fabric, Vm
 
 # A route's kind: to a VM's IP, a static route via a VM, or a subnet's gateway
 # (answered by every ToR holding the VRF).

@@ -1,0 +1,200 @@
+"""The ``Learned`` value the ToRs are given, kept up to date change by change
+(``Published``) for ``table.LearnedTable``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import TypeVar
+
+from ..compiler.learned import (
+    NOTHING,
+    Learned,
+    LearnedDelta,
+    LearnedHost,
+    LearnedMac,
+    LearnedPrefix,
+    host_rank,
+)
+from .view import RemoteMac, RemotePrefix, ViewChange
+
+_K = TypeVar("_K")
+_G = TypeVar("_G")
+_V = TypeVar("_V")
+
+
+class Published:
+    """The ``Learned`` value the ToRs are given, kept up to date change by
+    change (``apply``, with what each update changed) rather than rebuilt
+    from every route held: a change touches only the VNIs, VRFs and IPs it
+    names. ``learned()`` gives out a value of its own, equal to what
+    ``Learned.of`` builds from the whole view: unchanged VNIs and VRFs share
+    their (never mutated) mappings with the value given out before, the ones
+    changed since are copied, and the value tells the compiler what
+    differs from the one before (``Learned.since``)."""
+
+    def __init__(self) -> None:
+        self.macs: dict[int, dict[str, LearnedMac]] = {}
+        self.flood: dict[int, frozenset[str]] = {}
+        # Every host route of a remote winner, by (VRF, IP); the lowest is given out.
+        self.claims: dict[tuple[str, str], set[LearnedHost]] = {}
+        self.hosts: dict[str, dict[str, LearnedHost]] = {}
+        self.prefixes: dict[str, dict[str, LearnedPrefix]] = {}
+        # How many MACs and host routes given out name each (VNI, MAC), and
+        # each VTEP (with the prefixes'): ``Learned.taken`` and ``vteps()``.
+        self.taken: Counter[tuple[int, str]] = Counter()
+        self.vteps: Counter[str] = Counter()
+        # What changed since the value last given out (its ``LearnedDelta``).
+        self._stale_macs: set[int] = set()
+        self._stale_hosts: dict[str, set[str]] = {}  # VRF -> IPs
+        self._stale_prefixes: set[str] = set()
+        self._stale_flood: set[int] = set()
+        self._stale_taken: set[tuple[int, str]] = set()
+        self._stale_vteps = False
+        self._value = NOTHING  # (what the compiler starts from: the first delta is from it)
+
+    def apply(self, change: ViewChange, flood: frozenset[tuple[int, str]] | None) -> None:
+        """What one update changed. ``flood``: every (VNI, VTEP) flood
+        member, when the update may have changed them."""
+        for remote in change.remote_removed:
+            self._remote(remote, -1)
+        for remote in change.remote_added:
+            self._remote(remote, +1)
+        for prefix in change.prefixes_removed:
+            self._prefix(prefix, -1)
+        for prefix in change.prefixes_added:
+            self._prefix(prefix, +1)
+        if flood is not None and (change.flood_added or change.flood_removed):
+            by_vni: dict[int, set[str]] = {}
+            for vni, vtep in flood:
+                by_vni.setdefault(vni, set()).add(vtep)
+            self.flood = {vni: frozenset(vteps) for vni, vteps in by_vni.items()}
+            self._stale_flood.update(vni for vni, _ in change.flood_added | change.flood_removed)
+            self._stale_vteps = True
+
+    def _count(self, counter: Counter[_K], key: _K, sign: int) -> bool:
+        """Whether ``key`` came or went (its count left or reached 0)."""
+        counter[key] += sign
+        if counter[key] <= 0:
+            del counter[key]
+            return True
+        return sign > 0 and counter[key] == 1
+
+    def _take(self, key: tuple[int, str], sign: int) -> None:
+        if self._count(self.taken, key, sign):
+            self._stale_taken.add(key)
+
+    def _vtep(self, vtep: str, sign: int) -> None:
+        if self._count(self.vteps, vtep, sign):
+            self._stale_vteps = True
+
+    def _remote(self, remote: RemoteMac, sign: int) -> None:
+        if remote.bridged:
+            key = (remote.vni, remote.mac)
+            if sign > 0:
+                mac = LearnedMac(remote.vni, remote.mac, remote.vtep, tuple(sorted(remote.ips)))
+                self.macs.setdefault(remote.vni, {})[remote.mac] = mac
+            else:
+                macs = self.macs[remote.vni]
+                del macs[remote.mac]
+                if not macs:
+                    del self.macs[remote.vni]
+            self._stale_macs.add(remote.vni)
+            self._take(key, sign)
+            self._vtep(remote.vtep, sign)
+        for vrf, ip, router_mac, vni in remote.routes:
+            host = LearnedHost(vrf, ip, remote.vtep, router_mac, vni, remote.vni, remote.mac)
+            claims = self.claims.setdefault((vrf, ip), set())
+            if sign > 0:
+                claims.add(host)
+            else:
+                claims.discard(host)
+            self._choose(vrf, ip)
+
+    def _choose(self, vrf: str, ip: str) -> None:
+        """The host route given out for (VRF, IP): the lowest claim's."""
+        claims = self.claims[vrf, ip]
+        best = min(claims, key=host_rank) if claims else None
+        if not claims:
+            del self.claims[vrf, ip]
+        hosts = self.hosts.get(vrf)
+        was = hosts.get(ip) if hosts is not None else None
+        if was == best:
+            return
+        if was is not None:
+            assert hosts is not None
+            del hosts[ip]
+            if not hosts:
+                del self.hosts[vrf]
+            self._take((was.l2vni, was.mac), -1)
+            self._vtep(was.vtep, -1)
+        if best is not None:
+            self.hosts.setdefault(vrf, {})[ip] = best
+            self._take((best.l2vni, best.mac), +1)
+            self._vtep(best.vtep, +1)
+        self._stale_hosts.setdefault(vrf, set()).add(ip)
+
+    def _prefix(self, remote: RemotePrefix, sign: int) -> None:
+        prefix = LearnedPrefix(
+            remote.vrf, remote.prefix, remote.vtep, remote.router_mac, remote.l3vni
+        )
+        if sign > 0:
+            self.prefixes.setdefault(remote.vrf, {})[remote.prefix] = prefix
+        else:
+            prefixes = self.prefixes[remote.vrf]
+            del prefixes[remote.prefix]
+            if not prefixes:
+                del self.prefixes[remote.vrf]
+        self._stale_prefixes.add(remote.vrf)
+        self._vtep(remote.vtep, sign)
+
+    def learned(self) -> Learned:
+        before = self._value
+        if not (
+            self._stale_macs
+            or self._stale_hosts
+            or self._stale_prefixes
+            or self._stale_flood
+            or self._stale_taken
+            or self._stale_vteps
+        ):
+            return before
+        flood = dict(self.flood) if self._stale_flood else before.flood
+        delta = LearnedDelta(
+            frozenset(self._stale_macs),
+            {vrf: frozenset(ips) for vrf, ips in self._stale_hosts.items()},
+            frozenset(self._stale_prefixes),
+            frozenset(self._stale_flood),
+            frozenset(self._stale_taken),
+        )
+        value = Learned.assembled(
+            _refreshed(before.macs, self.macs, self._stale_macs),
+            flood,
+            _refreshed(before.hosts, self.hosts, set(self._stale_hosts)),
+            _refreshed(before.prefixes, self.prefixes, self._stale_prefixes),
+            frozenset(self.taken) if self._stale_taken else before.taken,
+            (frozenset(self.vteps).union(*flood.values()) if self._stale_vteps else before.vteps()),
+            parent=before,
+            delta=delta,
+        )
+        self._stale_macs, self._stale_hosts, self._stale_prefixes = set(), {}, set()
+        self._stale_flood, self._stale_taken, self._stale_vteps = set(), set(), False
+        self._value = value
+        return value
+
+
+def _refreshed(
+    given: Mapping[_G, Mapping[str, _V]], live: dict[_G, dict[str, _V]], stale: set[_G]
+) -> Mapping[_G, Mapping[str, _V]]:
+    """``given`` (a value given out) with the groups changed since copied
+    from ``live``; the others are shared."""
+    if not stale:
+        return given
+    out = dict(given)
+    for group in stale:
+        current = live.get(group)
+        if current:
+            out[group] = dict(current)
+        else:
+            out.pop(group, None)
+    return out
