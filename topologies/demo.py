@@ -59,13 +59,14 @@ class Check:
 
 # The main job never skips silently: without BMv2 it fails and says how to get it.
 TOOLCHAIN_HELP = """\
-The P4 toolchain (p4c, simple_switch_grpc) is missing. Ways to provide it:
-  1. put p4c and simple_switch_grpc on PATH, or name them: P4C=... SIMPLE_SWITCH_GRPC=...
+BMv2's simple_switch_grpc is missing: the demo's switches are BMv2 (p4c is not
+needed: the demo runs the committed pipeline, and recompiles it only when p4c is
+there). Ways to provide it:
+  1. put simple_switch_grpc on PATH, or name it: SIMPLE_SWITCH_GRPC=...
   2. an archive packed on another machine: P4VTEP_TOOLCHAIN_ARCHIVE=<path or URL> make demo
-  3. upstream's packages p4lang-p4c and p4lang-bmv2 (Ubuntu 20.04+, Debian 11): make demo
-     adds upstream's signed repository and installs them
+  3. upstream's package p4lang-bmv2 (Ubuntu 20.04+, Debian 11): make demo
+     adds upstream's signed repository and installs it
 Upstream's install pages (packages, Docker images, building from source):
-  https://github.com/p4lang/p4c#installing-packaged-versions-of-p4c
   https://github.com/p4lang/behavioral-model#installing-bmv2
 See docs/toolchain.md."""
 
