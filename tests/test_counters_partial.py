@@ -15,12 +15,14 @@ from fabric_fixture import two_tor_fabric
 from helpers import wait_until
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
-from p4vtep.api.counters import MAX_SINGLE_READS
+from p4vtep.api.counters import MAX_SINGLE_READS, CounterReader, Traffic
 from p4vtep.api.metrics import DataPlaneCollector
 from p4vtep.api.server import serve
 from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.drop_reasons import DropReason
+from p4vtep.dataplane.entries import EGRESS_DROP_COUNTER, INGRESS_DROP_COUNTER
 from p4vtep.model.fabric import Server, Vm
 from p4vtep.state.sqlite_store import Store
 from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
@@ -95,6 +97,55 @@ def test_unknown_vm_is_still_not_found(api):
         client.GetCounters(pb.GetCountersRequest(vms=["ghost"]))
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
     assert info.value.details() == "no VM named 'ghost'"
+
+
+def test_drop_reasons_are_named_in_lower_case(api, monkeypatch, capsys):
+    """A drop reason as users see it (`p4vtep counters`, GetCounters, the
+    p4vtep_drops label, and docs/pipeline.md's table): the P4 constant's name
+    in lower case without DROP_ (DROP_NO_ROUTE is no_route)."""
+    controller, client, address = api
+    cells = {
+        (INGRESS_DROP_COUNTER, int(DropReason.NO_ROUTE)): Traffic(3, 300),
+        (INGRESS_DROP_COUNTER, int(DropReason.METER_RED_RX)): Traffic(1, 100),
+        (EGRESS_DROP_COUNTER, int(DropReason.METER_RED_RX)): Traffic(2, 200),
+    }
+    monkeypatch.setattr(CounterReader, "_read_tor", lambda self, tor, plan: cells)
+
+    reply = client.GetCounters(pb.GetCountersRequest())
+    assert [(d.tor, d.reason, d.packets) for d in reply.drops] == [
+        ("tor1", "meter_red_rx", 3),
+        ("tor1", "no_route", 3),
+        ("tor2", "meter_red_rx", 3),
+        ("tor2", "no_route", 3),
+    ]
+
+    assert cli_main(["--api", address, "counters"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index(next(line for line in out if line.startswith("TOR ")))
+    assert out[at].split() == ["TOR", "DROP", "REASON", "PACKETS"]
+    assert [line.split() for line in out[at + 2 :]] == [
+        ["tor1", "meter_red_rx", "3"],
+        ["tor1", "no_route", "3"],
+        ["tor2", "meter_red_rx", "3"],
+        ["tor2", "no_route", "3"],
+    ]
+
+    body = scrape(controller)
+    assert 'p4vtep_drops_total{reason="no_route",tor="tor1"} 3.0' in body
+    assert 'p4vtep_drops_total{reason="meter_red_rx",tor="tor2"} 3.0' in body
+
+    # Every reason, not only these two.
+    cells.clear()
+    cells.update({(INGRESS_DROP_COUNTER, int(r)): Traffic(1, 1) for r in DropReason})
+    reply = client.GetCounters(pb.GetCountersRequest())
+    assert {d.reason for d in reply.drops} == {
+        "unknown_port", "untagged_access", "unknown_vlan", "spoofed_source", "unknown_vni",
+        "not_for_vtep", "bad_vxlan", "wrong_udp_port", "meter_red_tx", "meter_red_rx",
+        "no_route", "split_horizon", "malformed", "ttl_expired", "double_tagged",
+        "bad_checksum", "no_flood_group", "nested_vxlan", "no_local_vtep", "not_ipv4_fabric",
+        "oversize", "tenant_ttl_expired", "no_tenant_route", "not_ipv4_routed",
+        "wrong_router_mac", "routed_transit", "to_gateway", "excess_congested",
+    }  # fmt: skip
 
 
 @switch_test()
