@@ -49,7 +49,9 @@ class _Stream:
 
 
 class FakeP4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
-    def __init__(self, device_id: int = 1) -> None:
+    def __init__(self, device_id: int = 1, port: int = 0) -> None:
+        """``port`` 0 takes a free one; another is for a switch that comes up
+        where a client already tries to reach it."""
         self.device_id = device_id
         self.entities: dict[Key, Entity] = {}
         self.config: p4runtime_pb2.ForwardingPipelineConfig | None = None
@@ -64,7 +66,7 @@ class FakeP4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._lock = threading.RLock()
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, self._server)
-        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        self.port = self._server.add_insecure_port(f"127.0.0.1:{port}")
         self.address = f"127.0.0.1:{self.port}"
 
     # --- lifecycle -----------------------------------------------------------

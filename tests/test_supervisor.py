@@ -1,23 +1,29 @@
 """One switch's supervisor against the in-process fake switch: pipeline push,
 reconnect with backoff, primary loss and regain, refused-write blame,
-incremental changes vs the periodic full resync.
+incremental changes vs the periodic full resync, what an unreachable
+switch's failures say (log and status) and how often.
 
 Relies only on the supervisor's public face: SwitchSupervisor(tor, pipeline,
 election_id, desired, bus, resync_seconds=, max_backoff=) with ``desired`` a
 DesiredSource (here the compiler's own DesiredState behind a version
 counter), start/stop, notify, wait_applied, status (connected, primary,
-version, vm_errors, last_error) and the events it publishes on the bus.
+version, vm_errors, last_error), the events it publishes on the bus, its log
+(logger p4vtep.switch.supervisor: connect_timeout=, repeat_log_seconds=) and
+failure_reason.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import queue
+import re
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
 
+import grpc
 import pytest
 from fabric_fixture import two_tor_fabric, vms
 from fake_p4runtime import FakeP4RuntimeServer
@@ -29,8 +35,10 @@ from p4vtep.compiler.switch_state import identity
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.model.fabric import Vm
+from p4vtep.runtime.client import ConnectError, P4RuntimeError
 from p4vtep.runtime.protos import code_pb2
-from p4vtep.switch.supervisor import SwitchSupervisor
+from p4vtep.switch.bmv2 import free_port
+from p4vtep.switch.supervisor import SwitchSupervisor, failure_reason
 
 PIPELINE = bmv2_pipeline()
 ELECTION_ID = 10
@@ -112,8 +120,12 @@ def fake() -> Iterator[FakeP4RuntimeServer]:
 
 
 def supervise(fake: FakeP4RuntimeServer, **options):
+    return supervise_at(fake.address, **options)
+
+
+def supervise_at(address: str, **options):
     fabric = two_tor_fabric()
-    fabric.tors["tor1"] = replace(fabric.tors["tor1"], address=fake.address, device_id=1)
+    fabric.tors["tor1"] = replace(fabric.tors["tor1"], address=address, device_id=1)
     desired = Desired(fabric, vms())
     bus = events.EventBus()
     watch = bus.subscribe()
@@ -199,7 +211,9 @@ def test_reconnects_with_growing_capped_backoff_then_restores(fake):
         fake.reject_streams = True
         dropped_at = time.monotonic()
         fake.drop_streams()
-        assert next_event(watch, events.SwitchDisconnected)
+        disconnected = next_event(watch, events.SwitchDisconnected)
+        assert disconnected
+        assert disconnected.reason.startswith("stream closed"), disconnected.reason
         assert wait_until(lambda: len(fake.stream_opened) >= 5, 15)
         fake.reject_streams = False
         attempts = [dropped_at, *fake.stream_opened[1:5]]
@@ -380,3 +394,174 @@ def test_a_change_after_a_quiet_pass_is_written_at_once(fake):
         assert held_keys(fake) == desired_keys(desired("tor1"))
     finally:
         sup.stop()
+
+
+# --- an unreachable switch: what its failures say, and how often -----------
+SUPERVISOR_LOG = "p4vtep.switch.supervisor"
+CLOCK = r"\d\d:\d\d:\d\d"
+
+
+def supervisor_lines(caplog, level: int | None = None) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == SUPERVISOR_LOG and (level is None or r.levelno == level)
+    ]
+
+
+def test_an_unreachable_switch_says_what_failed_where_and_when_it_retries(caplog):
+    caplog.set_level(logging.DEBUG, logger=SUPERVISOR_LOG)
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    sup, desired, watch = supervise_at(
+        address, resync_seconds=600, max_backoff=0.4, connect_timeout=0.2
+    )
+    sup.start()
+    try:
+        assert wait_until(lambda: len(supervisor_lines(caplog)) >= 2, 10)
+        first = supervisor_lines(caplog)[0]
+        # The old line was "tor1: " (str() of a grpc.FutureTimeoutError is "").
+        assert first == f"tor1 {address}: cannot connect (connection refused); retrying in 0.2 s"
+        assert re.fullmatch(
+            rf"cannot connect \(connection refused\) at {CLOCK}(, \d+ times since {CLOCK})?"
+            rf"; next try at {CLOCK}",
+            sup.status.last_error,
+        ), sup.status.last_error
+        for line in supervisor_lines(caplog):
+            assert not line.rstrip().endswith(":"), line
+            assert "cannot connect (connection refused)" in line, line
+        # The switch comes up where the supervisor is trying.
+        with FakeP4RuntimeServer(device_id=1, port=int(address.rsplit(":", 1)[1])):
+            assert sup.wait_applied(desired.version, 10), sup.status.last_error
+            assert next_event(watch, events.SwitchConnected).primary
+            connected = supervisor_lines(caplog, logging.INFO)
+            assert len(connected) == 1, connected
+            assert re.fullmatch(
+                rf"tor1 {re.escape(address)}: connected \(primary\) after \d+ failed attempts?;"
+                rf" down \d+\.\d s since {CLOCK}",
+                connected[0],
+            ), connected[0]
+            assert sup.status.last_error == ""
+            sup.stop()
+    finally:
+        sup.stop()
+
+
+def test_the_same_failure_again_is_a_warning_only_once_per_repeat_interval(caplog):
+    caplog.set_level(logging.DEBUG, logger=SUPERVISOR_LOG)
+    address = f"127.0.0.1:{free_port()}"
+    sup, _, _ = supervise_at(
+        address, max_backoff=0.05, connect_timeout=0.05, repeat_log_seconds=600
+    )
+    sup.start()
+    try:
+        assert wait_until(lambda: len(supervisor_lines(caplog)) >= 5, 15)
+    finally:
+        sup.stop()
+    failures = supervisor_lines(caplog)
+    warnings = supervisor_lines(caplog, logging.WARNING)
+    assert warnings == [f"tor1 {address}: cannot connect (connection refused); retrying in 0.2 s"]
+    debug = supervisor_lines(caplog, logging.DEBUG)
+    assert len(debug) == len(failures) - 1
+    assert re.fullmatch(
+        rf"tor1 {re.escape(address)}: cannot connect \(connection refused\)"
+        rf" \(2 times since {CLOCK}\); retrying in 0.05 s",
+        debug[0],
+    ), debug[0]
+
+
+def test_the_same_failure_is_a_warning_again_after_the_repeat_interval(caplog):
+    caplog.set_level(logging.DEBUG, logger=SUPERVISOR_LOG)
+    address = f"127.0.0.1:{free_port()}"
+    repeat = 1.0
+    sup, _, _ = supervise_at(
+        address, max_backoff=0.05, connect_timeout=0.05, repeat_log_seconds=repeat
+    )
+    sup.start()
+    try:
+        assert wait_until(lambda: len(supervisor_lines(caplog, logging.WARNING)) >= 2, 15)
+    finally:
+        sup.stop()
+    records = [r for r in caplog.records if r.name == SUPERVISOR_LOG]
+    first, second = [r for r in records if r.levelno == logging.WARNING][:2]
+    again = re.fullmatch(
+        rf"tor1 {re.escape(address)}: still failing \((\d+) times since ({CLOCK})\):"
+        rf" cannot connect \(connection refused\); retrying in 0.05 s",
+        second.getMessage(),
+    )
+    assert again, second.getMessage()
+    # It counts every failure since the first, logged at WARNING or not.
+    assert int(again.group(1)) == records.index(second) + 1
+    # Not before the interval; every failure in between at DEBUG.
+    slack = 0.05  # (records carry wall-clock times; the interval is monotonic)
+    assert second.created - first.created >= repeat - slack
+    between = records[1 : records.index(second)]
+    assert all(r.levelno == logging.DEBUG for r in between)
+    assert all(r.created - first.created < repeat + slack for r in between)
+
+
+class RpcFailure(grpc.RpcError):
+    """A failed call as grpc raises it (an RpcError that is also a Call)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        self._code, self._details = code, details
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+
+REFUSED = (
+    "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:9560: "
+    "Failed to connect to remote host: Connection refused"
+)
+
+
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [
+        (ConnectError("127.0.0.1:9560", 5.0, REFUSED), "cannot connect (connection refused)"),
+        (ConnectError("127.0.0.1:9560", 5.0, ""), "cannot connect (no answer in 5 s)"),
+        (
+            ConnectError(
+                "[::1]:9560",
+                5.0,
+                "failed to connect to all addresses; last error: UNKNOWN: "
+                "ipv6:%5B::1%5D:9560: Failed to connect to remote host: Connection refused (111)",
+            ),
+            "cannot connect (connection refused)",
+        ),
+        (
+            ConnectError(
+                "tor9:9559",
+                5.0,
+                "errors resolving tor9:9559: [field:hostname lookup error:address lookup "
+                "failed for tor9:9559: Domain name not found]",
+            ),
+            "cannot connect (name lookup failed: domain name not found)",
+        ),
+        (grpc.FutureTimeoutError(), "cannot connect (no answer in 5 s)"),
+        (RpcFailure(grpc.StatusCode.UNAVAILABLE, REFUSED), "UNAVAILABLE: connection refused"),
+        (RpcFailure(grpc.StatusCode.UNAVAILABLE, "Socket closed"), "UNAVAILABLE: socket closed"),
+        (RpcFailure(grpc.StatusCode.DEADLINE_EXCEEDED, ""), "DEADLINE_EXCEEDED"),
+        (P4RuntimeError("127.0.0.1:9560: no arbitration response"), "no arbitration response"),
+        (
+            P4RuntimeError(f"127.0.0.1:9560: set pipeline: {REFUSED}"),
+            "set pipeline: connection refused",
+        ),
+        (TimeoutError(), "TimeoutError"),
+        (RuntimeError(""), "RuntimeError"),
+        (KeyError("tor3"), "KeyError: 'tor3'"),
+    ],
+)
+def test_failure_reason_is_one_clear_line(failure, reason):
+    assert failure_reason(failure, address="127.0.0.1:9560") == reason
+
+
+def test_failure_reason_names_the_connect_timeout_and_stays_short():
+    assert failure_reason(grpc.FutureTimeoutError(), 0.5) == "cannot connect (no answer in 0.5 s)"
+    long = failure_reason(P4RuntimeError("read: " + "x" * 500 + "\nsecond line"))
+    assert "\n" not in long
+    assert len(long) <= 160
+    assert long.startswith("read: xxx")

@@ -39,6 +39,20 @@ class P4RuntimeError(Exception):
     """A P4Runtime RPC failed as a whole."""
 
 
+class ConnectError(P4RuntimeError, grpc.FutureTimeoutError):
+    """``connect`` found no working channel within its timeout. ``detail`` is
+    why, as gRPC last saw it (e.g. "...: Connection refused"), or "" when
+    nothing answered at all. Also a grpc.FutureTimeoutError, which is what
+    ``connect`` raised before it said why."""
+
+    def __init__(self, address: str, timeout: float, detail: str) -> None:
+        self.address = address
+        self.timeout = timeout
+        self.detail = detail
+        why = detail or "no answer"
+        super().__init__(f"{address}: cannot connect within {timeout:g} s: {why}")
+
+
 @dataclass(frozen=True)
 class UpdateError:
     index: int  # position in the list given to ``write``
@@ -161,14 +175,31 @@ class SwitchConnection:
                 self._arbitration.notify_all()
 
     def connect(self, timeout: float = 10.0) -> bool:
-        """Open the stream and ask to be primary. Returns True if primary."""
-        grpc.channel_ready_future(self.channel).result(timeout=timeout)
+        """Open the stream and ask to be primary. Returns True if primary.
+        Raises ConnectError when the channel is not ready within ``timeout``."""
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise ConnectError(self.address, timeout, self._why_not_ready()) from None
         self._stream = self.stub.StreamChannel(self._request_iterator())
         self._reader = threading.Thread(
             target=self._read_stream, daemon=True, name=f"p4rt-stream-{self.address}"
         )
         self._reader.start()
         return self.arbitrate(self.election_id, timeout)
+
+    def _why_not_ready(self) -> str:
+        """Why the channel is not ready, as gRPC says it: a call that does not
+        wait for the channel fails at once with the last connection error
+        ("" if gRPC is still trying, e.g. a host that does not answer)."""
+        try:
+            self.stub.Capabilities(
+                p4runtime_pb2.CapabilitiesRequest(), timeout=0.2, wait_for_ready=False
+            )
+        except grpc.RpcError as exc:
+            if _code(exc) == grpc.StatusCode.UNAVAILABLE:
+                return _details(exc)
+        return ""
 
     def arbitrate(self, election_id: int, timeout: float = 10.0) -> bool:
         self.election_id = election_id

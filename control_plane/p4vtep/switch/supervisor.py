@@ -12,6 +12,7 @@ every batch it writes, and drops the session as soon as the gate closes.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from .. import events
 from ..compiler import Change, Key, SwitchState
 from ..dataplane.artifacts import Pipeline
 from ..model.fabric import Tor
-from ..runtime.client import P4RuntimeError, SwitchConnection, WriteError
+from ..runtime.client import ConnectError, P4RuntimeError, SwitchConnection, WriteError
 from ..runtime.describe import describe
 from ..runtime.p4info import P4Info
 from .reconciler import Diff, SwitchReader, changes_diff, reconcile, reconcile_in_parts, write
@@ -86,6 +87,104 @@ class GateClosed(P4RuntimeError):
 # Minimum time from the end of one pass to the start of the next, only when
 # changes came in while that pass ran (see ``SwitchSupervisor._gather``).
 COALESCE_SECONDS = 0.005
+# How long a new session may take to get a ready channel (and then again to
+# be answered arbitration).
+CONNECT_TIMEOUT = 5.0
+# A session failure with the same reason as the one before is logged at
+# WARNING again only this long after the last WARNING (at DEBUG meanwhile).
+REPEAT_LOG_SECONDS = 60.0
+
+# gRPC's words around the cause of a connection failure, e.g. "failed to
+# connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:9560: Failed
+# to connect to remote host: Connection refused" (the address is on the log
+# line already).
+_GRPC_NOISE = re.compile(
+    r"failed to connect to all addresses; last error: (?:[A-Z_]+: )?"
+    r"|\b(?:ipv4|ipv6|unix|unix-abstract|vsock):\S*: "
+    r"|Failed to connect to remote host: "
+    r"|connect failed: addr: \S+ error: "
+)
+_NAME_LOOKUP = re.compile(r"errors resolving \S+: .*?([^:\[\]]+)\]?$")
+_MAX_REASON = 160
+
+
+def _short(text: str) -> str:
+    """The useful part of a gRPC or P4Runtime error text, on one line."""
+    lines = text.strip().splitlines()
+    text = lines[0].strip() if lines else ""
+    lookup = _NAME_LOOKUP.match(text)
+    if lookup:
+        text = f"name lookup failed: {lookup.group(1).strip()}"
+    text = _GRPC_NOISE.sub("", text)
+    text = re.sub(r" \(\d+\)$", "", text)  # an errno after the words
+    # "connection refused" for "Connection refused", but "DNS" stays.
+    text = re.sub(r"(^|: )([A-Z])(?=[a-z])", lambda m: m[1] + m[2].lower(), text)
+    if len(text) > _MAX_REASON:
+        text = text[: _MAX_REASON - 3] + "..."
+    return text
+
+
+def _rpc_code(error: grpc.RpcError) -> str:
+    code = getattr(error, "code", None)
+    value = code() if callable(code) else None
+    return value.name if isinstance(value, grpc.StatusCode) else "UNKNOWN"
+
+
+def _rpc_details(error: grpc.RpcError) -> str:
+    details = getattr(error, "details", None)
+    return str(details() or "") if callable(details) else ""
+
+
+def failure_reason(
+    exc: BaseException, connect_timeout: float = CONNECT_TIMEOUT, address: str = ""
+) -> str:
+    """Why a switch session failed, in one short line that is never empty:
+    "cannot connect (connection refused)", "cannot connect (no answer in 5
+    s)", "UNAVAILABLE: socket closed", "set pipeline: ...", or for anything
+    else its text (with its type unless it is a P4Runtime error), or its type
+    alone when it has no text. ``address`` (the switch's), when the text
+    starts with it, is left out: the log line names it."""
+    if isinstance(exc, ConnectError):
+        why = _short(exc.detail) if exc.detail else f"no answer in {exc.timeout:g} s"
+        return f"cannot connect ({why})"
+    if isinstance(exc, grpc.FutureTimeoutError):  # a channel that never got ready
+        return f"cannot connect (no answer in {connect_timeout:g} s)"
+    if isinstance(exc, grpc.RpcError):
+        details = _short(_rpc_details(exc))
+        return f"{_rpc_code(exc)}: {details}" if details else _rpc_code(exc)
+    text = str(exc)
+    if address and text.startswith(f"{address}: "):
+        text = text[len(address) + 2 :]
+    text = _short(text)
+    if not text:
+        return type(exc).__name__
+    if isinstance(exc, P4RuntimeError):
+        return text
+    return f"{type(exc).__name__}: {text}"
+
+
+def _clock(at: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at))
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+
+
+@dataclass
+class _Outage:
+    """A run of failed sessions, from the first to the next connect."""
+
+    since: float  # wall time the first failed attempt began
+    attempts: int  # failed attempts in the run
+    reason: str  # the latest failure's reason
+    reason_since: float  # wall time of the first failure with this reason in a row
+    reason_count: int  # failures with this reason in a row
+    warned_at: float  # monotonic time of the last WARNING about this reason
 
 
 class SwitchSupervisor:
@@ -101,8 +200,13 @@ class SwitchSupervisor:
         credentials: grpc.ChannelCredentials | None = None,
         gate: WriteGate | None = None,
         coalesce_seconds: float = COALESCE_SECONDS,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        repeat_log_seconds: float = REPEAT_LOG_SECONDS,
     ) -> None:
         self.tor = tor
+        self.connect_timeout = connect_timeout
+        self.repeat_log_seconds = repeat_log_seconds
+        self._outage: _Outage | None = None  # sessions failing since
         self.coalesce_seconds = coalesce_seconds
         self.gate = gate
         self.writes_refused = 0  # batches not sent because the gate was closed
@@ -161,23 +265,74 @@ class SwitchSupervisor:
                 self._wake.clear()
                 backoff = 0.2
                 continue
+            reason = ""
+            began = time.time()
             try:
                 self._session()
                 backoff = 0.2
             except Exception as exc:  # noqa: BLE001 -- any failure means: reconnect
-                self._set_error(str(exc))
-                log.warning("%s: %s", self.tor.name, exc)
+                reason = failure_reason(exc, self.connect_timeout, self.tor.address)
+                self._failed(reason, began, backoff)
             if self.conn is not None:
                 self.conn.close()
                 self.conn = None
             if self.status.connected:
                 self.status.connected = False
                 self.status.primary = False
-                self.bus.publish(
-                    events.SwitchDisconnected(self.tor.name, reason=self.status.last_error)
-                )
+                self.bus.publish(events.SwitchDisconnected(self.tor.name, reason=reason))
             self._stop.wait(backoff)
             backoff = min(backoff * 2, self.max_backoff)
+
+    def _failed(self, reason: str, began: float, retry_in: float) -> None:
+        """Log a failed session and say in ``status.last_error`` what failed,
+        when, and when the next try is. The first failure with a reason is
+        a WARNING; the same reason again is one only every
+        ``repeat_log_seconds`` (with how often it failed meanwhile), DEBUG
+        otherwise."""
+        now, ticks = time.time(), time.monotonic()
+        outage = self._outage
+        if outage is None:
+            # Down since the attempt began when it never connected; since
+            # now when a session that was up failed.
+            since = now if self.status.connected else began
+            outage = self._outage = _Outage(since, 0, "", now, 0, ticks)
+        outage.attempts += 1
+        retry = f"retrying in {retry_in:.3g} s"
+        if reason != outage.reason:
+            outage.reason, outage.reason_since, outage.reason_count = reason, now, 1
+            outage.warned_at = ticks
+            level, line = logging.WARNING, f"{reason}; {retry}"
+        else:
+            outage.reason_count += 1
+            again = f"{outage.reason_count} times since {_clock(outage.reason_since)}"
+            if ticks - outage.warned_at >= self.repeat_log_seconds:
+                outage.warned_at = ticks
+                level, line = logging.WARNING, f"still failing ({again}): {reason}; {retry}"
+            else:
+                level, line = logging.DEBUG, f"{reason} ({again}); {retry}"
+        log.log(level, "%s %s: %s", self.tor.name, self.tor.address, line)
+        times = f", {outage.reason_count} times since {_clock(outage.reason_since)}"
+        self._set_error(
+            f"{reason} at {_clock(now)}{times if outage.reason_count > 1 else ''}; "
+            f"next try at {_clock(now + retry_in)}"
+        )
+
+    def _connected(self, primary: bool) -> None:
+        """A session is up: after failures, say so and for how long it was down."""
+        outage, self._outage = self._outage, None
+        if outage is None:
+            return
+        self.status.last_error = ""  # (its "next try" is over)
+        log.info(
+            "%s %s: connected (%s) after %d failed attempt%s; down %s since %s",
+            self.tor.name,
+            self.tor.address,
+            "primary" if primary else "backup",
+            outage.attempts,
+            "" if outage.attempts == 1 else "s",
+            _duration(time.time() - outage.since),
+            _clock(outage.since),
+        )
 
     def _session(self) -> None:
         election_id = self._election_id()
@@ -189,7 +344,8 @@ class SwitchSupervisor:
             p4info=self.pipeline.p4info,  # write errors name tables and actions
         )
         self.conn = conn
-        primary = conn.connect(timeout=5.0)
+        primary = conn.connect(timeout=self.connect_timeout)
+        self._connected(primary)
         self.status.connected = True
         self.status.primary = primary
         self.bus.publish(events.SwitchConnected(self.tor.name, primary=primary))
@@ -199,7 +355,9 @@ class SwitchSupervisor:
         while not self._stop.is_set():
             woke = self._wake.wait(timeout=0.5)
             if not conn.stream_alive:
-                raise P4RuntimeError(f"stream to {self.tor.address} closed")
+                error = conn.stream_error
+                why = f" ({failure_reason(error)})" if error is not None else " by the switch"
+                raise P4RuntimeError(f"stream closed{why}")
             if self.gate is not None and (
                 not self.gate.may_write() or self.gate.election_id() != election_id
             ):
@@ -332,14 +490,14 @@ class SwitchSupervisor:
         try:
             return self.gate.election_id()
         except Exception as exc:  # e.g. NotLeader: the term just ended
-            raise GateClosed(f"{self.tor.name}: not leading: {exc}") from exc
+            raise GateClosed(f"not leading: {exc}") from exc
 
     def _check_gate(self) -> None:
         """Called before each write batch: this replica may still write (its
         lease may run out during a large pass)."""
         if self.gate is not None and not self.gate.may_write():
             self.writes_refused += 1
-            raise GateClosed(f"{self.tor.name}: leadership lost; writing stopped")
+            raise GateClosed("leadership lost; writing stopped")
 
     def _write(self, conn: SwitchConnection, delta: Diff) -> None:
         write(conn, delta, self._check_gate)
