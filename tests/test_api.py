@@ -13,10 +13,11 @@ from pathlib import Path
 import grpc
 import pytest
 from fabric_fixture import two_tor_fabric
-from helpers import api_client
+from helpers import api_client, wait_until
 from p4vtep import events
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.cli import main as cli_main
+from p4vtep.cli.main import parser
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.state.sqlite_store import Store
@@ -109,6 +110,95 @@ def test_set_qos(api):
         client.SetQoS(pb.SetQoSRequest(name="a1", qos="platinum"))
     assert info.value.details() == "vm a1: qos: unknown QoS policy 'platinum'"
     assert controller.vms["a1"].qos == "gold"
+
+
+def confirm(controller: Controller, tor: str, version: int) -> None:
+    """Pretend ``tor``'s supervisor (never started here) applied ``version``."""
+    sup = controller.supervisors[tor]
+    with sup._applied:
+        sup.status.version = version
+        sup._applied.notify_all()
+
+
+@pytest.fixture
+def switches_confirm(api):
+    """Every ToR confirms every version as soon as it is committed."""
+    controller = api[0]
+    done = threading.Event()
+
+    def run() -> None:
+        while not done.is_set():
+            for tor in controller.supervisors:
+                confirm(controller, tor, controller.version)
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    yield
+    done.set()
+    thread.join(5)
+
+
+def test_migrate_without_wait_answers_before_the_switches(api):
+    """wait=False: the reply comes once the move is committed (before any ToR
+    confirmed it); the make-before-break goes on in the controller, the old
+    ToR keeping the VM's old place until the new one confirms."""
+    controller, client, _ = api
+    client.AttachVM(pb.AttachVMRequest(vm=vm()))  # a1: s11 (tor1), VLAN 10
+    reply = client.MigrateVM(
+        pb.MigrateVMRequest(name="a1", server="s21", vlan=21, wait=False), timeout=10
+    )
+    assert (reply.vm.server, reply.vm.tor, reply.vm.vlan, reply.applied) == (
+        "s21",
+        "tor2",
+        21,
+        False,
+    )
+    assert reply.version == controller.version  # the move; tor1 lets go later
+    squatter = vm(name="c1", mac="00:00:0c:00:00:01", ips=["192.168.1.3"])  # a1's old place
+    with pytest.raises(grpc.RpcError) as info:
+        client.AttachVM(pb.AttachVMRequest(vm=squatter))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "VLAN 10 on server s11" in info.value.details()
+
+    confirm(controller, "tor2", reply.version)  # the new ToR holds it: tor1 lets go
+    assert wait_until(lambda: controller.version == reply.version + 1, timeout=10)
+    client.AttachVM(pb.AttachVMRequest(vm=squatter))  # free now
+    assert controller.vms["c1"].server == "s11"
+
+
+@pytest.mark.usefixtures("switches_confirm")
+def test_migrate_waits_for_every_tor_by_default(api):
+    """wait unset (as before the field existed) or true: the reply comes when
+    every ToR holds the move and the old ToR has let go."""
+    controller, client, _ = api
+    client.AttachVM(pb.AttachVMRequest(vm=vm()))
+    for request in (
+        pb.MigrateVMRequest(name="a1", server="s21", vlan=21),
+        pb.MigrateVMRequest(name="a1", server="s11", vlan=11, wait=True),
+    ):
+        before = controller.version
+        reply = client.MigrateVM(request, timeout=20)
+        assert reply.applied
+        assert reply.version == before + 2  # the move, then the old ToR's let-go
+        assert reply.vm.server == request.server
+
+
+def test_cli_migrate_no_wait(api, capsys):
+    controller, client, address = api
+    command = ["vm", "migrate", "a1", "--server", "s21", "--vlan", "21"]
+    assert parser().parse_args(command).no_wait is False
+    assert parser().parse_args([*command, "--no-wait"]).no_wait is True
+    client.AttachVM(pb.AttachVMRequest(vm=vm()))
+    capsys.readouterr()
+    assert cli_main(["--api", address, *command, "--no-wait"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    row = out[2].split()
+    assert row[:7] == ["a1", "00:00:0a:00:00:01", "192.168.1.1", "5000", "s21", "tor2", "21"]
+    moved = controller.version
+    assert out[-1] == f"version {moved}"  # no ToR confirmed it yet
+    confirm(controller, "tor2", moved)  # (let the controller's migration end)
+    assert wait_until(lambda: controller.version == moved + 1, timeout=10)
 
 
 def test_cli_prints_aligned_tables(api, capsys):

@@ -547,12 +547,23 @@ class Controller:
         return all(sup.wait_applied(version, timeout) for sup in self.supervisors.values())
 
     def migrate(
-        self, name: str, server: str, vlan: int | None = None, timeout: float = 30.0
+        self,
+        name: str,
+        server: str,
+        vlan: int | None = None,
+        timeout: float = 30.0,
+        wait: bool = True,
     ) -> int:
         """Make-before-break: every ToR but the old one gets the new location
         first; only when they hold it does the old ToR let go. The old ToR is
         pinned to this VM's old place by this migration alone, so others
-        running at the same time keep their own pins."""
+        running at the same time keep their own pins.
+
+        With ``wait`` (the default) this returns the version in which the old
+        ToR lets go, once the others confirmed (or ``timeout`` passed).
+        Without, it returns the version of the move itself at once, and a
+        thread of its own waits for the confirmations and lets the old ToR
+        go (the pin, and the old place's reservation, hold until then)."""
         with self._lock:
             if name not in self.vms:
                 raise NotFound(f"no VM named {name!r}")
@@ -575,6 +586,22 @@ class Controller:
                 raise
         if pin is None:
             return version
+        if not wait:
+            threading.Thread(
+                target=self._let_go,
+                args=(name, old, old_tor, pin, version, timeout),
+                name=f"migrate-{name}",
+                daemon=True,
+            ).start()
+            return version
+        return self._let_go(name, old, old_tor, pin, version, timeout)
+
+    def _let_go(
+        self, name: str, old: Vm, old_tor: str, pin: int, version: int, timeout: float
+    ) -> int:
+        """The break of a migration's make-before-break: once every ToR but
+        ``old_tor`` holds ``version`` (or after ``timeout``), release the pin
+        on the VM's old place. Returns the version that releases it."""
         others = [s for n, s in self.supervisors.items() if n != old_tor]
         ok = all(s.wait_applied(version, timeout) for s in others)
         if not ok:

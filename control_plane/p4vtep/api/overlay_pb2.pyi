@@ -65,14 +65,16 @@ class DetachVMResponse(_message.Message):
     def __init__(self, version: _Optional[int] = ..., applied: _Optional[bool] = ...) -> None: ...
 
 class MigrateVMRequest(_message.Message):
-    __slots__ = ("name", "server", "vlan")
+    __slots__ = ("name", "server", "vlan", "wait")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SERVER_FIELD_NUMBER: _ClassVar[int]
     VLAN_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
     name: str
     server: str
     vlan: int
-    def __init__(self, name: _Optional[str] = ..., server: _Optional[str] = ..., vlan: _Optional[int] = ...) -> None: ...
+    wait: bool
+    def __init__(self, name: _Optional[str] = ..., server: _Optional[str] = ..., vlan: _Optional[int] = ..., wait: _Optional[bool] = ...) -> None: ...
 
 class GetVMRequest(_message.Message):
     __slots__ = ("name",)

@@ -102,11 +102,16 @@ class OverlayService(pb_grpc.OverlayServicer):
 
     @_errors
     def MigrateVM(self, request, context):
+        # Unlike attach and detach, an unset wait waits (as MigrateVM did
+        # before it had the field); the controller's make-before-break goes
+        # on without the caller when it does not.
+        wait = request.wait if request.HasField("wait") else True
         version = self.c.migrate(
-            request.name, request.server, request.vlan or None, timeout=WAIT_SECONDS
+            request.name, request.server, request.vlan or None, timeout=WAIT_SECONDS, wait=wait
         )
-        applied = self.c.wait_version(version, WAIT_SECONDS)
-        return messages.vm_response(vm_to_pb(self.c, self.c.get(request.name)), version, applied)
+        return messages.vm_response(
+            vm_to_pb(self.c, self.c.get(request.name)), version, self._applied(wait, version)
+        )
 
     @_errors
     def GetVM(self, request, context):

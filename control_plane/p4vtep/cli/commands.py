@@ -83,9 +83,12 @@ def vm_migrate(args) -> int:
     from ..api import overlay_pb2 as pb
 
     reply = stub(args).MigrateVM(
-        pb.MigrateVMRequest(name=args.name, server=args.server, vlan=args.vlan or 0)
+        pb.MigrateVMRequest(
+            name=args.name, server=args.server, vlan=args.vlan or 0, wait=not args.no_wait
+        )
     )
     print(table(vm_rows([reply.vm]), VM_HEADERS))
+    print(f"version {reply.version}" + (", applied on every ToR" if reply.applied else ""))
     return 0
 
 

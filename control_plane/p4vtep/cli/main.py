@@ -176,6 +176,11 @@ def parser() -> argparse.ArgumentParser:
     migrate.add_argument("name")
     migrate.add_argument("--server", required=True)
     migrate.add_argument("--vlan", type=int)
+    migrate.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="return once the move is committed, not when every ToR holds it",
+    )
     migrate.set_defaults(func=vm_migrate)
     qos = vm.add_parser("qos", help="set a VM's QoS policy, or --clear it")
     qos.add_argument("name")
