@@ -142,3 +142,32 @@ def test_controller_run_refuses_bad_replica_flags(capsys, flags, message):
     args = ["controller", "run", "--fabric", str(EXAMPLES / "fabric.yaml"), *flags]
     assert cli.main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_inventory_ipv6_is_kept_in_canonical_form(tmp_path):
+    """RFC 5952 whatever the spelling (upper case, leading zeros, zero groups
+    written out: decimal groups too, which YAML 1.1 reads as a base-60
+    number); IPv4 and what is no address as written, for validation to judge."""
+    path = write(
+        tmp_path,
+        "vms:\n"
+        "  - name: a1\n"
+        "    mac: '00:00:0a:00:00:01'\n"
+        "    ips: [192.168.1.1, '2001:0DB8:0000:0000::0001', 2001:0:0:0:0:0:0:1,\n"
+        "          FD00:A::B, '2001:db8::1.2.3.4', '2001:db8:::1']\n"
+        "    vni: 5000\n"
+        "    server: s11\n"
+        "    vlan: 10\n"
+        "  - {name: a2, mac: '00:00:0a:00:00:02', ips: 2001:db8:0:0::2, vni: 5000, server: s21,\n"
+        "     vlan: 20}\n",
+    )
+    a1, a2 = load_inventory(path)
+    assert a1.ips == (
+        "192.168.1.1",
+        "2001:db8::1",
+        "2001::1",
+        "fd00:a::b",
+        "2001:db8::102:304",
+        "2001:db8:::1",
+    )
+    assert a2.ips == ("2001:db8::2",)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.controller import Controller
+from p4vtep.dataplane import limits
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model.fabric import Vm
 from p4vtep.model.routing_checks import check_routing
@@ -86,11 +87,14 @@ def test_inventory_garbage_text(tmp_path, text):
 # reach each check more often than random text would.
 prefixes = st.sampled_from(
     ["192.168.1.0/24", "192.168.1.128/25", "192.168.2.0/24", "0.0.0.0/0", "192.168.1.1/24",
-     "127.0.0.0/24", "192.168.1.0/31", "10.0.0.0/8", "x", "192.168.1.0"]
+     "127.0.0.0/24", "192.168.1.0/31", "10.0.0.0/8", "x", "192.168.1.0",
+     "2001:db8:1::/64", "2001:DB8:1::/64", "2001:db8:1::/48", "::/0", "2001:db8:1::1/64",
+     "fe80::/64", "2001:db8:1::/127", "2001:db8::", "fe80::%1/64"]
 )  # fmt: skip
 addresses = st.sampled_from(
-    ["192.168.1.1", "192.168.1.10", "192.168.2.1", "192.168.1.255", "10.0.0.1", "x"]
-)
+    ["192.168.1.1", "192.168.1.10", "192.168.2.1", "192.168.1.255", "10.0.0.1", "x",
+     "2001:db8:1::1", "2001:db8:1::10", "2001:db8:1::", "2001:0db8:1::10", "fe80::1", "::1"]
+)  # fmt: skip
 vrf_names = st.sampled_from(["a", "b", ""])
 routing_sections = st.fixed_dictionaries(
     {},
@@ -152,11 +156,14 @@ FABRIC = yaml.safe_load(
 )
 
 
+@pytest.mark.parametrize("ipv6", [False, True], ids=["pipeline-ipv4", "pipeline-ipv6"])
 @SETTINGS
-@given(routing_sections)
-def test_fabric_routing_sections_never_crash(tmp_path, sections):
+@given(sections=routing_sections)
+def test_fabric_routing_sections_never_crash(tmp_path, monkeypatch, ipv6, sections):
     """Any routing section is loaded or refused as file:line: key: why; what
-    loads has no routing problem left for the controller to find."""
+    loads has no routing problem left for the controller to find. With
+    today's pipeline and with one that has the IPv6 tables."""
+    monkeypatch.setattr(limits, "IPV6_SUPPORTED", ipv6)
     path = tmp_path / "fabric.yaml"
     path.write_text(yaml.safe_dump({**FABRIC, **sections}))
     try:

@@ -135,3 +135,29 @@ def test_tofino_pipelines_have_the_bmv2_limits(target):
     (only the reserved ports differ per target): the committed TNA and T2NA
     P4Infos must give the same sizes and widths."""
     assert limits.PipelineLimits.from_p4info(tofino_pipeline(target).p4info) == limits.BMV2
+
+
+def test_ipv6_is_taken_once_the_pipeline_has_its_tables():
+    """The committed pipelines have no IPv6 tables yet (issue 37's data plane):
+    the model refuses IPv6 tenant addresses. A P4Info with all three tables
+    (named as their IPv4 twins are: arp_suppression, host_route,
+    prefix_route) takes them; one with only some does not."""
+    assert limits.IPV6_TABLES == ("nd_suppression", "ipv6_host_route", "ipv6_prefix_route")
+    assert limits.BMV2.ipv6 is False
+    assert limits.IPV6_SUPPORTED is False
+    p4info = bmv2_pipeline().p4info
+    for twin in ("arp_suppression", "host_route", "prefix_route"):
+        p4info.table(twin)  # (the IPv4 tables the names follow)
+
+    def with_tables(*names: str) -> limits.PipelineLimits:
+        message = p4info.message.__class__()
+        message.CopyFrom(p4info.message)
+        for i, name in enumerate(names):
+            table = message.tables.add()
+            table.preamble.id = 0x02FFFF00 + i
+            table.preamble.name = f"VtepIngress.ipv6.{name}"
+            table.preamble.alias = name
+        return limits.PipelineLimits.from_p4info(P4Info(message))
+
+    assert with_tables(*limits.IPV6_TABLES).ipv6 is True
+    assert with_tables("nd_suppression", "ipv6_host_route").ipv6 is False

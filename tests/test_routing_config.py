@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from p4vtep.dataplane import limits
 from p4vtep.model.fabric import StaticRoute, Subnet, Vni, Vrf
 from p4vtep.sources.fabric_file import ConfigError, load_fabric
 
@@ -277,3 +278,133 @@ def test_the_routed_example_loads():
         7000: ("storage", None, ()),
     }
     assert fabric.vrfs["tenant-a"].routes == (StaticRoute("0.0.0.0/0", "192.168.1.10"),)
+
+
+# --- dual stack (issue 37: the model; the data plane comes later) ---------------
+
+DUAL = (
+    BASE.replace(
+        "{prefix: 192.168.1.0/24, gateway: 192.168.1.1}]\n  - vni: 5001",
+        "{prefix: 192.168.1.0/24, gateway: 192.168.1.1},\n"
+        "              {prefix: '2001:0DB8:0001:0000::/64', gateway: '2001:db8:1:0:0:0:0:1'}]\n"
+        "  - vni: 5001",
+    )
+    .replace(
+        "{prefix: 192.168.2.0/24, gateway: 192.168.2.1}]",
+        "{prefix: 192.168.2.0/24, gateway: 192.168.2.1},\n"
+        "              {prefix: 'FD00:A:2::/64', gateway: 'fd00:a:2::1'}]",
+    )
+    .replace(
+        "      - {prefix: 0.0.0.0/0, next_hop: 192.168.1.10}\n",
+        "      - {prefix: 0.0.0.0/0, next_hop: 192.168.1.10}\n"
+        "      - {prefix: '::/0', next_hop: '2001:db8:1:0:0:0:0:10'}\n"
+        "      - prefix: 2001:0:0:0:0:0:0:0/16\n"
+        "        next_hop: 2001:0db8:0001::0010\n",
+    )
+    .replace(
+        "    subnets: [{prefix: 192.168.1.0/24, gateway: 192.168.1.1}]\n  - {vni: 7000",
+        "    subnets: [{prefix: 192.168.1.0/24, gateway: 192.168.1.1},\n"
+        "              {prefix: 2001:db8:1::/64, gateway: 2001:db8:1::1}]\n  - {vni: 7000",
+    )
+)
+
+
+@pytest.fixture
+def ipv6_pipeline(monkeypatch):
+    """As once the pipeline has the IPv6 tables: the model's IPv6 rules apply."""
+    monkeypatch.setattr(limits, "IPV6_SUPPORTED", True)
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+def test_a_dual_stack_fabric_loads_in_canonical_form(tmp_path):
+    """IPv4 and IPv6 subnets in one VNI, the same IPv6 subnet in two VRFs, a
+    static route of each family; every IPv6 text as RFC 5952 writes it,
+    however the file spells it (an address of decimal groups too, which YAML
+    1.1 would read as a base-60 number)."""
+    fabric = load(tmp_path, DUAL)
+    web6 = Subnet("2001:db8:1::/64", "2001:db8:1::1")
+    assert fabric.vnis[5000].subnets == (Subnet("192.168.1.0/24", "192.168.1.1"), web6)
+    assert fabric.vnis[5001].subnets[1] == Subnet("fd00:a:2::/64", "fd00:a:2::1")
+    assert fabric.vnis[6000].subnets[1] == web6  # tenant-b: the same subnet, another VRF
+    assert fabric.vrfs["tenant-a"].routes == (
+        StaticRoute("0.0.0.0/0", "192.168.1.10"),
+        StaticRoute("::/0", "2001:db8:1::10"),
+        StaticRoute("2001::/16", "2001:db8:1::10"),
+    )
+
+
+def test_todays_pipeline_refuses_an_ipv6_subnet_and_route_by_line(tmp_path):
+    """Without the IPv6 tables the same file is refused, each IPv6 subnet
+    and route on its line, saying what the pipeline lacks."""
+    without = (
+        "need a pipeline with IPv6 tables (nd_suppression, ipv6_host_route, "
+        "ipv6_prefix_route): this pipeline has none, it takes IPv4 only"
+    )
+    assert refusal(tmp_path, DUAL).split("; ") == [
+        f"fabric.yaml:{line_of(DUAL, '2001:0DB8:0001')}: vnis[0].subnets[1].prefix: "
+        f"2001:db8:1::/64: IPv6 subnets {without}",
+        f"fabric.yaml:{line_of(DUAL, 'FD00')}: vnis[1].subnets[1].prefix: "
+        f"fd00:a:2::/64: IPv6 subnets {without}",
+        f"fabric.yaml:{line_of(DUAL, '{prefix: 2001:db8:1::/64')}: vnis[2].subnets[1].prefix: "
+        f"2001:db8:1::/64: IPv6 subnets {without}",
+        f"fabric.yaml:{line_of(DUAL, '::/0')}: vrfs[0].routes[1].prefix: "
+        f"::/0: IPv6 routes {without}",
+        f"fabric.yaml:{line_of(DUAL, '2001:0:0:0')}: vrfs[0].routes[2].prefix: "
+        f"2001::/16: IPv6 routes {without}",
+    ]
+
+
+def dual_edited(old: str, new: str) -> str:
+    assert DUAL.count(old) == 1, old
+    return DUAL.replace(old, new)
+
+
+# (replace this in DUAL, with that, then: the key and message, on the line holding `at`)
+IPV6_CASES = [
+    ("'FD00:A:2::/64'", "'fd00:a:2::1/64'", "vnis[1].subnets[1].prefix",
+     "fd00:a:2::1/64 has host bits set (the network is fd00:a:2::/64)", "fd00:a:2::1/64"),
+    ("'FD00:A:2::/64'", "'fd00:a:2::'", "vnis[1].subnets[1].prefix",
+     "'fd00:a:2::' is not an IPv6 network (expected address/len, e.g. 2001:db8:1::/64)",
+     "fd00:a:2::'"),
+    ("'FD00:A:2::/64'", "'fd00:a::/32'", "vnis[1].subnets[1].prefix",
+     "fd00:a::/32 is too large: a routed IPv6 subnet is /48 to /126 (usually /64)", "fd00:a::/32"),
+    ("'FD00:A:2::/64'", "'fd00:a:2::/127'", "vnis[1].subnets[1].prefix",
+     "fd00:a:2::/127 is too small: a routed IPv6 subnet is /48 to /126 (usually /64)",
+     "fd00:a:2::/127"),
+    ("{prefix: 'FD00:A:2::/64', gateway: 'fd00:a:2::1'}",
+     "{prefix: 'fe80::/64', gateway: 'fe80::1'}", "vnis[1].subnets[1].prefix",
+     "fe80::/64 is not a subnet for VMs "
+     "(only global unicast 2000::/3 and unique local fc00::/7 are)", "fe80::/64"),
+    ("gateway: 'fd00:a:2::1'", "gateway: 'fd00:a:3::1'", "vnis[1].subnets[1].gateway",
+     "fd00:a:3::1 is outside fd00:a:2::/64", "fd00:a:3::1"),
+    ("gateway: 'fd00:a:2::1'", "gateway: 'FD00:A:2::'", "vnis[1].subnets[1].gateway",
+     "fd00:a:2:: is the subnet-router anycast address of fd00:a:2::/64", "FD00:A:2::'"),
+    ("gateway: 'fd00:a:2::1'", "gateway: '192.168.2.9'", "vnis[1].subnets[1].gateway",
+     "192.168.2.9 is outside fd00:a:2::/64", "'192.168.2.9'"),
+    # overlapping IPv6 subnets in one VRF (across VRFs: DUAL itself)
+    ("{prefix: 'FD00:A:2::/64', gateway: 'fd00:a:2::1'}",
+     "{prefix: '2001:db8:1:0:8000::/65', gateway: '2001:db8:1:0:8000::1'}",
+     "vnis[1].subnets[1].prefix",
+     "2001:db8:1:0:8000::/65 overlaps 2001:db8:1::/64 of vni a-web in VRF tenant-a",
+     "2001:db8:1:0:8000::/65"),
+    # static routes
+    ("next_hop: '2001:db8:1:0:0:0:0:10'", "next_hop: 192.168.1.10", "vrfs[0].routes[1].next_hop",
+     "192.168.1.10 is an IPv4 address, ::/0 an IPv6 prefix "
+     "(the next hop is of the prefix's family)",
+     "'::/0'"),
+    ("next_hop: '2001:db8:1:0:0:0:0:10'", "next_hop: '2001:db8:9::10'",
+     "vrfs[0].routes[1].next_hop",
+     "2001:db8:9::10 is in none of the subnets of VRF tenant-a (the next hop is a VM of the VRF)",
+     "'::/0'"),
+    ("prefix: 2001:0:0:0:0:0:0:0/16", "prefix: fd00:a:2:0:8000::/65", "vrfs[0].routes[2].prefix",
+     "fd00:a:2:0:8000::/65 lies inside subnet fd00:a:2::/64 of vni a-db", "fd00:a:2:0:8000::/65"),
+    ("prefix: 2001:0:0:0:0:0:0:0/16", "prefix: ff02::/16", "vrfs[0].routes[2].prefix",
+     "ff02::/16 lies in ff00::/8: multicast", "ff02::/16"),
+]  # fmt: skip
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+@pytest.mark.parametrize("old,new,key,message,at", IPV6_CASES)
+def test_each_ipv6_refusal_names_file_line_and_key(tmp_path, old, new, key, message, at):
+    text = dual_edited(old, new)
+    assert refusal(tmp_path, text) == f"fabric.yaml:{line_of(text, at)}: {key}: {message}"

@@ -15,6 +15,7 @@ from fabric_fixture import two_tor_fabric, vms
 from helpers import api_client, controller_state
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.controller import Controller
+from p4vtep.dataplane import limits
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model.fabric import Fabric, StaticRoute, Subnet, Vm, Vni, Vrf
 from p4vtep.model.validation import (
@@ -307,3 +308,220 @@ def test_an_inventory_without_the_next_hop_is_taken(tmp_path):
     assert set(controller.vms) == {vm.name for vm in without_fw}
     controller.replace_source("inventory", inventory)
     assert set(controller.vms) == {vm.name for vm in inventory}
+
+
+# --- dual stack (issue 37: the model; the data plane comes later) ---------------
+
+PIPELINE_WITHOUT = (
+    "need a pipeline with IPv6 tables (nd_suppression, ipv6_host_route, ipv6_prefix_route): "
+    "this pipeline has none, it takes IPv4 only"
+)
+
+
+@pytest.fixture
+def ipv6_pipeline(monkeypatch):
+    """As once the pipeline has the IPv6 tables: the model's IPv6 rules apply."""
+    monkeypatch.setattr(limits, "IPV6_SUPPORTED", True)
+
+
+WEB6 = Subnet("2001:db8:1::/64", "2001:db8:1::1")
+DB6 = Subnet("fd00:a:2::/64", "fd00:a:2::1")  # unique local
+
+
+def dual_stack_fabric(*routes: StaticRoute) -> Fabric:
+    """routed_fabric with an IPv6 subnet beside each IPv4 one: tenant-a's web
+    VNI 2001:db8:1::/64, its db VNI fd00:a:2::/64; tenant-b's web VNI the same
+    2001:db8:1::/64 (another VRF). Gateways at ::1."""
+    fabric = routed_fabric(*routes)
+    for vni, subnet in ((5000, WEB6), (5001, DB6), (6000, WEB6)):
+        old = fabric.vnis[vni]
+        fabric.vnis[vni] = replace(old, subnets=(*old.subnets, subnet))
+    return fabric
+
+
+DEFAULT6_VIA_A2 = StaticRoute("::/0", "2001:db8:1::2")
+A1_6 = replace(A1, ips=("192.168.1.1", "2001:db8:1::11"))
+A2_6 = replace(A2, ips=("192.168.1.2", "2001:db8:1::2"))
+B1_6 = replace(B1, ips=("2001:db8:1::11",))  # a1's IPv6 address, in tenant-b
+D1_6 = replace(D1, ips=("fd00:a:2::11", "192.168.2.1"))
+
+
+def fabric_problems(fabric: Fabric) -> list[str]:
+    return [str(p) for p in check_fabric(fabric)]
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+def test_a_dual_stack_fabric_and_its_vms_pass():
+    fabric = dual_stack_fabric(DEFAULT_VIA_A2, DEFAULT6_VIA_A2)
+    assert fabric_problems(fabric) == []
+    validate(fabric, [A1_6, A2_6, B1_6, D1_6])
+    index = VmIndex.of([A1_6, A2_6, B1_6, D1_6], vrf_of(fabric))
+    assert index.vrf_ips[("tenant-a", "2001:db8:1::2")] == "a2"
+    assert index.vrf_ips[("tenant-b", "2001:db8:1::11")] == "b1"
+
+
+def test_todays_pipeline_refuses_ipv6_subnets_routes_and_vms_saying_why():
+    fabric = dual_stack_fabric(DEFAULT6_VIA_A2)
+    assert fabric_problems(fabric) == [
+        f"vni tenant-a: subnets[1].prefix: 2001:db8:1::/64: IPv6 subnets {PIPELINE_WITHOUT}",
+        f"vni tenant-b: subnets[1].prefix: 2001:db8:1::/64: IPv6 subnets {PIPELINE_WITHOUT}",
+        f"vni tenant-a-db: subnets[1].prefix: fd00:a:2::/64: IPv6 subnets {PIPELINE_WITHOUT}",
+        f"vrf tenant-a: routes[0].prefix: ::/0: IPv6 routes {PIPELINE_WITHOUT}",
+    ]
+    with pytest.raises(ValidationError, match="IPv6 subnets need a pipeline with IPv6 tables"):
+        Controller(fabric, bmv2_pipeline())
+    assert problems([A1_6]) == [
+        f"vm a1: ips: 2001:db8:1::11: IPv6 tenant addresses {PIPELINE_WITHOUT}"
+    ]
+
+
+OUTSIDE_WEB6 = "is outside the subnets of vni tenant-a (192.168.1.0/24, 2001:db8:1::/64)"
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+@pytest.mark.parametrize(
+    "vm,ip,message",
+    [
+        (A1, "2001:db8:9::5", OUTSIDE_WEB6),
+        (A1, "fd00:a:2::5", OUTSIDE_WEB6),  # tenant-a's other subnet
+        (A1, "2001:db8:1::1", "is the gateway of 2001:db8:1::/64"),
+        (A1, "2001:db8:1::", "is the subnet-router anycast address of 2001:db8:1::/64"),
+        (B1, "2001:db8:1::1", "is the gateway of 2001:db8:1::/64"),  # tenant-b's gateway
+    ],
+)
+def test_a_routed_vms_ipv6_addresses_are_host_addresses_of_its_subnets(vm, ip, message):
+    others = [v for v in vms() if v.name != vm.name]
+    bad = replace(vm, ips=(*vm.ips, ip))
+    assert problems(others + [bad], dual_stack_fabric()) == [f"vm {vm.name}: ips: {ip} {message}"]
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+def test_an_ipv6_address_needs_an_ipv6_subnet_in_a_routed_vni():
+    assert problems([replace(A1, ips=("192.168.1.1", "2001:db8:1::11"))]) == [
+        f"vm a1: ips: 2001:db8:1::11 {OUTSIDE_WEB}"
+    ]
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+def test_ipv6_addresses_are_unique_in_a_vrf_and_may_repeat_across_vrfs():
+    fabric = dual_stack_fabric()
+    validate(fabric, [A1_6, B1_6])  # 2001:db8:1::11 in tenant-a and in tenant-b
+    twin = replace(D1, ips=("2001:db8:1::11",))
+    assert problems([A1_6, twin], fabric) == [
+        "vm d1: ips: 2001:db8:1::11 is outside the subnets of vni tenant-a-db "
+        "(192.168.2.0/24, fd00:a:2::/64)",
+        "vm d1: ips: 2001:db8:1::11 is already used by vm a1 in VRF tenant-a",
+    ]
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+def test_a_change_compares_ipv6_addresses_in_canonical_form(state):
+    fabric, current, index = state
+    fabric = dual_stack_fabric(DEFAULT_VIA_A2)
+    index = VmIndex.of(current.values(), vrf_of(fabric))
+    validate_change(fabric, NoWalk(current), index, [A1_6], [])
+    current["a1"] = A1_6
+    squatter = Vm("a3", "00:00:0a:00:00:03", ("2001:0DB8:1:0::0011",), 5000, "s22", 60)
+    assert refused_change((fabric, current, index), [squatter], []) == [
+        "vm a3: ips: 2001:0DB8:1:0::0011 is not in canonical form (RFC 5952): "
+        "write it as 2001:db8:1::11",
+        "vm a3: ips: 2001:db8:1::11 is already used by vm a1 in VNI 5000",
+    ]
+    assert index.vrf_ips[("tenant-a", "2001:db8:1::11")] == "a1"
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+def test_ipv6_static_routes():
+    """::/0 and other IPv6 prefixes go to a VM of the VRF; a route of each
+    family may share a next hop VM, never a next hop of the other family."""
+    fabric = dual_stack_fabric(
+        DEFAULT_VIA_A2, DEFAULT6_VIA_A2, StaticRoute("2001:db8:ff::/48", "fd00:a:2::11")
+    )
+    assert fabric_problems(fabric) == []
+    validate(fabric, [A2_6, D1_6])
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+@pytest.mark.parametrize(
+    "route,key,message",
+    [
+        (StaticRoute("::/0", "192.168.1.2"), "next_hop",
+         "192.168.1.2 is an IPv4 address, ::/0 an IPv6 prefix "
+         "(the next hop is of the prefix's family)"),
+        (StaticRoute("0.0.0.0/0", "2001:db8:1::2"), "next_hop",
+         "2001:db8:1::2 is an IPv6 address, 0.0.0.0/0 an IPv4 prefix "
+         "(the next hop is of the prefix's family)"),
+        (StaticRoute("::/0", "2001:db8:9::2"), "next_hop",
+         "2001:db8:9::2 is in none of the subnets of VRF tenant-a "
+         "(the next hop is a VM of the VRF)"),
+        (StaticRoute("::/0", "2001:db8:1::1"), "next_hop",
+         "2001:db8:1::1 is the gateway of 2001:db8:1::/64, not a VM's address"),
+        (StaticRoute("::/0", "2001:db8:1::"), "next_hop",
+         "2001:db8:1:: is the subnet-router anycast address of 2001:db8:1::/64, "
+         "not a VM's address"),
+        (StaticRoute("::/0", "2001:DB8:1::2"), "next_hop",
+         "2001:DB8:1::2 is not in canonical form (RFC 5952): write it as 2001:db8:1::2"),
+        (StaticRoute("::/0", "2001:db8:1:::2"), "next_hop",
+         "'2001:db8:1:::2' is not an IPv6 address"),
+        (StaticRoute("2001:db8:1:0:8000::/65", "2001:db8:1::2"), "prefix",
+         "2001:db8:1:0:8000::/65 lies inside subnet 2001:db8:1::/64 of vni tenant-a"),
+        (StaticRoute("fe80::/64", "2001:db8:1::2"), "prefix",
+         "fe80::/64 lies in fe80::/10: link-local"),
+        (StaticRoute("ff00::/8", "2001:db8:1::2"), "prefix",
+         "ff00::/8 lies in ff00::/8: multicast"),
+        (StaticRoute("2001:db8::1/32", "2001:db8:1::2"), "prefix",
+         "2001:db8::1/32 has host bits set (the network is 2001:db8::/32)"),
+        (StaticRoute("2001:DB8::/32", "2001:db8:1::2"), "prefix",
+         "2001:DB8::/32 is not in canonical form (RFC 5952): write it as 2001:db8::/32"),
+        (StaticRoute("2001:db8::", "2001:db8:1::2"), "prefix",
+         "'2001:db8::' is not an IPv6 network (expected address/len, e.g. 2001:db8:1::/64)"),
+    ],
+)  # fmt: skip
+def test_a_bad_ipv6_route_is_named(route, key, message):
+    fabric = dual_stack_fabric(route)
+    assert fabric_problems(fabric) == [f"vrf tenant-a: routes[0].{key}: {message}"]
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+def test_an_ipv6_route_prefix_is_listed_once_per_vrf():
+    fabric = dual_stack_fabric(DEFAULT6_VIA_A2, StaticRoute("::/0", "fd00:a:2::11"))
+    assert fabric_problems(fabric) == [
+        "vrf tenant-a: routes[1].prefix: ::/0 is already routes[0] (one next hop per prefix)"
+    ]
+    # 0.0.0.0/0 and ::/0 are two prefixes
+    assert fabric_problems(dual_stack_fabric(DEFAULT_VIA_A2, DEFAULT6_VIA_A2)) == []
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+def test_the_api_refuses_a_bad_ipv6_address_and_changes_nothing(controller):
+    """The API stores IPv6 in canonical form (FE80::9 is fe80::9), and the
+    controller refuses it as any other input would."""
+    vm = pb.VM(name="a9", mac="00:00:0a:00:00:09", ips=["FE80::9"], vni=5000, server="s12", vlan=90)
+    before = controller_state(controller)
+    with api_client(controller) as (client, _), pytest.raises(grpc.RpcError) as info:
+        client.AttachVM(pb.AttachVMRequest(vm=vm))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == (
+        "vm a9: ips: fe80::9 is not a VM's IPv6 address (fe80::/10: link-local); "
+        f"vm a9: ips: fe80::9 {OUTSIDE_WEB}"
+    )
+    assert controller_state(controller) == before
+
+
+def test_the_api_refuses_ipv6_with_todays_pipeline_and_changes_nothing(controller):
+    vm = pb.VM(
+        name="a9",
+        mac="00:00:0a:00:00:09",
+        ips=["192.168.1.9", "2001:0db8:1::9"],
+        vni=5000,
+        server="s12",
+        vlan=90,
+    )
+    before = controller_state(controller)
+    with api_client(controller) as (client, _), pytest.raises(grpc.RpcError) as info:
+        client.AttachVM(pb.AttachVMRequest(vm=vm))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == (
+        f"vm a9: ips: 2001:db8:1::9: IPv6 tenant addresses {PIPELINE_WITHOUT}"
+    )
+    assert controller_state(controller) == before

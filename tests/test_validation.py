@@ -4,6 +4,7 @@ from dataclasses import replace
 import pytest
 from fabric_fixture import two_tor_fabric, vms
 from p4vtep.controller import Controller
+from p4vtep.dataplane import limits
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.limits import CPU_PORT, DROP_PORT, RESERVED_PORTS, reserved_ports
 from p4vtep.dataplane.targets import Target, profile
@@ -249,3 +250,104 @@ def test_a_vm_name_is_bounded_and_has_no_control_characters(name, message):
 @pytest.mark.parametrize("name", ["w" * VM_NAME_MAX, "web 1", "веб-1", "web_1.example"])
 def test_printable_names_up_to_the_limit_are_accepted(name):
     validate(two_tor_fabric(), [replace(vms()[0], name=name)] + vms()[1:])
+
+
+# --- IPv6 (issue 37: the model; the data plane comes later) --------------------
+
+PIPELINE_WITHOUT_IPV6 = (
+    "IPv6 tenant addresses need a pipeline with IPv6 tables "
+    "(nd_suppression, ipv6_host_route, ipv6_prefix_route): this pipeline has none, "
+    "it takes IPv4 only"
+)
+NOT_V6_HOST = "is not a VM's IPv6 address"
+
+
+@pytest.fixture
+def ipv6_pipeline(monkeypatch):
+    """As once the pipeline has the IPv6 tables: the model's IPv6 rules apply."""
+    monkeypatch.setattr(limits, "IPV6_SUPPORTED", True)
+
+
+def test_todays_pipeline_refuses_every_ipv6_address_saying_why():
+    assert limits.IPV6_SUPPORTED is False  # (the committed P4Info: test_limits.py)
+    bad = [replace(vms()[0], ips=("192.168.1.1", "2001:db8::10", "fe80::1"))] + vms()[1:]
+    assert problems(bad) == [
+        f"vm a1: ips: 2001:db8::10: {PIPELINE_WITHOUT_IPV6}",
+        f"vm a1: ips: fe80::1: {PIPELINE_WITHOUT_IPV6}",  # (only that is said)
+    ]
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+@pytest.mark.parametrize(
+    "ips",
+    [
+        ("2001:db8::10",),
+        ("fd00:a::1", "192.168.1.1"),
+        ("192.168.1.1", "2001:db8::1", "10.0.0.1", "fd12:3456:789a:1::1"),
+        tuple(f"10.0.0.{i}" for i in range(1, 9)) + tuple(f"2001:db8::{i}" for i in range(1, 9)),
+    ],
+)
+def test_a_vm_holds_ipv4_and_ipv6_addresses_in_any_mix(ips):
+    validate(two_tor_fabric(), [replace(vms()[0], ips=ips)] + vms()[1:])
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+@pytest.mark.parametrize(
+    "ips,message",
+    [
+        (("::",), f":: {NOT_V6_HOST} (::/128: unspecified)"),
+        (("::1",), f"::1 {NOT_V6_HOST} (::1/128: loopback)"),
+        (("ff02::1",), f"ff02::1 {NOT_V6_HOST} (ff00::/8: multicast)"),
+        (("fe80::1",), f"fe80::1 {NOT_V6_HOST} (fe80::/10: link-local)"),
+        (("::ffff:192.0.2.1",), f"::ffff:192.0.2.1 {NOT_V6_HOST} (::ffff:0:0/96: IPv4-mapped)"),
+        (
+            ("64:ff9b::1",),
+            f"64:ff9b::1 {NOT_V6_HOST} "
+            "(only global unicast 2000::/3 and unique local fc00::/7 are)",
+        ),
+        (("2001:db8::1", "2001:db8::1"), "2001:db8::1 is listed twice"),
+        (("2001:db8::g",), "'2001:db8::g' is not an IPv6 address"),
+        (("2001:db8::1/64",), "'2001:db8::1/64' is not an IPv6 address"),
+        (
+            ("fe80::1%eth0",),
+            "'fe80::1%eth0' is not an IPv6 address (a tenant address has no zone id)",
+        ),
+        (
+            tuple(f"2001:db8::{i}" for i in range(1, 10)),
+            "9 IPv6 addresses: a VM has at most 8 IPv4 and 8 IPv6 addresses",
+        ),
+        (
+            tuple(f"10.0.0.{i}" for i in range(1, 10)),
+            "9 IPv4 addresses: a VM has at most 8 IPv4 and 8 IPv6 addresses",
+        ),
+    ],
+)
+def test_a_vm_ipv6_address_is_global_unicast_or_unique_local_once(ips, message):
+    bad = [replace(vms()[0], ips=ips)] + vms()[1:]
+    assert problems(bad) == [f"vm a1: ips: {message}"]
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+def test_two_spellings_of_an_ipv6_address_are_one_address():
+    """The inputs store the canonical form (RFC 5952); a VM built in code with
+    another spelling is refused, and still counted as the same address."""
+    bad = [replace(vms()[0], ips=("2001:db8::1", "2001:0db8:0:0::0001"))] + vms()[1:]
+    assert problems(bad) == [
+        "vm a1: ips: 2001:0db8:0:0::0001 is not in canonical form (RFC 5952): "
+        "write it as 2001:db8::1",
+        "vm a1: ips: 2001:db8::1 is listed twice",
+    ]
+    twin = replace(vms()[1], ips=("2001:DB8::1",))  # a2, VNI 5000 as a1
+    assert problems([replace(vms()[0], ips=("2001:db8::1",)), twin]) == [
+        "vm a2: ips: 2001:DB8::1 is not in canonical form (RFC 5952): write it as 2001:db8::1",
+        "vm a2: ips: 2001:db8::1 is already used by vm a1 in VNI 5000",
+    ]
+
+
+@pytest.mark.usefixtures("ipv6_pipeline")
+def test_ipv6_addresses_are_unique_per_vni_like_ipv4():
+    a1 = replace(vms()[0], ips=("192.168.1.1", "2001:db8::1"))
+    b1 = replace(vms()[2], ips=("192.168.1.1", "2001:db8::1"))  # VNI 6000: fine
+    validate(two_tor_fabric(), [a1, vms()[1], b1, vms()[3]])
+    a2 = replace(vms()[1], ips=("192.168.1.2", "2001:db8::1"))
+    assert problems([a1, a2]) == ["vm a2: ips: 2001:db8::1 is already used by vm a1 in VNI 5000"]

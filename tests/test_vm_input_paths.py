@@ -134,3 +134,23 @@ def test_libvirt_refuses_a_bad_vm(tmp_path):
         assert controller_state(controller) == before
     finally:
         source.stop()
+
+
+def test_every_input_stores_ipv6_in_canonical_form(tmp_path):
+    """The inventory file, the API and libvirt keep an IPv6 address as RFC
+    5952 writes it, so two spellings are one address everywhere after them;
+    IPv4 and what is no address pass as given, for check_vm to judge."""
+    from libvirt_xml import domain
+    from p4vtep.api.messages import vm_from_pb
+    from p4vtep.sources.fabric_file import load_inventory
+    from p4vtep.sources.libvirt_domains import parse_domain
+
+    given = ("192.168.1.1", "2001:0DB8:0:0::0001", "2001:db8::zz")
+    stored = ("192.168.1.1", "2001:db8::1", "2001:db8::zz")
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump({"vms": [{**GOOD, "ips": list(given)}]}))
+    assert load_inventory(path)[0].ips == stored
+    assert vm_from_pb(pb.VM(**{**GOOD, "ips": list(given)}), "api").ips == stored
+    vm = parse_domain(domain("web-1", "52:54:00:aa:00:01", 10, ips=given), "s11")
+    assert vm is not None
+    assert vm.ips == stored

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..events import Event
+from ..model.addressing import canonical_ip
 from ..model.fabric import Vm
 from ..model.tenant_routes import RouteRow, VrfRow
 from ..model.validation import Problem, ValidationError, normalise_mac
@@ -39,14 +40,15 @@ def vm_to_pb(vm: Vm, tor: str = "", error: str = "") -> pb.VM:
 
 
 def vm_from_pb(message: pb.VM, source: str) -> Vm:
-    """The VM a request describes (MAC normalised; read-only fields ignored).
-    Raises ValidationError without a name; the controller checks the rest."""
+    """The VM a request describes (MAC normalised, IPv6 addresses in their
+    canonical form; read-only fields ignored). Raises ValidationError
+    without a name; the controller checks the rest."""
     if not message.name:
         raise ValidationError([Problem("vm", "name", "a name is required")])
     return Vm(
         name=message.name,
         mac=normalise_mac(message.mac),
-        ips=tuple(message.ips),
+        ips=tuple(canonical_ip(ip) for ip in message.ips),
         vni=message.vni,
         server=message.server,
         vlan=message.vlan,

@@ -43,11 +43,13 @@ class Server:
 
 @dataclass(frozen=True)
 class Subnet:
-    """An IPv4 subnet of a routed VNI and its anycast gateway IP (the same
-    on every ToR, answered with the fabric's anycast_gateway_mac)."""
+    """An IPv4 or IPv6 subnet of a routed VNI and its anycast gateway IP (the
+    same on every ToR, answered with the fabric's anycast_gateway_mac). A VNI
+    may hold subnets of both families. IPv6 text is canonical (RFC 5952),
+    as everywhere in the model (model/addressing.py)."""
 
-    prefix: str  # e.g. "192.168.1.0/24"
-    gateway: str  # a host address of prefix
+    prefix: str  # e.g. "192.168.1.0/24", "2001:db8:1::/64"
+    gateway: str  # a host address of prefix, of its family
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,8 @@ class Vni:
 
 @dataclass(frozen=True)
 class StaticRoute:
-    prefix: str  # IPv4 network, e.g. "0.0.0.0/0"
-    next_hop: str  # an IP of a VM of the VRF
+    prefix: str  # IPv4 or IPv6 network, e.g. "0.0.0.0/0", "::/0"
+    next_hop: str  # an IP of a VM of the VRF, of the prefix's family
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class QosPolicy:
 class Vm:
     name: str
     mac: str
-    ips: tuple[str, ...]
+    ips: tuple[str, ...]  # IPv4 and IPv6 (canonical), at most 8 of each (addressing.py)
     vni: int
     server: str
     vlan: int  # VF VLAN

@@ -12,39 +12,50 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from functools import lru_cache
-from ipaddress import IPv4Address, IPv4Network
+from ipaddress import IPv6Network
 
 from ..dataplane.limits import VNI_MAX
 from .addressing import (
     MAC_RE,
+    NOT_IPV6_HOST_RANGES,
     NOT_ROUTED_RANGES,
     VNI_MIN,
-    in_subnet_problem,
-    ipv4,
-    ipv4_network,
+    IPAddress,
+    IPNetwork,
+    canonical_ip,
+    in_any_subnet_problem,
+    ip_address,
+    ip_network,
+    ipv6_taken,
+    ipv6_unsupported,
     mac_problem,
+    not_an_address,
+    routed_ipv6_network_problem,
     routed_network_problem,
+    spelling_problem,
+    within,
 )
-from .fabric import Fabric, Subnet, Vm, Vni, Vrf
+from .fabric import Fabric, StaticRoute, Subnet, Vm, Vni, Vrf
 from .problems import Problem, subject
 
 
 @dataclass(frozen=True)
 class ParsedSubnet:
-    network: IPv4Network
-    gateway: IPv4Address | None  # None: not an address (check_routing says so)
+    network: IPNetwork  # IPv4 or IPv6
+    gateway: IPAddress | None  # None: not an address (check_routing says so)
 
 
 @lru_cache(maxsize=65536)  # per VNI value: check_vm asks once per routed VM
 def subnets_of(vni: Vni) -> tuple[ParsedSubnet, ...]:
-    """The VNI's subnets that parse (check_routing reports the others)."""
+    """The VNI's subnets that parse, of both families (check_routing reports
+    the others)."""
     parsed = []
     for subnet in vni.subnets:
         try:
-            network = ipv4_network(subnet.prefix)
+            network = ip_network(subnet.prefix)
         except ValueError:
             continue
-        parsed.append(ParsedSubnet(network, ipv4(subnet.gateway)))
+        parsed.append(ParsedSubnet(network, ip_address(subnet.gateway)))
     return tuple(parsed)
 
 
@@ -132,7 +143,7 @@ def _vrfs(fabric: Fabric) -> list[Problem]:
 class _Placed:
     """A subnet that parsed, where it was declared (for overlap reports)."""
 
-    network: IPv4Network
+    network: IPNetwork
     order: int  # declaration order over the whole file
     vni: Vni
     index: int  # in vni.subnets
@@ -140,7 +151,7 @@ class _Placed:
 
 def _routed_vnis(fabric: Fabric) -> list[Problem]:
     problems = []
-    by_vrf: dict[str, list[_Placed]] = {}
+    by_vrf: dict[tuple[str, int], list[_Placed]] = {}  # per VRF and IP version
     order = itertools.count()
     for vni in fabric.vnis.values():
         at: tuple[str | int, ...] = ("vnis", vni.vni)
@@ -162,39 +173,49 @@ def _routed_vnis(fabric: Fabric) -> list[Problem]:
                 where = at + ("subnets", j, key)
                 problems.append(Problem(name, f"subnets[{j}].{key}", why, where))
             if wrong is None or wrong[0] == "gateway":  # (the prefix is right)
-                network = ipv4_network(subnet.prefix)
-                by_vrf.setdefault(vni.vrf, []).append(_Placed(network, next(order), vni, j))
-    for vrf_name, placed in by_vrf.items():
+                network = ip_network(subnet.prefix)
+                family = (vni.vrf, network.version)
+                by_vrf.setdefault(family, []).append(_Placed(network, next(order), vni, j))
+    for (vrf_name, _), placed in by_vrf.items():
         problems += _overlaps(vrf_name, placed)
     return problems
 
 
 def _subnet_problem(subnet: Subnet) -> tuple[str, str] | None:
     """(key, why) of what is wrong with a routed subnet: its prefix, or else
-    its gateway (a host address inside the prefix)."""
+    its gateway (a host address inside the prefix, of its family)."""
     try:
-        network = ipv4_network(subnet.prefix)
+        network = ip_network(subnet.prefix)
     except ValueError as exc:
         return "prefix", str(exc)
-    why = routed_network_problem(network)
+    if isinstance(network, IPv6Network):
+        why = (
+            ipv6_unsupported(str(network), "subnets")
+            or spelling_problem(subnet.prefix)
+            or routed_ipv6_network_problem(network)
+        )
+    else:
+        why = routed_network_problem(network)
     if why is not None:
         return "prefix", why
-    gateway = ipv4(subnet.gateway)
+    gateway = ip_address(subnet.gateway)
     if gateway is None:
-        return "gateway", f"{subnet.gateway!r} is not an IPv4 address"
+        return "gateway", not_an_address(subnet.gateway)
     if gateway not in network:
-        return "gateway", f"{gateway} is outside {network}"
-    why = in_subnet_problem(gateway, network, None)
+        return "gateway", f"{canonical_ip(subnet.gateway)} is outside {network}"
+    why = spelling_problem(subnet.gateway) if gateway.version == 6 else None
+    why = why or in_any_subnet_problem(gateway, network, None)
     return None if why is None else ("gateway", why)
 
 
 def _overlaps(vrf_name: str, placed: list[_Placed]) -> list[Problem]:
     """One problem per subnet of the VRF that overlaps another, on the one
-    declared later. A sweep by start address: n log n, not every pair."""
+    declared later. A sweep by start address: n log n, not every pair.
+    (``placed`` are of one IP version: the two never overlap.)"""
     problems = []
     reach: _Placed | None = None  # of the subnets so far, the one ending last
-    for current in sorted(placed, key=lambda p: (p.network.network_address, p.network.prefixlen)):
-        if reach is not None and current.network.network_address <= reach.network.broadcast_address:
+    for current in sorted(placed, key=lambda p: (_first(p), p.network.prefixlen)):
+        if reach is not None and _first(current) <= _last(reach):
             later, earlier = (current, reach) if current.order > reach.order else (reach, current)
             message = (
                 f"{later.network} overlaps {earlier.network} of vni {earlier.vni.name} "
@@ -208,9 +229,17 @@ def _overlaps(vrf_name: str, placed: list[_Placed]) -> list[Problem]:
                     ("vnis", later.vni.vni, "subnets", later.index, "prefix"),
                 )
             )
-        if reach is None or current.network.broadcast_address > reach.network.broadcast_address:
+        if reach is None or _last(current) > _last(reach):
             reach = current
     return list(dict.fromkeys(problems))  # (a subnet two others overlap: once per other)
+
+
+def _first(placed: _Placed) -> int:
+    return int(placed.network.network_address)
+
+
+def _last(placed: _Placed) -> int:
+    return int(placed.network.broadcast_address)  # (IPv6: the last address)
 
 
 def _vrf_subnets(fabric: Fabric) -> dict[str, list[tuple[ParsedSubnet, Vni]]]:
@@ -223,9 +252,10 @@ def _vrf_subnets(fabric: Fabric) -> dict[str, list[tuple[ParsedSubnet, Vni]]]:
 
 
 def _holder(
-    subnets: list[tuple[ParsedSubnet, Vni]], ip: IPv4Address
+    subnets: list[tuple[ParsedSubnet, Vni]], ip: IPAddress
 ) -> tuple[ParsedSubnet, Vni] | None:
-    """The subnet of a VRF that ``ip`` lies in (at most one: they do not overlap)."""
+    """The subnet of a VRF that ``ip`` lies in (at most one: they do not
+    overlap; an address is never in a network of the other family)."""
     return next(((s, vni) for s, vni in subnets if ip in s.network), None)
 
 
@@ -234,13 +264,13 @@ def _routes(fabric: Fabric) -> list[Problem]:
     subnets = _vrf_subnets(fabric)
     for vrf in fabric.vrfs.values():
         name = subject("vrf", vrf.name)
-        seen: dict[IPv4Network, int] = {}
+        seen: dict[IPNetwork, int] = {}
         for j, route in enumerate(vrf.routes):
             at: tuple[str | int, ...] = ("vrfs", vrf.name, "routes", j)
             why = _route_prefix_problem(route.prefix, subnets[vrf.name], seen, j)
             if why is not None:
                 problems.append(Problem(name, f"routes[{j}].prefix", why, at + ("prefix",)))
-            why = _next_hop_problem(route.next_hop, vrf, subnets[vrf.name])
+            why = _next_hop_problem(route, vrf, subnets[vrf.name])
             if why is not None:
                 problems.append(Problem(name, f"routes[{j}].next_hop", why, at + ("next_hop",)))
     return problems
@@ -249,21 +279,28 @@ def _routes(fabric: Fabric) -> list[Problem]:
 def _route_prefix_problem(
     prefix: str,
     subnets: list[tuple[ParsedSubnet, Vni]],
-    seen: dict[IPv4Network, int],
+    seen: dict[IPNetwork, int],
     index: int,
 ) -> str | None:
     try:
-        network = ipv4_network(prefix)
+        network = ip_network(prefix)
     except ValueError as exc:
         return str(exc)
+    if isinstance(network, IPv6Network):
+        why = ipv6_unsupported(str(network), "routes") or spelling_problem(prefix)
+        if why is not None:
+            return why
     if network in seen:
         return f"{network} is already routes[{seen[network]}] (one next hop per prefix)"
     seen[network] = index
-    for reserved, what in NOT_ROUTED_RANGES:
-        if network.subnet_of(reserved):
+    reserved_ranges: tuple[tuple[IPNetwork, str], ...] = (
+        NOT_IPV6_HOST_RANGES if isinstance(network, IPv6Network) else NOT_ROUTED_RANGES
+    )
+    for reserved, what in reserved_ranges:
+        if within(network, reserved):
             return f"{network} lies in {what}"
     for subnet, vni in subnets:
-        if network.subnet_of(subnet.network):
+        if within(network, subnet.network):
             # Its hosts reach those addresses on-link (ARP), not through the
             # gateway: the route would hold for routed traffic only.
             return f"{network} lies inside subnet {subnet.network} of vni {vni.name}"
@@ -271,15 +308,35 @@ def _route_prefix_problem(
 
 
 def _next_hop_problem(
-    next_hop: str, vrf: Vrf, subnets: list[tuple[ParsedSubnet, Vni]]
+    route: StaticRoute, vrf: Vrf, subnets: list[tuple[ParsedSubnet, Vni]]
 ) -> str | None:
-    ip = ipv4(next_hop)
+    """Why a route's next hop cannot be a VM of the VRF: not an address, not
+    of the prefix's family, in none of the VRF's subnets, or an address of a
+    subnet no VM has. (Nothing about an IPv6 next hop of an IPv6 prefix when
+    the pipeline takes no IPv6: the prefix says it.)"""
+    ip = ip_address(route.next_hop)
     if ip is None:
-        return f"{next_hop!r} is not an IPv4 address"
+        return not_an_address(route.next_hop)
+    try:
+        prefix: IPNetwork | None = ip_network(route.prefix)
+    except ValueError:
+        prefix = None  # (its own problem)
+    if prefix is not None and prefix.version != ip.version:
+        return (
+            f"{canonical_ip(route.next_hop)} is an IPv{ip.version} address, {prefix} an "
+            f"IPv{prefix.version} prefix (the next hop is of the prefix's family)"
+        )
+    if ip.version == 6:
+        why = ipv6_unsupported(str(ip), "routes")
+        if why is not None:
+            return None if prefix is not None else why
+        why = spelling_problem(route.next_hop)
+        if why is not None:
+            return why
     held = _holder(subnets, ip)
     if held is None:
         return f"{ip} is in none of the subnets of VRF {vrf.name} (the next hop is a VM of the VRF)"
-    why = in_subnet_problem(ip, held[0].network, held[0].gateway)
+    why = in_any_subnet_problem(ip, held[0].network, held[0].gateway)
     return None if why is None else f"{why}, not a VM's address"
 
 
@@ -296,15 +353,15 @@ def vm_problems(fabric: Fabric, vm: Vm) -> list[Problem]:
         return problems
     subnets = subnets_of(vni)
     for text in dict.fromkeys(vm.ips):
-        ip = ipv4(text)
-        if ip is None:
+        ip = ip_address(text)
+        if ip is None or (ip.version == 6 and not ipv6_taken()):
             continue  # (check_vm reports it)
         held = next((s for s in subnets if ip in s.network), None)
         if held is None:
             prefixes = ", ".join(str(s.network) for s in subnets)
             why: str | None = f"{ip} is outside the subnets of vni {vni.name} ({prefixes})"
         else:
-            why = in_subnet_problem(ip, held.network, held.gateway)
+            why = in_any_subnet_problem(ip, held.network, held.gateway)
         if why is not None:
             problems.append(Problem(name, "ips", why))
     return problems

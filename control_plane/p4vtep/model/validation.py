@@ -16,9 +16,19 @@ from ..dataplane import limits
 from ..dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
 from ..dataplane.targets import Target
 from . import routing_checks
+from .addressing import (
+    IPS_PER_FAMILY_MAX,
+    canonical_ip,
+    host_ip_problem,
+    host_ipv6_problem,
+    ip_address,
+    ipv6_unsupported,
+    mac_problem,
+    not_an_address,
+    spelling_problem,
+)
 from .addressing import MAC_RE as MAC_RE
 from .addressing import VNI_MIN as VNI_MIN
-from .addressing import host_ip_problem, ipv4, mac_problem
 from .addressing import normalise_mac as normalise_mac
 from .allocation import EXTERNAL_VTEP
 from .bit_rates import format_bit_rate
@@ -172,18 +182,7 @@ def check_vm(fabric: Fabric, vm: Vm) -> list[Problem]:
     why = mac_problem(vm.mac)
     if why is not None:
         problems.append(Problem(subject, "mac", why))
-    seen: set[str] = set()
-    for ip in vm.ips:
-        address = ipv4(ip)
-        if address is None:
-            problems.append(Problem(subject, "ips", f"{ip!r} is not an IPv4 address"))
-            continue
-        why = host_ip_problem(address)
-        if why is not None:
-            problems.append(Problem(subject, "ips", why))
-        if ip in seen:
-            problems.append(Problem(subject, "ips", f"{ip} is listed twice"))
-        seen.add(ip)
+    problems += _ip_problems(subject, vm.ips)
     if not VNI_MIN <= vm.vni <= VNI_MAX:
         problems.append(Problem(subject, "vni", f"{vm.vni} outside {VNI_MIN}-{VNI_MAX}"))
     elif vm.vni not in fabric.vnis:
@@ -195,6 +194,45 @@ def check_vm(fabric: Fabric, vm: Vm) -> list[Problem]:
     if vm.qos is not None and vm.qos not in fabric.policies:
         problems.append(Problem(subject, "qos", f"unknown QoS policy {vm.qos!r}"))
     return problems + routing_checks.vm_problems(fabric, vm)
+
+
+def _ip_problems(subject: str, ips: Iterable[str]) -> list[Problem]:
+    """Each of a VM's addresses: an IPv4 or IPv6 host address, listed once
+    (two spellings of an IPv6 address are one), IPv6 in canonical form, at
+    most IPS_PER_FAMILY_MAX of each family; IPv6 only with a pipeline that
+    has the IPv6 tables (then only that is said of an IPv6 address)."""
+    problems = []
+    seen: set[str] = set()
+    count = {4: 0, 6: 0}
+    for ip in ips:
+        address = ip_address(ip)
+        if address is None:
+            problems.append(Problem(subject, "ips", not_an_address(ip)))
+            continue
+        key = canonical_ip(ip)
+        if address.version == 6:
+            why = ipv6_unsupported(key, "tenant addresses")
+            if why is not None:
+                problems.append(Problem(subject, "ips", why))
+                continue
+            why = spelling_problem(ip) or host_ipv6_problem(address)
+        else:
+            why = host_ip_problem(address)
+        if why is not None:
+            problems.append(Problem(subject, "ips", why))
+        if key in seen:
+            problems.append(Problem(subject, "ips", f"{key} is listed twice"))
+            continue
+        seen.add(key)
+        count[address.version] += 1
+    for version, n in count.items():
+        if n > IPS_PER_FAMILY_MAX:
+            message = (
+                f"{n} IPv{version} addresses: a VM has at most {IPS_PER_FAMILY_MAX} IPv4 "
+                f"and {IPS_PER_FAMILY_MAX} IPv6 addresses"
+            )
+            problems.append(Problem(subject, "ips", message))
+    return problems
 
 
 def validate(
@@ -234,7 +272,8 @@ def validate(
             )
         macs.setdefault(key, vm.name)
         vrf = vrfs.get(vm.vni)
-        for ip in dict.fromkeys(vm.ips):  # (an IP listed twice is check_vm's to report)
+        # (an IP listed twice is check_vm's to report; two spellings are one IP)
+        for ip in dict.fromkeys(canonical_ip(ip) for ip in vm.ips):
             if (vm.vni, ip) in ips:
                 problems.append(
                     Problem(
@@ -315,11 +354,12 @@ class VmIndex:
     """Who holds each (VNI, MAC), (VNI, IP), (VRF, IP) and (server, VLAN), so
     that a change to a few VMs is checked without walking all of them.
 
-    IPs are unique per VNI and, for a routed VNI, per VRF. (Within a VRF the
-    second follows from the first: a routed VM's IPs lie in its VNI's subnets
-    and no two subnets of a VRF overlap; indexing it anyway keeps the index
-    right if a refused change is undone, and answers who owns a static
-    route's next hop without walking the VMs.)"""
+    IPs are unique per VNI and, for a routed VNI, per VRF, each keyed by its
+    canonical form (``canonical_ip``: two spellings of an IPv6 address are
+    one). (Within a VRF the second follows from the first: a routed VM's IPs
+    lie in its VNI's subnets and no two subnets of a VRF overlap; indexing
+    it anyway keeps the index right if a refused change is undone, and
+    answers who owns a static route's next hop without walking the VMs.)"""
 
     def __init__(self, vrf_of: Mapping[int, str]) -> None:
         self.vrf_of = vrf_of  # VNI -> VRF, routed VNIs only (shared, read-only)
@@ -346,7 +386,7 @@ class VmIndex:
     def add(self, vm: Vm) -> None:
         self.macs[(vm.vni, vm.mac)] = vm.name
         vrf = self.vrf_of.get(vm.vni)
-        for ip in vm.ips:
+        for ip in map(canonical_ip, vm.ips):
             self.ips[(vm.vni, ip)] = vm.name
             if vrf is not None:
                 self.vrf_ips[(vrf, ip)] = vm.name
@@ -364,7 +404,7 @@ class VmIndex:
                 if policies[vm.qos] == 0:
                     del policies[vm.qos]
         vrf = self.vrf_of.get(vm.vni)
-        for ip in vm.ips:
+        for ip in map(canonical_ip, vm.ips):
             _release(self.ips, (vm.vni, ip), vm.name)
             if vrf is not None:
                 _release(self.vrf_ips, (vrf, ip), vm.name)
@@ -378,7 +418,8 @@ class VmIndex:
                 Problem(subject, "mac", f"{vm.mac} is already used by vm {other} in VNI {vm.vni}")
             )
         vrf = self.vrf_of.get(vm.vni)
-        for ip in dict.fromkeys(vm.ips):  # (an IP listed twice is check_vm's to report)
+        # (an IP listed twice is check_vm's to report; two spellings are one IP)
+        for ip in dict.fromkeys(canonical_ip(ip) for ip in vm.ips):
             other = self.ips.get((vm.vni, ip))
             if other is not None and other != vm.name:
                 problems.append(

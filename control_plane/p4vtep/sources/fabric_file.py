@@ -11,7 +11,7 @@ import yaml
 
 from ..dataplane.targets import Target
 from ..evpn.config import parse_evpn
-from ..model.addressing import ipv4_network, normalise_mac
+from ..model.addressing import canonical_ip, ip_network, normalise_mac
 from ..model.bit_rates import parse_bit_rate
 from ..model.fabric import (
     Fabric,
@@ -47,6 +47,10 @@ class _Doc:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.lines: dict[tuple, int] = {}
+        # The text of each scalar YAML read as a number: an IPv6 address of
+        # decimal groups (2001:0:0:0:0:0:0:1) is a base-60 integer to YAML 1.1
+        # (addresses are read from the text: _address).
+        self.texts: dict[tuple, str] = {}
         loader = None
         try:
             loader = yaml.SafeLoader(text)
@@ -78,6 +82,8 @@ class _Doc:
             return [self._convert(loader, item, path + (i,)) for i, item in enumerate(node.value)]
         if node.tag == "tag:yaml.org,2002:str":
             return node.value
+        if node.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+            self.texts[path] = node.value
         return loader.construct_object(node, deep=True)
 
     def error(self, path: tuple, message: str) -> ConfigError:
@@ -229,7 +235,7 @@ def load_fabric(path: str | Path) -> Fabric:
             doc.typed(p + ("flood",), bool, True),
             doc.typed(p + ("vrf",), str, None),
             tuple(
-                Subnet(_prefix(doc, q + ("prefix",)), doc.typed(q + ("gateway",), str))
+                Subnet(_prefix(doc, q + ("prefix",)), _address(doc, q + ("gateway",)))
                 for q in _entries(doc, p + ("subnets",), ("prefix", "gateway"))
             ),
         )
@@ -270,13 +276,20 @@ def _entries(doc: _Doc, path: tuple, keys: tuple[str, ...]) -> list[tuple]:
 
 
 def _prefix(doc: _Doc, path: tuple) -> str:
-    """An IPv4 prefix, canonical (a.b.c.d/len) when it parses; one that does
-    not is kept as written for check_routing to report with its line."""
-    text = doc.typed(path, str)
+    """An IPv4 or IPv6 prefix, canonical (a.b.c.d/len; RFC 5952 for IPv6)
+    when it parses; one that does not is kept as written for check_routing
+    to report with its line."""
+    text = doc.texts.get(path) or doc.typed(path, str)
     try:
-        return str(ipv4_network(text))
+        return str(ip_network(text))
     except ValueError:
         return text
+
+
+def _address(doc: _Doc, path: tuple) -> str:
+    """An IP address as written (if YAML read a number, its text), IPv6 in
+    its canonical form (RFC 5952); what is not one, as text for the checks."""
+    return canonical_ip(doc.texts.get(path) or doc.typed(path, str))
 
 
 def _load_routing(doc: _Doc, fabric: Fabric) -> None:
@@ -285,7 +298,7 @@ def _load_routing(doc: _Doc, fabric: Fabric) -> None:
     with its line (the VNIs' ``vrf`` and ``subnets`` are read with the VNIs)."""
     for p in _entries(doc, ("vrfs",), ("name", "l3vni", "routes")):
         routes = tuple(
-            StaticRoute(_prefix(doc, q + ("prefix",)), doc.typed(q + ("next_hop",), str))
+            StaticRoute(_prefix(doc, q + ("prefix",)), _address(doc, q + ("next_hop",)))
             for q in _entries(doc, p + ("routes",), ("prefix", "next_hop"))
         )
         vrf = Vrf(doc.typed(p + ("name",), str), doc.typed(p + ("l3vni",), int), routes)
@@ -356,13 +369,14 @@ def load_inventory(path: str | Path) -> list[Vm]:
     for i, _ in enumerate(doc.list(("vms",))):
         p = ("vms", i)
         ips = doc.get(p + ("ips",), [])
-        if not isinstance(ips, list):
-            ips = [ips]
+        paths = (
+            [p + ("ips", k) for k in range(len(ips))] if isinstance(ips, list) else [p + ("ips",)]
+        )
         vms.append(
             Vm(
                 name=doc.typed(p + ("name",), str),
                 mac=normalise_mac(doc.typed(p + ("mac",), str)),
-                ips=tuple(str(ip) for ip in ips),
+                ips=tuple(_address(doc, q) for q in paths),
                 vni=doc.typed(p + ("vni",), int),
                 server=doc.typed(p + ("server",), str),
                 vlan=doc.typed(p + ("vlan",), int),

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..controller import Controller
 from ..events import DesiredStateChanged
+from ..model.addressing import canonical_ip
 from ..model.fabric import Vm
 from ..model.validation import ValidationError, normalise_mac
 from ..state.protocol import StateError
@@ -58,7 +59,8 @@ def parse_domain(xml: str, server: str) -> Vm | None:
     vni_text = (meta.findtext(f"{{{NAMESPACE}}}vni") or "").strip()
     if not vni_text.isdigit():
         raise fail("vni", f"expected a number, got {vni_text!r}")
-    ips = tuple((e.text or "").strip() for e in meta.findall(f"{{{NAMESPACE}}}ip"))
+    # (IPv6 in its canonical form: RFC 5952)
+    ips = tuple(canonical_ip((e.text or "").strip()) for e in meta.findall(f"{{{NAMESPACE}}}ip"))
     qos = (meta.findtext(f"{{{NAMESPACE}}}qos") or "").strip() or None
     interfaces = root.findall("devices/interface[@type='hostdev']")
     if len(interfaces) != 1:
