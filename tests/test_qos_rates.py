@@ -130,12 +130,22 @@ def test_queue_rate_and_depth_calls_are_simple_switch_thrift_calls():
     ]
 
 
-@pytest.mark.parametrize("answer", ["exception", "status"])
-def test_a_refused_thrift_call_is_an_error(answer):
+@pytest.mark.parametrize(
+    "answer,error",
+    [
+        ("exception", r"set_egress_priority_queue_rate\(1, 0, 10\): no such method"),
+        ("status", r"set_egress_priority_queue_rate\(1, 0, 10\): the switch returned 5"),
+    ],
+)
+def test_a_refused_thrift_call_is_an_error(answer, error):
     server = FakeThriftServer(answer)
-    with SimpleSwitchThrift("127.0.0.1", server.port) as sw, pytest.raises(ThriftError):
+    with (
+        SimpleSwitchThrift("127.0.0.1", server.port) as sw,
+        pytest.raises(ThriftError, match=error),
+    ):
         sw.set_priority_queue_rate(1, 0, 10)
     server.close()
+    assert [name for name, _ in server.calls] == ["simple_switch:set_egress_priority_queue_rate"]
 
 
 def test_a_negative_rate_is_refused_before_anything_is_sent():
