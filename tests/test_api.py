@@ -397,12 +397,15 @@ def test_cli_events_ends_quietly_when_its_reader_goes(api):
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     ) as watcher:
-        deadline = time.monotonic() + 20
-        while not controller.bus._subscribers and time.monotonic() < deadline:
-            time.sleep(0.01)
-        client.AttachVM(pb.AttachVMRequest(vm=vm()))
         assert watcher.stdout is not None
         assert watcher.stderr is not None
+        # Until it watches (a CLI that exited, e.g. on an import error,
+        # never will: that ends the wait at once, not after 20 s).
+        deadline = time.monotonic() + 20
+        while not controller.bus._subscribers and time.monotonic() < deadline:
+            assert watcher.poll() is None, watcher.stderr.read().decode()
+            time.sleep(0.01)
+        client.AttachVM(pb.AttachVMRequest(vm=vm()))
         assert b"DesiredStateChanged" in watcher.stdout.readline()
         watcher.stdout.close()  # (head -1 exits)
         for policy in ("gold", "", "gold"):  # (each write now meets a closed pipe)

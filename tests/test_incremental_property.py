@@ -16,13 +16,21 @@ and withdrawn from the learned table (MAC mobility contests with our VMs
 among them), which keeps the facts it gives out up to date change by change
 and tells the compiler what changed; that value must equal one rebuilt from
 the whole table, and the compile from it the full compile.
+
+Each property is two tests: the unit tier's runs a tenth of its examples
+(seconds, in `make check`), the ``scale`` tier's (``..._at_scale``, in
+`make test`) all of them, thousands for the first. Both are derandomized, so
+each run tries the same sequences.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
+import pytest
 from fabric_fixture import add_tor3, routed_fabric
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,7 +44,9 @@ from p4vtep.evpn.view import LocalMac
 from p4vtep.model.allocation import Allocations, external_vtep_key
 from p4vtep.model.fabric import Fabric, StaticRoute, Vm, Vni, Vrf
 
+# The first property's examples in the scale tier (the others': a share of it).
 EXAMPLES = int(os.environ.get("P4VTEP_PROPERTY_EXAMPLES", "3000"))
+UNIT_SHARE = 10  # the unit tier runs 1/UNIT_SHARE of a property's examples
 NAMES = [f"v{i}" for i in range(8)]
 ENCODER = Encoder(PipelineEntries(bmv2_pipeline().p4info))
 
@@ -338,14 +348,29 @@ class Model:
             assert self.switches[tor] == {**held.entities, **held.meters, **held.defaults}
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
-@given(st.lists(op, max_size=40))
-def test_incremental_equals_full_compile(steps):
+def in_both_tiers(
+    examples: int, *strategies: st.SearchStrategy[Any]
+) -> Callable[[Callable[..., None]], tuple[Any, Any]]:
+    """A property as (its unit test, its scale test): the same body given
+    ``strategies``, with ``examples // UNIT_SHARE`` examples (at least 30),
+    and with ``examples``, marked ``scale``."""
+
+    def tests(body: Callable[..., None]) -> tuple[Any, Any]:
+        def with_examples(count: int) -> Any:
+            return settings(
+                max_examples=count,
+                deadline=None,
+                suppress_health_check=[HealthCheck.too_slow],
+                derandomize=True,
+            )(given(*strategies)(body))
+
+        unit = with_examples(max(examples // UNIT_SHARE, 30))
+        return unit, pytest.mark.scale(with_examples(examples))
+
+    return tests
+
+
+def incremental_equals_full_compile(steps):
     model = Model()
     for i, step in enumerate(steps):
         model.run(step)
@@ -363,14 +388,12 @@ def test_incremental_equals_full_compile(steps):
         assert model.desired.view(tor) == model.desired.vms
 
 
-@settings(
-    max_examples=max(EXAMPLES // 10, 50),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
-@given(st.lists(op, max_size=30), st.lists(op, max_size=20), st.integers(1, 3))
-def test_a_build_in_steps_gives_the_whole_state_and_catches_changes_between_steps(
+test_incremental_equals_full_compile, test_incremental_equals_full_compile_at_scale = in_both_tiers(
+    EXAMPLES, st.lists(op, max_size=40)
+)(incremental_equals_full_compile)
+
+
+def a_build_in_steps_gives_the_whole_state_and_catches_changes_between_steps(
     before, between, vms_per_step
 ):
     """A supervisor writes a fresh switch a part at a time while the rest
@@ -394,14 +417,17 @@ def test_a_build_in_steps_gives_the_whole_state_and_catches_changes_between_step
     model.check()
 
 
+(
+    test_a_build_in_steps_gives_the_whole_state_and_catches_changes_between_steps,
+    test_a_build_in_steps_gives_the_whole_state_and_catches_changes_between_steps_at_scale,
+) = in_both_tiers(
+    max(EXAMPLES // 10, 50), st.lists(op, max_size=30), st.lists(op, max_size=20), st.integers(1, 3)
+)(a_build_in_steps_gives_the_whole_state_and_catches_changes_between_steps)
+
+
 # The populated-fabric properties: fewer examples (each starts from every VM
 # placed), and a placement per VM name (VNI, server), most in routed VNIs.
-POPULATED_SETTINGS = settings(
-    max_examples=max(EXAMPLES // 3, 100),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
+POPULATED_EXAMPLES = max(EXAMPLES // 3, 100)
 POPULATED_PLACEMENT = st.lists(
     st.tuples(st.sampled_from([5000, 5000, 5001, 6000]), st.sampled_from(SERVERS)),
     min_size=len(NAMES),
@@ -409,12 +435,7 @@ POPULATED_PLACEMENT = st.lists(
 )
 
 
-@POPULATED_SETTINGS
-@given(
-    POPULATED_PLACEMENT,
-    st.lists(st.one_of(learn, learn, op, st.just(("reload",))), min_size=1, max_size=25),
-)
-def test_learned_routes_in_a_populated_vrf_incremental_equals_full_compile(placement, steps):
+def learned_routes_in_a_populated_vrf_incremental_equals_full_compile(placement, steps):
     """The same property from a populated fabric (most VMs routed in "red"),
     with learned facts changing often: learned host routes meet our VMs'
     IPs (with and without their MACs, the static route's next hop among
@@ -429,6 +450,16 @@ def test_learned_routes_in_a_populated_vrf_incremental_equals_full_compile(place
         if i % 3 == 2:
             model.check()
     model.check()
+
+
+(
+    test_learned_routes_in_a_populated_vrf_incremental_equals_full_compile,
+    test_learned_routes_in_a_populated_vrf_incremental_equals_full_compile_at_scale,
+) = in_both_tiers(
+    POPULATED_EXAMPLES,
+    POPULATED_PLACEMENT,
+    st.lists(st.one_of(learn, learn, op, st.just(("reload",))), min_size=1, max_size=25),
+)(learned_routes_in_a_populated_vrf_incremental_equals_full_compile)
 
 
 def test_bulk_reload_matches_the_reference_and_changes_only_what_differs():
@@ -454,12 +485,7 @@ def test_bulk_reload_matches_the_reference_and_changes_only_what_differs():
         assert compiler.state == reference
 
 
-@POPULATED_SETTINGS
-@given(
-    POPULATED_PLACEMENT,
-    st.lists(st.one_of(evpn_op, evpn_op, evpn_op, op, st.just(("reload",))), max_size=40),
-)
-def test_routes_through_the_learned_table_incremental_equals_full_compile(placement, steps):
+def routes_through_the_learned_table_incremental_equals_full_compile(placement, steps):
     """Learn, withdraw and mobility sequences through the learned table,
     among VM changes: the facts it keeps up to date equal the facts rebuilt
     from all its routes, and the compile from what it says changed equals
@@ -477,3 +503,13 @@ def test_routes_through_the_learned_table_incremental_equals_full_compile(placem
             model.check()
     model.commit()
     model.check()
+
+
+(
+    test_routes_through_the_learned_table_incremental_equals_full_compile,
+    test_routes_through_the_learned_table_incremental_equals_full_compile_at_scale,
+) = in_both_tiers(
+    POPULATED_EXAMPLES,
+    POPULATED_PLACEMENT,
+    st.lists(st.one_of(evpn_op, evpn_op, evpn_op, op, st.just(("reload",))), max_size=40),
+)(routes_through_the_learned_table_incremental_equals_full_compile)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from dataclasses import replace
 
 import pytest
 from fabric_fixture import two_tor_fabric
+from fake_p4runtime import FakeP4RuntimeServer
 from helpers import FixedLeadership, wait_until
 from libvirt_xml import NODE, domain
 from p4vtep.controller import Controller
@@ -37,8 +40,13 @@ def test_parse_domain():
         )
 
 
-@pytest.fixture
-def source(tmp_path):
+@contextlib.contextmanager
+def running_source(tmp_path, switches: bool = False):
+    """The controller and a libvirt source of s11 (tor1) and s21 (tor2).
+    ``switches``: each ToR is an in-process fake P4Runtime switch the
+    controller writes to, so a move between the ToRs completes its
+    make-before-break (the old ToR lets go once the new one confirms);
+    without switches that second step waits for its timeout (30 s)."""
     from p4vtep.sources.libvirt_domains import LibvirtSource
 
     fabric = two_tor_fabric()
@@ -50,11 +58,31 @@ def source(tmp_path):
         fabric.servers[name] = Server(
             name, fabric.servers[name].tor, fabric.servers[name].port, uris[name]
         )
-    controller = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
-    src = LibvirtSource(controller, uris)
-    src.start()
-    yield controller, src
-    src.stop()
+    with contextlib.ExitStack() as stack:
+        if switches:
+            for name, tor in fabric.tors.items():
+                fake = stack.enter_context(FakeP4RuntimeServer(device_id=tor.device_id))
+                fabric.tors[name] = replace(tor, address=fake.address)
+        controller = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
+        if switches:
+            controller.start()
+            stack.callback(controller.stop)
+        src = LibvirtSource(controller, uris)
+        src.start()
+        stack.callback(src.stop)
+        yield controller, src
+
+
+@pytest.fixture
+def source(tmp_path):
+    with running_source(tmp_path) as running:
+        yield running
+
+
+@pytest.fixture
+def source_and_switches(tmp_path):
+    with running_source(tmp_path, switches=True) as running:
+        yield running
 
 
 def test_lifecycle_events_add_and_remove_bindings(source):
@@ -70,8 +98,8 @@ def test_lifecycle_events_add_and_remove_bindings(source):
     assert wait_until(lambda: "web-1" not in controller.vms)
 
 
-def test_move_between_hypervisors_is_a_migration(source):
-    controller, src = source
+def test_move_between_hypervisors_is_a_migration(source_and_switches):
+    controller, src = source_and_switches
     old = src.connections["s11"].defineXML(domain("web-2", "52:54:00:aa:00:02", 10))
     old.create()
     assert wait_until(lambda: "web-2" in controller.vms)
@@ -84,6 +112,7 @@ def test_move_between_hypervisors_is_a_migration(source):
     old.undefine()
     time.sleep(0.3)
     assert controller.vms["web-2"].server == "s21"
+    assert controller.wait_converged(10)  # (tor1 let go once tor2 confirmed)
     changes = []
     while not events.empty():
         changes.append(getattr(events.get(), "change", ""))

@@ -323,7 +323,9 @@ def served(tmp_path: Path) -> Iterator[str]:
     root.mkdir()
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # (serve_forever polls for shutdown every poll_interval: 0.5 s by default)
+    serve = functools.partial(server.serve_forever, poll_interval=0.01)
+    threading.Thread(target=serve, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:

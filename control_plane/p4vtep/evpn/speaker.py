@@ -115,7 +115,16 @@ class GoBgpSpeaker:
             command, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
         logfile.close()
-        self._channel = grpc.insecure_channel(f"unix://{self.socket}")
+        # gobgpd opens its socket some 0.1 s after it starts; gRPC's first
+        # try fails before that, and its next would come only after the
+        # default reconnect backoff (1 s): retry a local child sooner.
+        self._channel = grpc.insecure_channel(
+            f"unix://{self.socket}",
+            options=[
+                ("grpc.initial_reconnect_backoff_ms", 20),
+                ("grpc.max_reconnect_backoff_ms", 500),
+            ],
+        )
         try:
             grpc.channel_ready_future(self._channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
