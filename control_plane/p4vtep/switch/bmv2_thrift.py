@@ -8,48 +8,62 @@ when ``simple_switch_grpc`` was configured ``--with-thrift``
 (docs/toolchain.md), every service multiplexed by name, as its own
 ``simple_switch_CLI`` calls it.
 
-The client is Apache Thrift's Python library (``thrift``, requirements.txt):
-its binary protocol, multiplexed, encodes the two calls p4vtep makes with the
-field ids and types BMv2's IDL (``simple_switch.thrift``) gives them
-(``_CALLS``), as the classes BMv2 generates from that IDL would. Those
-classes (``sswitch_runtime``) are not needed, so nothing here depends on
-where, or whether, BMv2 is installed, and the unit tests check the bytes on
-the wire without it. BMv2 has no call that reads a queue's rate or depth
-back: tests check them with packets.
+The client is Apache Thrift's Python library (``thrift``, requirements.txt)
+with the ``sswitch_runtime`` classes BMv2 generates and installs beside its
+programs (``<prefix>/lib/python3.X/site-packages``): found next to the
+``simple_switch_grpc`` the project runs, never copied into the project.
+BMv2 has no call that reads a queue's rate or depth back: tests check them
+with packets.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 import threading
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
-from thrift.Thrift import TApplicationException, TException, TMessageType, TType
+from thrift.Thrift import TException
 from thrift.transport import TSocket, TTransport
 
-_SERVICE = "simple_switch"  # BMv2's name for SimpleSwitch in its multiplexer
+from .bmv2 import find_simple_switch_grpc
 
-# The calls p4vtep makes, as BMv2's simple_switch.thrift declares them (each
-# returns an i32 status, 0 when done):
-#   i32 set_egress_priority_queue_depth(1:i32 port_num, 2:i32 priority, 3:i32 depth_pkts)
-#   i32 set_egress_priority_queue_rate(1:i32 port_num, 2:i32 priority, 3:i64 rate_pps)
-# method -> its arguments' (name, type), field ids counting from 1.
-_CALLS: dict[str, tuple[tuple[str, int], ...]] = {
-    "set_egress_priority_queue_depth": (
-        ("port_num", TType.I32),
-        ("priority", TType.I32),
-        ("depth_pkts", TType.I32),
-    ),
-    "set_egress_priority_queue_rate": (
-        ("port_num", TType.I32),
-        ("priority", TType.I32),
-        ("rate_pps", TType.I64),
-    ),
-}
+_SERVICE = "simple_switch"  # BMv2's name for SimpleSwitch in its multiplexer
 
 
 class ThriftError(RuntimeError):
     """No Thrift service where the switch should serve it, or it refused a call."""
+
+
+def _runtime_module() -> ModuleType:
+    """BMv2's generated ``sswitch_runtime.SimpleSwitch``: importable already,
+    or from the Python directory of the prefix ``simple_switch_grpc`` lives in."""
+    try:
+        return importlib.import_module("sswitch_runtime.SimpleSwitch")
+    except ImportError:
+        pass
+    binary = find_simple_switch_grpc()
+    if binary is None:
+        raise ThriftError("simple_switch_grpc not found: BMv2's sswitch_runtime cannot be located")
+    prefix = Path(os.path.realpath(binary)).parent.parent
+    candidates = sorted(prefix.glob("lib/python3*/*-packages/sswitch_runtime"))
+    if not candidates:
+        raise ThriftError(
+            f"no sswitch_runtime under {prefix}/lib/python3*/: BMv2 installs it with "
+            "its Thrift support (docs/toolchain.md)"
+        )
+    # Appended, then taken out again: only sswitch_runtime is wanted from
+    # there, never the prefix's own copies of packages the virtualenv has.
+    directory = str(candidates[-1].parent)
+    sys.path.append(directory)
+    try:
+        return importlib.import_module("sswitch_runtime.SimpleSwitch")
+    finally:
+        sys.path.remove(directory)
 
 
 class SimpleSwitchThrift:
@@ -58,9 +72,8 @@ class SimpleSwitchThrift:
     def __init__(self, host: str, port: int, timeout: float = 5.0) -> None:
         self.address = (host, port)
         self.timeout = timeout
-        self._protocol: Any = None  # (thrift's protocols carry no annotations)
+        self._client: Any = None
         self._transport: TTransport.TTransportBase | None = None
-        self._seqid = 0
         self._lock = threading.Lock()
 
     def __enter__(self) -> SimpleSwitchThrift:
@@ -97,66 +110,19 @@ class SimpleSwitchThrift:
                 self._call_locked(method, args)
 
     def _call_locked(self, method: str, args: tuple[int, ...]) -> None:
-        if self._protocol is None:
+        if self._client is None:
             self._connect()
         try:
-            status = self._send_and_receive(method, args)
+            status = getattr(self._client, method)(*args)
         except (TTransport.TTransportException, OSError):
             raise
         except TException as exc:
             raise ThriftError(f"{method}{args}: {exc}") from exc
-        if status != 0:
+        if status not in (0, None):
             raise ThriftError(f"{method}{args}: the switch returned {status}")
 
-    def _send_and_receive(self, method: str, args: tuple[int, ...]) -> int:
-        """One call as a generated client makes it: the arguments as the
-        struct ``<method>_args``, then the reply's field 0 (the status)."""
-        protocol = self._protocol
-        self._seqid += 1
-        protocol.writeMessageBegin(method, TMessageType.CALL, self._seqid)
-        protocol.writeStructBegin(f"{method}_args")
-        fields = _CALLS[method]
-        for field_id, ((name, kind), value) in enumerate(zip(fields, args, strict=True), start=1):
-            protocol.writeFieldBegin(name, kind, field_id)
-            if kind == TType.I64:
-                protocol.writeI64(value)
-            else:
-                protocol.writeI32(value)
-            protocol.writeFieldEnd()
-        protocol.writeFieldStop()
-        protocol.writeStructEnd()
-        protocol.writeMessageEnd()
-        assert self._transport is not None
-        self._transport.flush()
-
-        _, kind, _ = protocol.readMessageBegin()
-        if kind == TMessageType.EXCEPTION:
-            error = TApplicationException()
-            error.read(protocol)
-            protocol.readMessageEnd()
-            raise error
-        status: int | None = None
-        protocol.readStructBegin()
-        while True:
-            _, field_type, field_id = protocol.readFieldBegin()
-            if field_type == TType.STOP:
-                break
-            if field_id == 0 and field_type == TType.I32:
-                status = protocol.readI32()
-            else:
-                protocol.skip(field_type)
-            protocol.readFieldEnd()
-        protocol.readStructEnd()
-        protocol.readMessageEnd()
-        if kind != TMessageType.REPLY:
-            raise TApplicationException(
-                TApplicationException.INVALID_MESSAGE_TYPE, f"message type {kind} in reply"
-            )
-        if status is None:
-            raise TApplicationException(TApplicationException.MISSING_RESULT, "no status")
-        return status
-
     def _connect(self) -> None:
+        runtime = _runtime_module()
         socket = TSocket.TSocket(*self.address)
         socket.setTimeout(self.timeout * 1000)
         transport = TTransport.TBufferedTransport(socket)
@@ -171,10 +137,10 @@ class SimpleSwitchThrift:
                 "is simple_switch_grpc built --with-thrift? (docs/toolchain.md)"
             ) from exc
         self._transport = transport
-        self._protocol = protocol
+        self._client = runtime.Client(protocol)
 
     def _disconnect(self) -> None:
         if self._transport is not None:
             self._transport.close()
         self._transport = None
-        self._protocol = None
+        self._client = None
