@@ -11,6 +11,8 @@ beside the main one: the same pipeline with 1 and with 7 priority queues
 rates, through the switch's Thrift service (run_suite.py's thrift_port).
 """
 
+import math
+import time
 from typing import NamedTuple
 
 from base import (
@@ -406,8 +408,12 @@ class CongestedQueueTest(QosTest):
         """Send ``frames`` in order; check what ``out_port`` delivered
         against them."""
         dropped_before = self.drops(DropReason.EXCESS_CONGESTED)
+        started = time.monotonic()
         for sent in frames:
             tu.send_packet(self, sent.port, sent.frame)
+        # Frames the queue sent on while the burst was still being sent
+        # (a loaded machine sends it slowly) made room for as many more.
+        left_meanwhile = math.ceil((time.monotonic() - started) * SLOW_QUEUE_PPS)
         got = self.collect(out_port, timeout=2.0)
         tu.verify_no_other_packets(self)
         # Per flow (the committed frames, the excess ones), each frame that
@@ -434,10 +440,10 @@ class CongestedQueueTest(QosTest):
         self.assertGreater(dropped, 0, "the queue never congested")
         self.assertEqual(excess_delivered + dropped, EXCESS_FRAMES, "excess lost uncounted")
         # Excess went in until EXCESS_QUEUE_DEPTH frames waited (committed
-        # ones among them), and no further than the queue holds (a few left
-        # while the burst was sent).
+        # ones among them), and no further than the queue holds and what
+        # left it while the burst was sent.
         self.assertGreaterEqual(excess_delivered, EXCESS_QUEUE_DEPTH - committed)
-        self.assertLessEqual(excess_delivered, QUEUE_CAPACITY)
+        self.assertLessEqual(excess_delivered, QUEUE_CAPACITY + left_meanwhile)
 
 
 class CongestedServerQueueTest(CongestedQueueTest):
