@@ -684,6 +684,18 @@ def test_nothing_available_says_how_to_get_it(tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "p").exists()
 
 
+def toolchain_vars(make: list[str], env: dict[str, str]) -> list[str]:
+    """What the Makefile's TOOLCHAIN_VARS expands to (what make test passes on)."""
+    show = subprocess.run(
+        [*make, "--eval", "show-vars: ; @echo $(TOOLCHAIN_VARS)", "show-vars"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return show.stdout.split()
+
+
 def test_only_the_switch_found_is_reported_as_such_and_used(tmp_path: Path) -> None:
     """Issue 41: simple_switch_grpc on PATH and no p4c. `make toolchain` said "no P4
     toolchain (p4c, simple_switch_grpc)" and "`make demo` fails", and `env` passed
@@ -716,14 +728,7 @@ def test_only_the_switch_found_is_reported_as_such_and_used(tmp_path: Path) -> N
     assert "SIMPLE_SWITCH_GRPC=..." not in out  # nothing to provide for the switch
     assert "p4lang-bmv2" not in out
     assert "installing-bmv2" not in out
-    show = subprocess.run(
-        [*make, "--eval", "show-vars: ; @echo $(TOOLCHAIN_VARS)", "show-vars"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert show.stdout.split() == [f"SIMPLE_SWITCH_GRPC={switch}"]
+    assert toolchain_vars(make, env) == [f"SIMPLE_SWITCH_GRPC={switch}"]
 
 
 def test_no_tofino_compiler_is_reported_and_not_an_error(tmp_path: Path, capsys) -> None:
@@ -785,14 +790,7 @@ def test_make_toolchain_then_make_passes_the_unpacked_tools_on(tmp_path: Path) -
     assert f"into {target}" in first.stdout
     assert f"p4c: found from archive {archive}, in {target}: " in first.stdout
     assert "version 1.2.5.16" in first.stdout
-    show = subprocess.run(
-        [*make, "--eval", "show-vars: ; @echo $(TOOLCHAIN_VARS)", "show-vars"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert show.stdout.split() == [
+    assert toolchain_vars(make, env) == [
         f"P4C={target / 'bin' / 'p4c'}",
         f"SIMPLE_SWITCH_GRPC={target / 'bin' / 'simple_switch_grpc'}",
     ]
