@@ -143,7 +143,7 @@ def test_drop_reasons_are_named_in_lower_case(api, monkeypatch, capsys):
         "not_for_vtep", "bad_vxlan", "wrong_udp_port", "meter_red_tx", "meter_red_rx",
         "no_route", "split_horizon", "malformed", "ttl_expired", "double_tagged",
         "bad_checksum", "no_flood_group", "nested_vxlan", "no_local_vtep", "not_ipv4_fabric",
-        "oversize", "tenant_ttl_expired", "no_tenant_route", "not_ipv4_routed",
+        "oversize", "tenant_ttl_expired", "no_tenant_route", "not_ip_routed",
         "wrong_router_mac", "routed_transit", "to_gateway", "excess_congested",
     }  # fmt: skip
 

@@ -23,6 +23,7 @@ const bit<16> ETHERTYPE_IPV6 = 0x86dd;
 const bit<8> IP_PROTO_ICMP = 1;
 const bit<8> IP_PROTO_TCP = 6;
 const bit<8> IP_PROTO_UDP = 17;
+const bit<8> IP_PROTO_ICMPV6 = 58;
 
 const bit<16> VXLAN_UDP_PORT = 4789;
 const bit<8>  VXLAN_FLAG_VNI_VALID = 0x08;  // the "I" flag of RFC 7348
@@ -33,6 +34,30 @@ const bit<2> VXLAN_SRC_PORT_TOP_BITS = 0b11;
 // ICMP type and code as one word (what the echo reply's checksum update needs).
 const bit<16> ICMP_ECHO_REQUEST = 0x0800;
 const bit<16> ICMP_ECHO_REPLY   = 0x0000;
+
+// ICMPv6 type and code as one word (RFC 4443, RFC 4861).
+const bit<16> ICMPV6_ECHO_REQUEST = 0x8000;   // 128
+const bit<16> ICMPV6_ECHO_REPLY   = 0x8100;   // 129
+const bit<16> ICMPV6_NS           = 0x8700;   // 135, Neighbor Solicitation
+const bit<16> ICMPV6_NA           = 0x8800;   // 136, Neighbor Advertisement
+// Neighbor Advertisement flags (the top bits of its first word; R, the top
+// one, comes from nd_suppression).
+const bit<32> NA_FLAG_SOLICITED = 0x40000000;
+const bit<32> NA_FLAG_OVERRIDE  = 0x20000000;
+// ND options (RFC 4861 4.6): source and target link-layer address, each one
+// 8-byte unit; the nonce of enhanced DAD (RFC 7527).
+const bit<8> ND_OPT_SOURCE_LLA = 1;
+const bit<8> ND_OPT_TARGET_LLA = 2;
+const bit<8> ND_OPT_NONCE      = 14;
+// The ICMPv6 length of an NS or NA without options (4 + 4 + 16 bytes), and
+// with one 8-byte option.
+const bit<16> ND_LEN_NO_OPTION  = 24;
+const bit<16> ND_LEN_ONE_OPTION = 32;
+// Every ND message a node sends or accepts has hop limit 255 (RFC 4861 7.1).
+const bit<8> ND_HOP_LIMIT = 255;
+// All-nodes (ff02::1) and its MAC (RFC 2464: 33:33 ++ the low 32 bits).
+const ipv6_addr_t IPV6_ALL_NODES = 0xff020000000000000000000000000001;
+const mac_addr_t  MAC_ALL_NODES  = 0x333300000001;
 
 const bit<16> ARP_OPER_REQUEST = 1;
 const bit<16> ARP_OPER_REPLY   = 2;
@@ -94,7 +119,7 @@ const drop_reason_t DROP_OVERSIZE          = 21;  // tenant frame longer than MA
 // Routing between a tenant's subnets (l3_forwarding.p4)
 const drop_reason_t DROP_TENANT_TTL_EXPIRED = 22; // routed frame with IPv4 TTL <= 1
 const drop_reason_t DROP_NO_TENANT_ROUTE   = 23;  // no host or prefix route in the VRF
-const drop_reason_t DROP_NOT_IPV4_ROUTED   = 24;  // non-IPv4 frame to the gateway/router MAC
+const drop_reason_t DROP_NOT_IP_ROUTED     = 24;  // neither IPv4 nor IPv6, to the gateway/router MAC
 const drop_reason_t DROP_WRONG_ROUTER_MAC  = 25;  // L3 VNI frame not to this ToR's router MAC
 const drop_reason_t DROP_ROUTED_TRANSIT    = 26;  // routed fabric to fabric: no transit
 const drop_reason_t DROP_TO_GATEWAY        = 27;  // to a gateway IP, not an echo request
@@ -102,6 +127,10 @@ const drop_reason_t DROP_TO_GATEWAY        = 27;  // to a gateway IP, not an ech
 // while its queue was congested (drop precedence: v1model/queue_admission.p4;
 // on TNA the traffic manager drops these by colour, so TNA never uses it)
 @noWarn("unused") const drop_reason_t DROP_EXCESS_CONGESTED = 28;
+// Routing IPv6 (l3_forwarding.p4)
+const drop_reason_t DROP_TENANT_HOP_LIMIT  = 29;  // routed IPv6 frame with hop limit <= 1
+const drop_reason_t DROP_IPV6_SCOPE        = 30;  // routed IPv6 frame with a link-local,
+                                                  // multicast or unspecified address
 const bit<32> DROP_REASON_COUNT = 32;
 
 const bit<8> PUNT_REASON_L2_TRAP = 1;  // l2 entry asked for the frame to go to the controller

@@ -97,6 +97,20 @@ header icmp_t {
     bit<16> checksum;
 }
 
+// Neighbor Solicitation and Advertisement after the ICMPv6 word: the NA's
+// R/S/O flags (an NS has zeros there) and the target address (RFC 4861 4.3).
+header nd_t {
+    bit<32>     flags;
+    ipv6_addr_t target;
+}
+
+// One link-layer address option (type 1 source, 2 target; length 1 unit).
+header nd_option_t {
+    bit<8>     type;
+    bit<8>     length;
+    mac_addr_t addr;
+}
+
 header vxlan_t {
     bit<8>  flags;
     bit<24> reserved;
@@ -145,12 +159,19 @@ struct headers_t {
     udp_t        udp;
     tcp_t        tcp;
 #ifdef P4VTEP_ROUTING
-    icmp_t       icmp;
+    icmp_t       icmp;           // ICMP, or ICMPv6
+#endif
+#ifdef P4VTEP_IPV6
+    nd_t         nd;             // an NS or NA from an access port
+    nd_option_t  nd_option;      // its one link-layer address (or nonce) option
 #endif
     vxlan_t      vxlan;
     ethernet_t   inner_ethernet;
 #ifdef P4VTEP_ROUTING
     ipv4_t       inner_ipv4;     // moved into ipv4 by decap
+#endif
+#ifdef P4VTEP_IPV6
+    ipv6_t       inner_ipv6;     // moved into ipv6 by routing (or decap on Tofino)
 #endif
 }
 
@@ -174,6 +195,12 @@ struct local_metadata_t {
     mcast_group_t local_flood_group;  // local VFs only (BUM that came from the fabric)
     bool          is_packet_out;
     bool          arp_replied;     // ARP suppression turned the request into a reply
+#ifdef P4VTEP_IPV6
+    bool          nd_replied;      // ND suppression answers the solicitation (NdAdvert)
+    bool          nd_dad;          // ...which came from :: (Duplicate Address Detection)
+    mac_addr_t    nd_target_mac;   // the target's MAC (nd_suppression)
+    bit<1>        nd_router;       // the target is the gateway (the NA's R flag)
+#endif
     mac_addr_t    src_mac_diff;    // source MAC XOR the VF's bound MAC (0 = not spoofed)
     // Forwarding decision
     vm_index_t    dst_vm;          // receiving local VM, 0 = none

@@ -88,11 +88,16 @@ parser VtepHeaderParser(packet_in packet,
         transition accept;
     }
 
+    // Extension headers are not walked: such a packet is switched and
+    // routed on its addresses (the flow hash has no L4 ports for it).
     state parse_ipv6 {
         packet.extract(hdr.ipv6);
         transition select(hdr.ipv6.next_hdr) {
             IP_PROTO_UDP: parse_udp;
             IP_PROTO_TCP: parse_tcp;
+#ifdef P4VTEP_IPV6
+            IP_PROTO_ICMPV6: parse_icmpv6;
+#endif
             default: accept;
         }
     }
@@ -100,6 +105,32 @@ parser VtepHeaderParser(packet_in packet,
 #ifdef P4VTEP_ROUTING
     state parse_icmp {
         packet.extract(hdr.icmp);
+        transition accept;
+    }
+#endif
+
+#ifdef P4VTEP_IPV6
+    state parse_icmpv6 {
+        packet.extract(hdr.icmp);
+        transition select(hdr.icmp.type_code) {
+            ICMPV6_NS: parse_nd;
+            ICMPV6_NA: parse_nd;
+            default: accept;
+        }
+    }
+
+    // The fixed part, and the option when there is exactly one 8-byte one
+    // (the shapes ND suppression answers: nd_suppression.p4).
+    state parse_nd {
+        packet.extract(hdr.nd);
+        transition select(hdr.ipv6.payload_len) {
+            ND_LEN_ONE_OPTION: parse_nd_option;
+            default: accept;
+        }
+    }
+
+    state parse_nd_option {
+        packet.extract(hdr.nd_option);
         transition accept;
     }
 #endif
@@ -131,9 +162,19 @@ parser VtepHeaderParser(packet_in packet,
 #ifdef P4VTEP_ROUTING
         transition select(hdr.inner_ethernet.ether_type) {
             ETHERTYPE_IPV4: parse_inner_ipv4;
+#ifdef P4VTEP_IPV6
+            ETHERTYPE_IPV6: parse_inner_ipv6;
+#endif
             default: accept;
         }
     }
+
+#ifdef P4VTEP_IPV6
+    state parse_inner_ipv6 {
+        packet.extract(hdr.inner_ipv6);
+        transition accept;
+    }
+#endif
 
     state parse_inner_ipv4 {
         packet.extract(hdr.inner_ipv4);
@@ -155,10 +196,17 @@ control VtepHeaderDeparser(packet_out packet, in headers_t hdr) {
 #ifdef P4VTEP_ROUTING
         packet.emit(hdr.icmp);
 #endif
+#ifdef P4VTEP_IPV6
+        packet.emit(hdr.nd);
+        packet.emit(hdr.nd_option);
+#endif
         packet.emit(hdr.vxlan);
         packet.emit(hdr.inner_ethernet);
 #ifdef P4VTEP_ROUTING
         packet.emit(hdr.inner_ipv4);
+#endif
+#ifdef P4VTEP_IPV6
+        packet.emit(hdr.inner_ipv6);
 #endif
     }
 }

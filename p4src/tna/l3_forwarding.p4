@@ -89,7 +89,7 @@ control L3Forwarding(inout headers_t hdr,
 control RouteDecision(in headers_t hdr, inout local_metadata_t meta) {
     apply {
         if (!hdr.ipv4.isValid() || hdr.ipv4.version != 4 || hdr.ipv4.ihl < 5) {
-            meta.drop_reason = DROP_NOT_IPV4_ROUTED;
+            meta.drop_reason = DROP_NOT_IP_ROUTED;
         } else if (hdr.ipv4.ttl <= 1) {
             meta.drop_reason = DROP_TENANT_TTL_EXPIRED;
         } else if (meta.route.kind == ROUTE_LOCAL_VM) {

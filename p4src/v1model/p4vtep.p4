@@ -6,10 +6,12 @@
 // Egress: flood replica -> VXLAN encap, or flood RX policing + VF tagging.
 // docs/pipeline.md walks through every table.
 #include <core.p4>
-// Routing between a tenant's subnets (l3_forwarding.p4, docs/routing.md). The
-// shared controls hold it under this switch until the Tofino program has it
-// too (docs/tofino.md): without it they are the L2 pipeline, unchanged.
+// Routing between a tenant's subnets (l3_forwarding.p4, docs/routing.md), and
+// IPv6 tenants on top of it (ND suppression, IPv6 routes and gateway). The
+// shared controls hold each under its switch: without them they are the L2
+// (IPv4-only routed) pipeline, unchanged.
 #define P4VTEP_ROUTING
+#define P4VTEP_IPV6
 // The v1model whose counters and meters take their index type (arch.p4).
 #define V1MODEL_VERSION 20200408
 #include <v1model.p4>
@@ -25,6 +27,7 @@
 #include "../include/control/vni_lookup.p4"
 #include "../include/control/flow_hash.p4"
 #include "../include/control/arp_suppression.p4"
+#include "../include/control/nd_suppression.p4"
 #include "../include/control/l2_forwarding.p4"
 #include "../include/control/l3_forwarding.p4"
 #include "../include/control/underlay.p4"
@@ -78,8 +81,11 @@ control VtepIngress(inout headers_t hdr,
     TxColorCount(VM_COUNT) tx_color_count;
     RxPolicing(VM_COUNT) rx_policing;
     ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
+    NdSuppression(ND_SUPPRESSION_TABLE_SIZE) nd_suppression;
+    NdAdvert() nd_advert;
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
-    L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
+    L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE,
+                 IPV6_HOST_ROUTE_TABLE_SIZE, IPV6_PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
     QueueAdmission() queue_admission;
     PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
@@ -127,7 +133,13 @@ control VtepIngress(inout headers_t hdr,
             // Not held back by the meter's verdict: a RED packet is still
             // dropped (L2 sees the reason), only the lookups run.
             arp_suppression.apply(hdr, meta);
-            if (!meta.arp_replied) {
+            if (hdr.nd.isValid()) {
+                nd_suppression.apply(hdr, meta);
+                if (meta.nd_replied) {
+                    nd_advert.apply(hdr, meta);
+                }
+            }
+            if (!meta.arp_replied && !meta.nd_replied) {
                 l2_forwarding.apply(hdr, meta);
                 if (meta.to_router) {
                     l3_forwarding.apply(hdr, meta);
@@ -220,6 +232,15 @@ control VtepEgress(inout headers_t hdr,
 
 control VtepComputeChecksum(inout headers_t hdr, inout local_metadata_t meta) {
     apply {
+        // The Neighbor Advertisement ND suppression built: every byte of it
+        // is a parsed header, after the pseudo-header (RFC 4443 2.3: source,
+        // destination, 32-bit length, 24 zero bits, next header 58).
+        update_checksum(meta.nd_replied,
+            { hdr.ipv6.src_addr, hdr.ipv6.dst_addr, 16w0, hdr.ipv6.payload_len,
+              24w0, IP_PROTO_ICMPV6, hdr.icmp.type_code,
+              hdr.nd.flags, hdr.nd.target,
+              hdr.nd_option.type, hdr.nd_option.length, hdr.nd_option.addr },
+            hdr.icmp.checksum, HashAlgorithm.csum16);
         // Only a header this switch built; a VM's own header is left as sent.
         update_checksum(hdr.encap_ipv4.isValid(),
             { hdr.encap_ipv4.version_ihl, hdr.encap_ipv4.tos, hdr.encap_ipv4.total_len,

@@ -9,11 +9,14 @@
 #define VNI_COUNT                  16384   // VNIs present on this ToR
 #define MAC_TABLE_SIZE             65536   // (VNI, MAC) bindings, local and remote
 #define ARP_SUPPRESSION_TABLE_SIZE 65536   // (VNI, IP) -> MAC
+#define ND_SUPPRESSION_TABLE_SIZE  65536   // (VNI, IPv6) -> MAC
 #define VTEP_TERMINATION_TABLE_SIZE 64     // this switch's own VTEP addresses
 #define UNDERLAY_ROUTE_TABLE_SIZE  4096    // remote VTEP routes
 #define ECMP_MEMBER_COUNT          4096    // next-hop members behind up to 1K ECMP groups
 #define REPLICA_TABLE_SIZE         32768   // flood replicas: local VFs + remote VTEPs
 #define HOST_ROUTE_TABLE_SIZE      65536   // (VRF, IP) host routes: every VM of the ToR's VRFs
 #define PREFIX_ROUTE_TABLE_SIZE    8192    // (VRF, prefix) routes: subnets, static routes
+#define IPV6_HOST_ROUTE_TABLE_SIZE 65536   // (VRF, IPv6) host routes
+#define IPV6_PREFIX_ROUTE_TABLE_SIZE 8192  // (VRF, IPv6 prefix) routes
 
 #endif  // P4VTEP_V1MODEL_SIZES_P4

@@ -37,6 +37,7 @@ VNI_RX_COUNTER = "vni_rx_counter"
 INGRESS_DROP_COUNTER = "ingress_drop_counter"
 EGRESS_DROP_COUNTER = "egress_drop_counter"
 ARP_REPLY_COUNTER = "arp_reply_counter"  # direct, on arp_suppression
+ND_REPLY_COUNTER = "nd_reply_counter"  # direct, on nd_suppression
 VM_TX_METER = "vm_tx_meter"
 VM_RX_METER = "vm_rx_meter"  # unicast to a local VM (ingress: its colour picks the queue)
 VM_RX_FLOOD_METER = "vm_rx_flood_meter"  # flood copies to a local VM (egress)
@@ -83,6 +84,20 @@ def routing_supported(p4info: P4Info) -> bool:
     return True
 
 
+def is_ipv6(ip: Value) -> bool:
+    """Whether an address (or prefix address) is IPv6: text with a colon, or
+    16 bytes. Ints are taken as IPv4 (pass ``ipv6=`` to say otherwise)."""
+    if isinstance(ip, str):
+        return ":" in ip
+    if isinstance(ip, bytes):
+        return len(ip) == 16
+    return False
+
+
+def _routes(ipv6: bool, table: str) -> str:
+    return "ipv6_" + table if ipv6 else table
+
+
 @dataclass(frozen=True)
 class LocalVmHop:
     """A routed frame's next hop on this ToR: the VM's VF, in the VM's own VNI."""
@@ -95,6 +110,7 @@ class LocalVmHop:
     policed: bool = False  # the VM has a receive policy (its RX meter runs)
 
     def action(self) -> tuple[str, dict[str, Value]]:
+        """The IPv4 tables' action; the IPv6 ones' is named with ``_v6``."""
         return "route_to_local_vm", {
             "port": self.port,
             "vlan_id": self.vlan_id,
@@ -244,28 +260,41 @@ class PipelineEntries:
         )
 
     # --- routing ---------------------------------------------------------------
-    def _hop(self, hop: RouteHop) -> tuple[str, dict[str, Value]]:
+    # IPv4 and IPv6 routes live in twin tables (host_route / ipv6_host_route,
+    # prefix_route / ipv6_prefix_route) with the same keys; the IPv6 tables'
+    # route actions carry a ``_v6`` suffix (they take the hop limit, not the
+    # TTL). The family is the address's: text or 16 bytes is IPv6 when it
+    # says so, an int is IPv4 unless ``ipv6`` says otherwise.
+    def _hop(self, hop: RouteHop, ipv6: bool = False) -> tuple[str, dict[str, Value]]:
         action, params = hop.action()
         if isinstance(hop, LocalVmHop):
             params = self._policed(params, hop.policed)
-        return action, params
+        return (action + "_v6" if ipv6 else action), params
 
-    def host_route(self, vrf: int, ip: Value, hop: RouteHop) -> p4runtime_pb2.TableEntry:
-        action, params = self._hop(hop)
-        return self._table("host_route", {"vrf": vrf, "dst_ip": ip}, action, params)
+    def host_route(
+        self, vrf: int, ip: Value, hop: RouteHop, ipv6: bool | None = None
+    ) -> p4runtime_pb2.TableEntry:
+        v6 = is_ipv6(ip) if ipv6 is None else ipv6
+        action, params = self._hop(hop, v6)
+        return self._table(_routes(v6, "host_route"), {"vrf": vrf, "dst_ip": ip}, action, params)
 
-    def gateway_address(self, vrf: int, ip: Value) -> p4runtime_pb2.TableEntry:
-        """A gateway IP of the VRF: the ToR answers echo requests to it."""
-        return self._table("host_route", {"vrf": vrf, "dst_ip": ip}, "to_gateway")
+    def gateway_address(
+        self, vrf: int, ip: Value, ipv6: bool | None = None
+    ) -> p4runtime_pb2.TableEntry:
+        """A gateway IP of the VRF (IPv6: its global or link-local address):
+        the ToR answers echo requests to it."""
+        v6 = is_ipv6(ip) if ipv6 is None else ipv6
+        return self._table(_routes(v6, "host_route"), {"vrf": vrf, "dst_ip": ip}, "to_gateway")
 
     def prefix_route(
-        self, vrf: int, prefix: Value, prefix_len: int, hop: RouteHop
+        self, vrf: int, prefix: Value, prefix_len: int, hop: RouteHop, ipv6: bool | None = None
     ) -> p4runtime_pb2.TableEntry:
-        action, params = self._hop(hop)
+        v6 = is_ipv6(prefix) if ipv6 is None else ipv6
+        action, params = self._hop(hop, v6)
         match: dict[str, entities.MatchValue] = {"vrf": vrf}
         if prefix_len:  # (P4Runtime: a /0 LPM match is left out, a wildcard)
             match["dst_prefix"] = entities.Lpm(prefix, prefix_len)
-        return self._table("prefix_route", match, action, params)
+        return self._table(_routes(v6, "prefix_route"), match, action, params)
 
     def mac_to_local_vm(
         self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int, policed: bool = False
@@ -289,6 +318,18 @@ class PipelineEntries:
     def arp_suppression(self, vni: int, ip: Value, mac: Value) -> p4runtime_pb2.TableEntry:
         return self._table(
             "arp_suppression", {"vni": vni, "target_ip": ip}, "reply", {"target_mac": mac}
+        )
+
+    def nd_suppression(
+        self, vni: int, ip: Value, mac: Value, router: bool = False
+    ) -> p4runtime_pb2.TableEntry:
+        """Neighbour solicitations for IPv6 ``ip`` in ``vni`` are answered with
+        ``mac``; ``router``: the gateway's address (the advert's R flag)."""
+        return self._table(
+            "nd_suppression",
+            {"vni": vni, "target_ip": ip},
+            "nd_reply",
+            {"target_mac": mac, "router": int(router)},
         )
 
     # --- underlay --------------------------------------------------------------

@@ -22,10 +22,18 @@
     ipv4.ttl = ipv4.ttl - 1; \
     CHECKSUM_ADD(ipv4.hdr_checksum, 16w0x0100)
 
+// A routed IPv6 address that is not global (RFC 4291 2.4): link-local
+// (fe80::/10: never routed, RFC 4291 2.5.6), multicast (ff00::/8), or
+// unspecified (::, checked on the source only).
+#define IPV6_LINK_LOCAL(addr) (addr[127:118] == 10w0x3fa)
+#define IPV6_MULTICAST(addr)  (addr[127:120] == 8w0xff)
+
 control L3Forwarding(inout headers_t hdr,
                      inout local_metadata_t meta)
                     (bit<32> host_table_size,
-                     bit<32> prefix_table_size) {
+                     bit<32> prefix_table_size,
+                     bit<32> ipv6_host_table_size,
+                     bit<32> ipv6_prefix_table_size) {
     // To a VM on this ToR, in whichever VNI of the VRF it lives.
     // (`policed`: the VM has a receive policy, as in to_local_vm.)
     action route_to_local_vm(port_t port, vlan_id_t vlan_id, vm_index_t vm,
@@ -62,6 +70,63 @@ control L3Forwarding(inout headers_t hdr,
         meta.drop_reason = DROP_NO_TENANT_ROUTE;
     }
 
+#ifdef P4VTEP_IPV6
+    // The IPv6 twins of the two route actions: the same decision, the hop
+    // limit for the TTL (IPv6 has no header checksum).
+    action route_to_local_vm_v6(port_t port, vlan_id_t vlan_id, vm_index_t vm,
+                                vni_index_t vni_index, mac_addr_t vm_mac, bit<1> policed) {
+        meta.egress_port = port;
+        meta.egress_vlan = vlan_id;
+        meta.dst_vm = vm;
+        meta.rx_policed = policed;
+        meta.vni_index = vni_index;
+        meta.routed = true;
+        hdr.ethernet.dst_addr = vm_mac;
+        hdr.ethernet.src_addr = meta.gateway_mac;
+        hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+    }
+
+    action route_to_remote_vtep_v6(ipv4_addr_t vtep_ip, mac_addr_t router_mac, vni_t l3vni) {
+        meta.remote_vtep = vtep_ip;
+        meta.vni = l3vni;
+        meta.do_encap = true;
+        meta.routed = true;
+        hdr.ethernet.dst_addr = router_mac;
+        hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+    }
+
+    // (VRF, IPv6 address): every IPv6 address of every VM of the VRF, and the
+    // gateways' global and link-local addresses (to_gateway).
+    table ipv6_host_route {
+        key = {
+            meta.vrf          : exact @name("vrf");
+            hdr.ipv6.dst_addr : exact @name("dst_ip");
+        }
+        actions = {
+            route_to_local_vm_v6;
+            route_to_remote_vtep_v6;
+            to_gateway;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = ipv6_host_table_size;
+    }
+
+    table ipv6_prefix_route {
+        key = {
+            meta.vrf          : exact @name("vrf");
+            hdr.ipv6.dst_addr : lpm @name("dst_prefix");
+        }
+        actions = {
+            route_to_local_vm_v6;
+            route_to_remote_vtep_v6;
+            @defaultonly no_route;
+        }
+        const default_action = no_route();
+        size = ipv6_prefix_table_size;
+    }
+#endif
+
     table host_route {
         key = {
             meta.vrf          : exact @name("vrf");
@@ -93,46 +158,103 @@ control L3Forwarding(inout headers_t hdr,
 
     apply {
         if (meta.from_fabric) {
-            // Decap left the tenant's IPv4 header in inner_ipv4: a bridged
-            // frame from the fabric never pays for the move, a routed one
-            // moves it here, where the lookups and rewrites read hdr.ipv4.
+            // Decap left the tenant's IP header in inner_ipv4 (inner_ipv6): a
+            // bridged frame from the fabric never pays for the move, a routed
+            // one moves it here, where the lookups and rewrites read hdr.ipv4
+            // (hdr.ipv6: the underlay is IPv4, so that slot is free).
             hdr.ipv4 = hdr.inner_ipv4;
             hdr.inner_ipv4.setInvalid();
+#ifdef P4VTEP_IPV6
+            hdr.ipv6 = hdr.inner_ipv6;
+            hdr.inner_ipv6.setInvalid();
+#endif
         }
         if (meta.drop_reason != DROP_NONE) {
             // Dropped already (the TX meter): the first reason stands.
-        } else if (!hdr.ipv4.isValid() || hdr.ipv4.version != 4 || hdr.ipv4.ihl < 5) {
-            meta.drop_reason = DROP_NOT_IPV4_ROUTED;
-        } else if (hdr.ipv4.ttl <= 1) {
-            // No ICMP time-exceeded is generated (docs/routing.md).
-            meta.drop_reason = DROP_TENANT_TTL_EXPIRED;
-        } else {
-            if (!host_route.apply().hit) {
-                prefix_route.apply();
-            }
-            if (meta.to_gateway) {
-                if (!meta.from_fabric && hdr.icmp.isValid() &&
-                    hdr.icmp.type_code == ICMP_ECHO_REQUEST) {
-                    // Echo reply from the gateway, back where the request came
-                    // from; the request's TTL is kept, so the IP checksum
-                    // stands (the addresses only swap).
-                    ipv4_addr_t requester = hdr.ipv4.src_addr;
-                    hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
-                    hdr.ipv4.dst_addr = requester;
-                    hdr.icmp.type_code = ICMP_ECHO_REPLY;
-                    CHECKSUM_ADD(hdr.icmp.checksum, ICMP_ECHO_REQUEST)
-                    hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
-                    hdr.ethernet.src_addr = meta.gateway_mac;
-                    meta.egress_port = meta.ingress_port;
-                    meta.egress_vlan = meta.src_vlan;
-                    meta.dst_vm = meta.src_vm;
-                } else {
-                    meta.drop_reason = DROP_TO_GATEWAY;
+        } else if (hdr.ipv4.isValid() && hdr.ipv4.version == 4 && hdr.ipv4.ihl >= 5) {
+            if (hdr.ipv4.ttl <= 1) {
+                // No ICMP time-exceeded is generated (docs/routing.md).
+                meta.drop_reason = DROP_TENANT_TTL_EXPIRED;
+            } else {
+                if (!host_route.apply().hit) {
+                    prefix_route.apply();
                 }
-            } else if (meta.from_fabric && meta.do_encap) {
-                // Routed fabric to fabric: this ToR is no transit router.
-                meta.drop_reason = DROP_ROUTED_TRANSIT;
+                if (meta.to_gateway) {
+                    if (!meta.from_fabric && hdr.icmp.isValid() &&
+                        hdr.icmp.type_code == ICMP_ECHO_REQUEST) {
+                        // Echo reply from the gateway, back where the request
+                        // came from; the request's TTL is kept, so the IP
+                        // checksum stands (the addresses only swap).
+                        ipv4_addr_t requester = hdr.ipv4.src_addr;
+                        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+                        hdr.ipv4.dst_addr = requester;
+                        hdr.icmp.type_code = ICMP_ECHO_REPLY;
+                        CHECKSUM_ADD(hdr.icmp.checksum, ICMP_ECHO_REQUEST)
+                        hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+                        hdr.ethernet.src_addr = meta.gateway_mac;
+                        meta.egress_port = meta.ingress_port;
+                        meta.egress_vlan = meta.src_vlan;
+                        meta.dst_vm = meta.src_vm;
+                    } else {
+                        meta.drop_reason = DROP_TO_GATEWAY;
+                    }
+                } else if (meta.from_fabric && meta.do_encap) {
+                    // Routed fabric to fabric: this ToR is no transit router.
+                    meta.drop_reason = DROP_ROUTED_TRANSIT;
+                }
             }
+        }
+#ifdef P4VTEP_IPV6
+        else if (hdr.ipv6.isValid() && hdr.ipv6.version == 6) {
+            if (hdr.ipv6.hop_limit <= 1) {
+                // No ICMPv6 time-exceeded is generated (docs/routing.md).
+                meta.drop_reason = DROP_TENANT_HOP_LIMIT;
+            } else {
+                // The host table first: it holds the gateway's link-local
+                // address, the one non-global address a VM may send to the
+                // router.
+                if (!ipv6_host_route.apply().hit) {
+                    if (IPV6_LINK_LOCAL(hdr.ipv6.dst_addr) ||
+                        IPV6_MULTICAST(hdr.ipv6.dst_addr)) {
+                        meta.drop_reason = DROP_IPV6_SCOPE;
+                    } else {
+                        ipv6_prefix_route.apply();
+                    }
+                }
+                if (meta.drop_reason != DROP_NONE) {
+                    // (no route, or not a global destination)
+                } else if (meta.to_gateway) {
+                    if (!meta.from_fabric && hdr.icmp.isValid() &&
+                        hdr.icmp.type_code == ICMPV6_ECHO_REQUEST) {
+                        // Echo reply from the gateway (global or link-local
+                        // address). Type 128 -> 129 adds 0x0100 to the summed
+                        // word, so the checksum loses it; swapping the
+                        // addresses leaves the pseudo-header's sum as it was.
+                        ipv6_addr_t requester = hdr.ipv6.src_addr;
+                        hdr.ipv6.src_addr = hdr.ipv6.dst_addr;
+                        hdr.ipv6.dst_addr = requester;
+                        hdr.icmp.type_code = ICMPV6_ECHO_REPLY;
+                        CHECKSUM_ADD(hdr.icmp.checksum, 16w0xfeff)
+                        hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+                        hdr.ethernet.src_addr = meta.gateway_mac;
+                        meta.egress_port = meta.ingress_port;
+                        meta.egress_vlan = meta.src_vlan;
+                        meta.dst_vm = meta.src_vm;
+                    } else {
+                        meta.drop_reason = DROP_TO_GATEWAY;
+                    }
+                } else if (IPV6_LINK_LOCAL(hdr.ipv6.src_addr) || hdr.ipv6.src_addr == 0) {
+                    // A link-local or unspecified source leaves its link only
+                    // to the gateway itself (RFC 4291 2.5.6).
+                    meta.drop_reason = DROP_IPV6_SCOPE;
+                } else if (meta.from_fabric && meta.do_encap) {
+                    meta.drop_reason = DROP_ROUTED_TRANSIT;
+                }
+            }
+        }
+#endif
+        else {
+            meta.drop_reason = DROP_NOT_IP_ROUTED;
         }
     }
 }

@@ -1,0 +1,100 @@
+// ND suppression (RFC 9161 3, RFC 4861): a VM's Neighbor Solicitation for an
+// IPv6 address the controller knows in its VNI (another VM's, or the
+// gateway's global or link-local address) is answered by the switch with a
+// Neighbor Advertisement, out of the port and VLAN it asked on. Nothing is
+// flooded. The advert is built in place from the solicitation:
+// - Ethernet: to the asker's MAC (the frame's source), from the target's MAC;
+// - IPv6: from the target address, to the asker, hop limit 255;
+// - ICMPv6: type 136, flags R (the target is a router: the gateway), S, O;
+//   the same target; one target link-layer address option with its MAC (the
+//   solicitation's one option, source address or nonce, is overwritten; a
+//   solicitation without options gets it added). The checksum is computed
+//   by the target's deparser (VtepComputeChecksum on v1model).
+// Duplicate Address Detection (an NS from ::) is never answered for the VM
+// that owns the address (the VM would give its address up): it is flooded as
+// before. For an address another VM or the gateway owns, the answer defends
+// it as RFC 4861 7.2.4 asks: to all-nodes, S clear.
+// What is not answered: solicitations from the fabric, with a hop limit
+// other than 255 or a code other than 0 (invalid, RFC 4861 7.1.1), with
+// more or longer options than one 8-byte one.
+#ifndef P4VTEP_ND_SUPPRESSION_P4
+#define P4VTEP_ND_SUPPRESSION_P4
+
+// The advert, built from the solicitation ND suppression matched (meta.nd_*).
+// v1model builds it right after the lookup; Tofino in egress, where the
+// 128-bit moves do not hold back the ingress stages (docs/tofino.md).
+control NdAdvert(inout headers_t hdr, in local_metadata_t meta) {
+    apply {
+        hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+        hdr.ethernet.src_addr = meta.nd_target_mac;
+        hdr.ipv6.dst_addr = hdr.ipv6.src_addr;
+        hdr.ipv6.src_addr = hdr.nd.target;
+        hdr.ipv6.hop_limit = ND_HOP_LIMIT;
+        hdr.ipv6.payload_len = ND_LEN_ONE_OPTION;
+        hdr.icmp.type_code = ICMPV6_NA;
+        hdr.icmp.checksum = 0;
+        hdr.nd.flags = (meta.nd_router ++ 31w0) | NA_FLAG_SOLICITED | NA_FLAG_OVERRIDE;
+        hdr.nd_option.setValid();
+        hdr.nd_option.type = ND_OPT_TARGET_LLA;
+        hdr.nd_option.length = 1;
+        hdr.nd_option.addr = meta.nd_target_mac;
+        if (meta.nd_dad) {
+            // Defending an address against another VM's DAD (RFC 4861 7.2.4).
+            hdr.ethernet.dst_addr = MAC_ALL_NODES;
+            hdr.ipv6.dst_addr = IPV6_ALL_NODES;
+            hdr.nd.flags = (meta.nd_router ++ 31w0) | NA_FLAG_OVERRIDE;
+        }
+    }
+}
+
+control NdSuppression(inout headers_t hdr,
+                      inout local_metadata_t meta)
+                     (bit<32> nd_table_size) {
+    // Counts every solicitation that found its target: the answered ones
+    // and an owner's own DAD probes (left unanswered).
+    DIRECT_PACKET_BYTE_COUNTER(nd_reply_counter);
+
+    // `router`: 1 for the gateway's addresses (the NA's R flag: 0 would
+    // remove the gateway from the VM's default routers, RFC 4861 7.2.5).
+    action nd_reply(mac_addr_t target_mac, bit<1> router) {
+        meta.nd_target_mac = target_mac;
+        meta.nd_router = router;
+        DIRECT_COUNT(nd_reply_counter);
+    }
+
+    table nd_suppression {
+        key = {
+            meta.vni      : exact @name("vni");
+            hdr.nd.target : exact @name("target_ip");
+        }
+        actions = {
+            nd_reply;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        counters = nd_reply_counter;
+        size = nd_table_size;
+    }
+
+    apply {
+        if (hdr.nd.isValid() && hdr.icmp.type_code == ICMPV6_NS &&
+            hdr.ipv6.hop_limit == ND_HOP_LIMIT && !meta.from_fabric &&
+            (hdr.ipv6.payload_len == ND_LEN_NO_OPTION ||
+             (hdr.nd_option.isValid() && hdr.nd_option.length == 1 &&
+              (hdr.nd_option.type == ND_OPT_SOURCE_LLA ||
+               hdr.nd_option.type == ND_OPT_NONCE)))) {
+            if (nd_suppression.apply().hit) {
+                meta.nd_dad = hdr.ipv6.src_addr == 0;
+                // Never the owner's own DAD probe: flooded as before.
+                if (!meta.nd_dad || meta.nd_target_mac != hdr.ethernet.src_addr) {
+                    meta.nd_replied = true;
+                    meta.egress_port = meta.ingress_port;
+                    meta.egress_vlan = meta.src_vlan;
+                    meta.dst_vm = meta.src_vm;
+                }
+            }
+        }
+    }
+}
+
+#endif  // P4VTEP_ND_SUPPRESSION_P4
