@@ -196,9 +196,11 @@ struct local_metadata_t {
     bool          is_packet_out;
     bool          arp_replied;     // ARP suppression turned the request into a reply
 #ifdef P4VTEP_IPV6
-    bool          nd_replied;      // ND suppression answers the solicitation (NdAdvert)
-    bool          nd_dad;          // ...which came from :: (Duplicate Address Detection)
+    bool          nd_replied;      // ND suppression took the solicitation (no MAC lookup)...
+    bool          nd_own_dad;      // ...but it is its owner's DAD probe: flooded, not answered
+    bool          nd_dad;          // a DAD probe (from ::) for another's address: defended
     mac_addr_t    nd_target_mac;   // the target's MAC (nd_suppression)
+    mac_addr_t    nd_owner_diff;   // the target's MAC XOR the asker's (0: the asker owns it)
     bit<1>        nd_router;       // the target is the gateway (the NA's R flag)
 #endif
     mac_addr_t    src_mac_diff;    // source MAC XOR the VF's bound MAC (0 = not spoofed)

@@ -135,7 +135,7 @@ control VtepIngress(inout headers_t hdr,
             arp_suppression.apply(hdr, meta);
             if (hdr.nd.isValid()) {
                 nd_suppression.apply(hdr, meta);
-                if (meta.nd_replied) {
+                if (meta.nd_replied && !meta.nd_own_dad) {
                     nd_advert.apply(hdr, meta);
                 }
             }
@@ -235,7 +235,7 @@ control VtepComputeChecksum(inout headers_t hdr, inout local_metadata_t meta) {
         // The Neighbor Advertisement ND suppression built: every byte of it
         // is a parsed header, after the pseudo-header (RFC 4443 2.3: source,
         // destination, 32-bit length, 24 zero bits, next header 58).
-        update_checksum(meta.nd_replied,
+        update_checksum(meta.nd_replied && !meta.nd_own_dad,
             { hdr.ipv6.src_addr, hdr.ipv6.dst_addr, 16w0, hdr.ipv6.payload_len,
               24w0, IP_PROTO_ICMPV6, hdr.icmp.type_code,
               hdr.nd.flags, hdr.nd.target,

@@ -51,14 +51,26 @@ control NdSuppression(inout headers_t hdr,
                       inout local_metadata_t meta)
                      (bit<32> nd_table_size) {
     // Counts every solicitation that found its target: the answered ones
-    // and an owner's own DAD probes (left unanswered).
+    // and an owner's own DAD probes (flooded unanswered).
     DIRECT_PACKET_BYTE_COUNTER(nd_reply_counter);
 
     // `router`: 1 for the gateway's addresses (the NA's R flag: 0 would
     // remove the gateway from the VM's default routers, RFC 4861 7.2.5).
+    // The answer is decided here, so that the MAC lookup knows at once that
+    // it has nothing to do (on Tofino a decision after the table would hold
+    // the MAC lookup back a stage); the owner's DAD probe is the exception
+    // the apply block below makes.
     action nd_reply(mac_addr_t target_mac, bit<1> router) {
         meta.nd_target_mac = target_mac;
         meta.nd_router = router;
+        // The XOR, not the MAC: Tofino compares at most 44 bits of PHV in
+        // one condition (as access_filtering's source MAC check).
+        meta.nd_owner_diff = target_mac ^ hdr.ethernet.src_addr;
+        meta.nd_replied = true;
+        meta.egress_port = meta.ingress_port;
+        meta.egress_vlan = meta.src_vlan;
+        meta.dst_vm = meta.src_vm;
+        meta.do_encap = false;
         DIRECT_COUNT(nd_reply_counter);
     }
 
@@ -84,13 +96,26 @@ control NdSuppression(inout headers_t hdr,
               (hdr.nd_option.type == ND_OPT_SOURCE_LLA ||
                hdr.nd_option.type == ND_OPT_NONCE)))) {
             if (nd_suppression.apply().hit) {
-                meta.nd_dad = hdr.ipv6.src_addr == 0;
-                // Never the owner's own DAD probe: flooded as before.
-                if (!meta.nd_dad || meta.nd_target_mac != hdr.ethernet.src_addr) {
-                    meta.nd_replied = true;
-                    meta.egress_port = meta.ingress_port;
-                    meta.egress_vlan = meta.src_vlan;
-                    meta.dst_vm = meta.src_vm;
+                // DAD: a solicitation from ::. Told by its shape, not by the
+                // 128-bit source, which Tofino cannot compare: a multicast
+                // solicitation carries the asker's link-layer address unless
+                // it comes from :: (RFC 4861 4.3, 7.2.2).
+                if (hdr.ipv6.dst_addr[127:120] == 8w0xff &&
+                    !(hdr.nd_option.isValid() && hdr.nd_option.type == ND_OPT_SOURCE_LLA)) {
+                    if (meta.nd_owner_diff[47:24] == 0 && meta.nd_owner_diff[23:0] == 0) {
+                        // The owner's own probe: never answered (it would
+                        // give its address up), flooded in its VNI as any
+                        // unanswered solicitation.
+                        meta.nd_own_dad = true;
+                        meta.dst_vm = 0;
+                        if (meta.flood_group == 0) {
+                            meta.drop_reason = DROP_NO_FLOOD_GROUP;
+                        } else {
+                            meta.mcast_grp = meta.flood_group;
+                        }
+                    } else {
+                        meta.nd_dad = true;
+                    }
                 }
             }
         }
