@@ -30,6 +30,11 @@ header bridged_t {
     bit<1>      echo_reply;
     mac_addr_t  route_mac;     // the routed frame's destination MAC
     mac_addr_t  gateway_mac;   // its source MAC (the anycast gateway)
+    // ND suppression's answer (NdAdvert): what the table gave
+    bit<1>      nd_advert;
+    bit<1>      nd_dad;
+    bit<1>      nd_router;
+    mac_addr_t  nd_target_mac;
 }
 
 #endif  // P4VTEP_TNA_BRIDGED_P4

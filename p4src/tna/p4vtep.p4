@@ -10,6 +10,7 @@
 // layout of routing (tna/l3_forwarding.p4: lookups beside the MAC lookup,
 // the rewrite in egress).
 #define P4VTEP_ROUTING   // routing between a tenant's subnets (docs/routing.md)
+#define P4VTEP_IPV6      // IPv6 tenants: ND suppression, IPv6 routes and gateway
 #define ROUTE_DECISION_BESIDE_L2   // the route decision inside L2Forwarding's hit branch
 // Decap moves the tenant's IPv4 header into hdr.ipv4 for every frame: the
 // route lookups run beside the MAC lookup, before anything knows the frame is
@@ -50,6 +51,7 @@
 #include "../include/control/vni_lookup.p4"
 #include "../include/control/flow_hash.p4"
 #include "../include/control/arp_suppression.p4"
+#include "../include/control/nd_suppression.p4"
 #include "l3_forwarding.p4"   // (before L2Forwarding, which applies RouteDecision)
 #include "../include/control/l2_forwarding.p4"
 #include "../include/control/underlay.p4"
@@ -88,6 +90,12 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.traffic_class = 0; \
     meta.is_packet_out = false; \
     meta.arp_replied = false; \
+    meta.nd_replied = false; \
+    meta.nd_own_dad = false; \
+    meta.nd_dad = false; \
+    meta.nd_target_mac = 0; \
+    meta.nd_owner_diff = 0; \
+    meta.nd_router = 0; \
     meta.dst_vm = 0; \
     meta.egress_vlan = 0; \
     meta.do_encap = false; \
@@ -118,6 +126,7 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.route.echo_reply = false; \
     meta.route.checksum_inv = 0; \
     meta.route.checksum_change = 0; \
+    meta.route.ipv4_checksum = false; \
     meta.bridged.setInvalid();
 
 parser VtepIngressParser(packet_in packet,
@@ -155,8 +164,10 @@ control VtepIngress(inout headers_t hdr,
     RxPolicing(VM_COUNT) rx_policing;
 #endif
     ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
+    NdSuppression(ND_SUPPRESSION_TABLE_SIZE) nd_suppression;
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
-    L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
+    L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE,
+                 IPV6_HOST_ROUTE_TABLE_SIZE, IPV6_PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
     PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
@@ -207,11 +218,14 @@ control VtepIngress(inout headers_t hdr,
                 }
                 // Not held back by the meter's verdict: a RED packet is still
                 // dropped (L2 sees the reason), only the lookups run.
+                // ARP and ND suppression look up beside each other (an ARP
+                // request and a solicitation exclude each other).
                 arp_suppression.apply(hdr, meta);
-                // Beside the MAC lookup: it needs only the VRF and the IPv4
+                nd_suppression.apply(hdr, meta);
+                // Beside the MAC lookup: it needs only the VRF and the IP
                 // destination (decapsulated by now).
                 l3_forwarding.apply(hdr, meta);
-                if (!meta.arp_replied) {
+                if (!meta.arp_replied && !meta.nd_replied) {
                     // (a frame sent to the router is decided in its hit branch)
                     l2_forwarding.apply(hdr, meta);
                 }
@@ -289,6 +303,15 @@ control VtepIngress(inout headers_t hdr,
         meta.bridged.echo_reply = (bit<1>) meta.route.echo_reply;
         meta.bridged.route_mac = meta.route.mac;
         meta.bridged.gateway_mac = meta.gateway_mac;
+        // ND suppression's answer, built in egress (NdAdvert)
+        if (meta.nd_replied && !meta.nd_own_dad) {
+            meta.bridged.nd_advert = 1;
+        } else {
+            meta.bridged.nd_advert = 0;
+        }
+        meta.bridged.nd_dad = (bit<1>) meta.nd_dad;
+        meta.bridged.nd_router = meta.nd_router;
+        meta.bridged.nd_target_mac = meta.nd_target_mac;
     }
 }
 
@@ -335,6 +358,10 @@ parser VtepEgressParser(packet_in packet,
         meta.route.echo_reply = (bool) meta.bridged.echo_reply;
         meta.route.mac = meta.bridged.route_mac;
         meta.gateway_mac = meta.bridged.gateway_mac;
+        meta.nd_replied = (bool) meta.bridged.nd_advert;
+        meta.nd_dad = (bool) meta.bridged.nd_dad;
+        meta.nd_router = meta.bridged.nd_router;
+        meta.nd_target_mac = meta.bridged.nd_target_mac;
         transition parse_ethernet;
     }
 
@@ -377,8 +404,30 @@ parser VtepEgressParser(packet_in packet,
         packet.extract(hdr.ipv6);
         transition select(hdr.ipv6.next_hdr) {
             IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmpv6;   // the echo reply and the NA
             default: accept;
         }
+    }
+
+    state parse_icmpv6 {
+        packet.extract(hdr.icmp);
+        transition select(hdr.icmp.type_code) {
+            ICMPV6_NS: parse_nd;
+            default: accept;
+        }
+    }
+
+    state parse_nd {
+        packet.extract(hdr.nd);
+        transition select(hdr.ipv6.payload_len) {
+            ND_LEN_ONE_OPTION: parse_nd_option;
+            default: accept;
+        }
+    }
+
+    state parse_nd_option {
+        packet.extract(hdr.nd_option);
+        transition accept;
     }
 
     state parse_udp {
@@ -409,6 +458,7 @@ control VtepEgress(inout headers_t hdr,
     RxDelivery(VM_COUNT, VNI_COUNT) rx_delivery;
     VfTagging() vf_tagging;
     RoutedRewrite() routed_rewrite;
+    NdAdvert() nd_advert;
     PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
     PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
@@ -433,6 +483,12 @@ control VtepEgress(inout headers_t hdr,
         }
         if (meta.routed || meta.route.echo_reply) {
             routed_rewrite.apply(hdr, meta);
+        }
+        if (meta.nd_replied) {
+            nd_advert.apply(hdr, meta);
+            // The pseudo-header's next header (58) as a 16-bit word for the
+            // deparser's checksum, which takes no constants.
+            meta.route.checksum_change = (bit<16>) IP_PROTO_ICMPV6;
         }
         if (meta.drop_reason == DROP_NONE) {
             if (meta.do_encap) {
@@ -468,19 +524,29 @@ control VtepEgressDeparser(packet_out packet,
     Checksum() ipv4_checksum;
     Checksum() routed_checksum;
     Checksum() echo_checksum;
+    Checksum() nd_checksum;
     VtepHeaderDeparser() header_deparser;
 
     apply {
         // RoutedRewrite's changes, added to the old checksum (RFC 1624 eqn. 3:
         // new = ~(~old + ~m + m')): TTL - 1 takes 0x0100 off its word; the
         // echo reply takes 0x0800 off the ICMP type word.
-        if (meta.routed) {
+        if (meta.route.ipv4_checksum) {
             hdr.ipv4.hdr_checksum = routed_checksum.update(
                 { meta.route.checksum_inv, meta.route.checksum_change });
         }
         if (meta.route.echo_reply) {
             hdr.icmp.checksum = echo_checksum.update(
                 { meta.route.checksum_inv, meta.route.checksum_change });
+        }
+        // The Neighbor Advertisement NdAdvert built: the pseudo-header (its
+        // zero words add nothing) and every byte of the message.
+        if (meta.nd_replied) {
+            hdr.icmp.checksum = nd_checksum.update(
+                { hdr.ipv6.src_addr, hdr.ipv6.dst_addr, hdr.ipv6.payload_len,
+                  meta.route.checksum_change, hdr.icmp.type_code,
+                  hdr.nd.flags, hdr.nd.target,
+                  hdr.nd_option.type, hdr.nd_option.length, hdr.nd_option.addr });
         }
         // Only a header this switch built; a VM's own header is left as sent.
         if (hdr.encap_ipv4.isValid()) {

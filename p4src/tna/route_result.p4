@@ -28,6 +28,7 @@ struct route_result_t {
     // constants, so the change is a field.
     bit<16>     checksum_inv;
     bit<16>     checksum_change;
+    bool        ipv4_checksum;   // a routed IPv4 frame: its header checksum is updated
 }
 
 #endif  // P4VTEP_TNA_ROUTE_RESULT_P4

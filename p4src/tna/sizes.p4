@@ -51,6 +51,27 @@
 #ifndef HOST_ROUTE_TABLE_SIZE
 #define HOST_ROUTE_TABLE_SIZE      HOST_ROUTE_DEFAULT     // (VRF, IP) host routes, gateway IPs
 #endif
+// IPv6 (docs/tofino.md): separate tables beside the IPv4 ones, in exclusive
+// branches. 128-bit keys take two SRAM words (exact) or four TCAM blocks
+// per row (LPM).
+#if __TARGET_TOFINO__ == 2
+#define ND_SUPPRESSION_DEFAULT     16384
+#define IPV6_HOST_ROUTE_DEFAULT    16384
+#define IPV6_PREFIX_ROUTE_DEFAULT  2048
+#else
+#define ND_SUPPRESSION_DEFAULT     4096
+#define IPV6_HOST_ROUTE_DEFAULT    4096
+#define IPV6_PREFIX_ROUTE_DEFAULT  512
+#endif
+#ifndef ND_SUPPRESSION_TABLE_SIZE
+#define ND_SUPPRESSION_TABLE_SIZE  ND_SUPPRESSION_DEFAULT    // (VNI, IPv6) -> MAC
+#endif
+#ifndef IPV6_HOST_ROUTE_TABLE_SIZE
+#define IPV6_HOST_ROUTE_TABLE_SIZE IPV6_HOST_ROUTE_DEFAULT   // (VRF, IPv6) host routes
+#endif
+#ifndef IPV6_PREFIX_ROUTE_TABLE_SIZE
+#define IPV6_PREFIX_ROUTE_TABLE_SIZE IPV6_PREFIX_ROUTE_DEFAULT  // (VRF, IPv6 prefix)
+#endif
 #ifndef PREFIX_ROUTE_TABLE_SIZE
 #define PREFIX_ROUTE_TABLE_SIZE    PREFIX_ROUTE_DEFAULT   // (VRF, prefix) routes (LPM)
 #endif

@@ -10,8 +10,8 @@ control VxlanDecap(inout headers_t hdr) {
     apply {
         hdr.ethernet = hdr.inner_ethernet;
         hdr.inner_ethernet.setInvalid();
-        // What a VXLAN packet that passed VTEP termination can hold (IPv6,
-        // ARP and TCP cannot be valid in it).
+        // What a VXLAN packet that passed VTEP termination can hold (an
+        // outer IPv6, ARP and TCP cannot be valid in it).
         hdr.vlan.setInvalid();
         hdr.vlan2.setInvalid();
 #if defined(P4VTEP_ROUTING) && defined(DECAP_MOVES_INNER_IPV4)
@@ -19,6 +19,10 @@ control VxlanDecap(inout headers_t hdr) {
         // when the inner frame is not IPv4): the outer one goes with it.
         hdr.ipv4 = hdr.inner_ipv4;
         hdr.inner_ipv4.setInvalid();
+#ifdef P4VTEP_IPV6
+        hdr.ipv6 = hdr.inner_ipv6;   // (the underlay is IPv4: that slot was empty)
+        hdr.inner_ipv6.setInvalid();
+#endif
 #else
         // The tenant's IPv4 header stays in inner_ipv4 (the deparser emits it
         // right after the Ethernet header, as the outer headers are invalid):
