@@ -123,6 +123,17 @@ def ipv6_text(ip: IPv6Address) -> str:
     return str(ip) if mapped is None else f"::ffff:{mapped}"
 
 
+def link_local(mac: str) -> str:
+    """The IPv6 link-local address an interface with ``mac`` generates:
+    fe80::/64 and the modified EUI-64 of the MAC (RFC 4291 appendix A: the
+    universal/local bit flipped, ff:fe inserted in the middle), as Linux
+    does. The gateway's is that of the anycast gateway MAC, so every ToR
+    (and an FRR VTEP with that MAC) answers for the same one."""
+    octets = bytes.fromhex(mac.replace(":", ""))
+    interface_id = bytes([octets[0] ^ 0x02]) + octets[1:3] + b"\xff\xfe" + octets[3:]
+    return ipv6_text(IPv6Address(b"\xfe\x80" + bytes(6) + interface_id))
+
+
 def canonical_ip(text: str) -> str:
     """``text`` in its canonical form if it is an IPv6 address (RFC 5952:
     lower case, no leading zeros, the longest run of zero groups as ``::``);
