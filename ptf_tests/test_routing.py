@@ -31,7 +31,6 @@ from base import (
 )
 from p4vtep.dataplane.entries import VM_RX_COUNTER, VM_TX_COUNTER, LocalVmHop, RemoteVtepHop
 from scapy.layers.inet import ICMP, IP, UDP
-from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Packet, Raw
 
@@ -270,7 +269,9 @@ class RoutedDropsTest(RoutedFabricTest):
     def runTest(self):
         self.assert_dropped(A1.port, routed_frame(A1, A5.ip, ttl=1), DropReason.TENANT_TTL_EXPIRED)
         # (IPv6 is routed now: test_ipv6.py; anything else is not)
-        not_ip = Ether(src=A1.mac, dst=ANYCAST_MAC) / Dot1Q(vlan=A1.vlan, type=0x88B5) / Raw(b"x" * 46)
+        not_ip = (
+            Ether(src=A1.mac, dst=ANYCAST_MAC) / Dot1Q(vlan=A1.vlan, type=0x88B5) / Raw(b"x" * 46)
+        )
         self.assert_dropped(A1.port, not_ip, DropReason.NOT_IP_ROUTED)
         to_gateway = vm_frame(A1, ANYCAST_MAC, GATEWAY_1, tcp=True)
         self.assert_dropped(A1.port, to_gateway, DropReason.TO_GATEWAY)
