@@ -2,9 +2,14 @@
 """Benchmark 4: packets/s of the p4vtep pipeline's three paths (local
 switching, VXLAN encap, VXLAN decap) against the one-table L2 baseline
 (bench/baseline/l2fwd.p4) on the same simple_switch_grpc process and veths,
-at 64 and 1024 bytes, in rounds alternating baseline / p4vtep; with
-``--peer`` (a user-supplied build of stratum/fabric-tna's v1model pipeline,
-see dataplane_peer.py) fabric-tna's bridging runs in the same rounds.
+at 64 and 1024 bytes, in rounds alternating baseline / p4vtep. The same three
+routed between two subnets (routed_*), and all six with IPv6 tenant frames
+(bridged6_*, routed6_*), run in the same rounds, each routed path compared
+with the bridged path of the same kind and IP version. With ``--before REV``
+an earlier committed p4vtep build's IPv4 paths (bridged, and routed if it
+routes) run in the same rounds too, each against today's. With ``--peer``
+(a user-supplied build of stratum/fabric-tna's v1model pipeline, see
+dataplane_peer.py) fabric-tna's bridging runs in the same rounds.
 
 Load: tcpreplay replays a scapy-made pcap (64 flows) into the ingress veth.
 Count: the egress veth's kernel rx_packets counter. Three figures per path:
@@ -16,11 +21,14 @@ Count: the egress veth's kernel rx_packets counter. Three figures per path:
     neither the sender nor other processes on the machine change much;
   - no-loss rate: the highest paced rate (tcpreplay --pps, cheap for the
     sender) at which at most --loss-tolerance of the frames are lost.
-Ratios p4vtep / baseline are taken per round, so both sides of a ratio ran
-within seconds of each other. Latency is measured apart: a few timestamped
-probes with no other load. The machine's load and the CPU time everything
-else took during the run are recorded, and so is the per-packet work of each
-path from a BMv2 trace of one frame (dataplane_trace.py)."""
+Ratios (p4vtep / baseline, routed / bridged, today / before) are taken per
+round, so both sides of a ratio ran in the same round; the pairs the routing
+targets compare run well under a minute apart (dataplane_paths.PATHS's
+order). Latency is measured apart: a few timestamped probes with no other
+load. The machine's load and the CPU time everything else took during the run
+are recorded, and so is the per-packet work of each path from a BMv2 trace of
+one frame (dataplane_trace.py). Every path's output is first checked byte for
+byte (dataplane_paths.check_output)."""
 
 from __future__ import annotations
 
@@ -55,7 +63,9 @@ from dataplane_paths import (
     frame,
     paths_of,
     pipeline_at,
+    resolve_commit,
     switch_on,
+    tenant_bytes,
     write_pcap,
 )
 from dataplane_peer import MEASURED_COMMIT, PEER_ENV, peer_pipeline
@@ -118,7 +128,7 @@ class Bench:
             got = receive_marked(rx, data[-8:], 2.0)
         if got is None:
             raise RuntimeError(f"{path} {size} B: the check frame did not come out")
-        problem = check_output(path, size, got[0])
+        problem = check_output(path, data, got[0])
         if problem:
             raise RuntimeError(problem)
 
@@ -129,10 +139,11 @@ PROBE_SEQ = 1_000_000  # latency probes' markers never collide with the pcaps' (
 def measure(
     bench: Bench, args: argparse.Namespace, pcaps: dict[tuple[str, int], Path]
 ) -> dict[tuple[str, int], dict[str, Any]]:
-    """The rounds: every round runs the baseline, then p4vtep's three paths
-    (A B A B), then the peer's if supplied, each at every size: a topspeed
-    window and latency probes. Then the no-loss search, in rounds of its
-    own, same order."""
+    """The rounds: every round runs the baseline, then p4vtep's paths (IPv4
+    bridged and routed, the earlier build's IPv4 paths if any, IPv6 bridged and
+    routed: dataplane_paths.PATHS), then the peer's if supplied, each at every
+    size: a topspeed window and latency probes. Then the no-loss search, in
+    rounds of its own, same order."""
     paths = paths_of(bench.programs)
     out: dict[tuple[str, int], dict[str, Any]] = {
         key: {"windows": [], "latency_us": [], "no_loss": []} for key in pcaps
@@ -215,6 +226,8 @@ def summarise(
             entry: dict[str, Any] = {
                 "path": path,
                 "frame_bytes": size,
+                # (IPv6 at 64 B: the smallest frame, longer; decap: inside VXLAN)
+                "tenant_frame_bytes": tenant_bytes(path, size),
                 "topspeed_pps": summary(pps),
                 "pps_per_switch_core": summary(per_core),
                 "no_loss_pps": summary(no_loss) if no_loss else None,
@@ -222,7 +235,7 @@ def summarise(
                 "windows": r["windows"],
                 "no_loss_searches": r["no_loss"],
             }
-            if (f"before_{path}", size) in raw:  # today's bridged path / the earlier build's
+            if (f"before_{path}", size) in raw:  # today's IPv4 path / the earlier build's
                 before = raw[f"before_{path}", size]
                 entry["vs_before"] = {
                     "topspeed": ratios(pps, [w["pps"] for w in before["windows"]]),
@@ -288,7 +301,8 @@ def main() -> None:
         "--before",
         default=None,
         help="a git revision whose committed p4vtep build runs beside today's in every "
-        "round (its bridged paths: before_local/encap/decap), e.g. the commit before a change",
+        "round (its IPv4 paths: before_local/encap/decap and, if that build routes, "
+        "before_routed_local/encap/decap), e.g. the commit before a change",
     )
     parser.add_argument(
         "--peer",
@@ -355,6 +369,10 @@ def main() -> None:
             line += f", no-loss {r['no_loss_pps']['median']:,.0f} pps"
         if "ratio" in r:
             line += ", ratios " + ", ".join(f"{k} {v['median']:.2f}" for k, v in r["ratio"].items())
+        for key, what in (("vs_bridged", "/ bridged"), ("vs_before", "/ before")):
+            if key in r:
+                line += f"; {what} topspeed {r[key]['topspeed']['median']:.2f}"
+                line += f", per switch core {r[key]['per_switch_core']['median']:.2f}"
         print(line)
     print(
         f"load average {machine_load['loadavg_before'][0]:.2f} before, "
@@ -380,12 +398,17 @@ def main() -> None:
                 "latency": f"{args.probes} probes per round and path, one at a time, no other "
                 "load; from send() to the receiving kernel's timestamp",
                 "rounds": {"topspeed": args.rounds, "no_loss": args.no_loss_rounds},
-                "order": "each round: baseline, then p4vtep local, encap, decap",
+                "order": f"each round, each size: {', '.join(paths)}",
                 "switch": "simple_switch_grpc started as p4vtep.switch.bmv2.Bmv2Switch does (no "
                 "logging), programs swapped by SetForwardingPipelineConfig",
                 "niceness": niceness,
             },
             "bmv2": bmv2_build(),
+            "before": (
+                {"revision": args.before, "commit": resolve_commit(args.before)}
+                if args.before
+                else None
+            ),
             "peer": (
                 {
                     "program": "stratum/fabric-tna p4src/v1model/fabric_v1model.p4, profile "

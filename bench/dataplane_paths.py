@@ -1,9 +1,10 @@
 """The programs and paths the data-plane benchmark compares: the one-table L2
 baseline, p4vtep's local switching, VXLAN encap and VXLAN decap, the same three
-routed between two subnets of a VRF (docs/routing.md), and, when the user
-supplies a build of it, fabric-tna's bridging (``dataplane_peer``).
+routed between two subnets of a VRF (docs/routing.md), the six again with IPv6
+tenant frames (bridged6_*, routed6_*), and, when the user supplies a build of
+it, fabric-tna's bridging (``dataplane_peer``).
 What each program is given (entries through P4Runtime), what each path is
-sent (frames made with scapy) and what must come out of it."""
+sent (frames made with scapy) and exactly what must come out of it."""
 
 from __future__ import annotations
 
@@ -17,11 +18,18 @@ from typing import Any
 from common import BENCH
 from dataplane_peer import install_fabric_bridging
 from p4vtep.dataplane.artifacts import Pipeline
-from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, PortRole, RemoteVtepHop
+from p4vtep.dataplane.entries import (
+    LocalVmHop,
+    PipelineEntries,
+    PortRole,
+    RemoteVtepHop,
+    RouteHop,
+)
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
 from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.layers.vxlan import VXLAN
 from scapy.packet import Packet, Raw
@@ -41,12 +49,31 @@ ANYCAST_MAC, REMOTE_ROUTER_MAC = "00:00:5e:00:01:01", "00:aa:00:00:00:02"
 VNI_DB, L3VNI = 5001, 50000
 VM_D = ("00:00:0a:00:01:04", "192.168.2.4", 30, 4)  # on port 2
 VM_E = ("00:00:0a:00:01:05", "192.168.2.5")  # behind REMOTE_VTEP
-# Each routed path and the bridged path of the same kind it is compared with.
-ROUTED_VS_BRIDGED = {"routed_local": "local", "routed_encap": "encap", "routed_decap": "decap"}
-# The bridged paths of an earlier p4vtep build ("p4vtep-before", `--before REV`),
-# each compared with today's in the same round.
-BEFORE = {"before_local": "local", "before_encap": "encap", "before_decap": "decap"}
+# The same VMs' IPv6 addresses: 2001:db8:1::/64 in VNI 5000, 2001:db8:2::/64
+# in VNI 5001 (the bridged6_* and routed6_* paths' tenant frames).
+IP6: dict[tuple[Any, ...], str] = {
+    VM_A: "2001:db8:1::1",
+    VM_B: "2001:db8:1::2",
+    VM_C: "2001:db8:1::3",
+    VM_D: "2001:db8:2::4",
+    VM_E: "2001:db8:2::5",
+}
+KINDS = ("local", "encap", "decap")
+# Each routed path and the bridged path of the same kind (and IP version) it is
+# compared with.
+ROUTED_VS_BRIDGED = {
+    **{f"routed_{kind}": kind for kind in KINDS},
+    **{f"routed6_{kind}": f"bridged6_{kind}" for kind in KINDS},
+}
+# The IPv4 paths of an earlier p4vtep build ("p4vtep-before", `--before REV`),
+# bridged and, when that build routes, routed; each compared with today's in
+# the same round.
+BEFORE = {
+    **{f"before_{kind}": kind for kind in KINDS},
+    **{f"before_routed_{kind}": f"routed_{kind}" for kind in KINDS},
+}
 MARKER = b"P4VT"  # + 4-byte sequence number: the last 8 bytes of every frame
+ENCAP_SPORT = slice(34, 36)  # the outer UDP source port (a flow hash) of an encap output
 
 
 @dataclass(frozen=True)
@@ -54,43 +81,64 @@ class MeasuredPath:
     """One measured path: which program, in and out of which switch port."""
 
     name: str
-    program: str  # "baseline" or "p4vtep"
+    program: str  # "baseline", "p4vtep", "p4vtep-before" or "fabric-tna"
     ingress: int
     egress: int
 
 
-PATHS_NOW = {
-    "local": MeasuredPath("local", "p4vtep", ACCESS_1, ACCESS_2),
-    "encap": MeasuredPath("encap", "p4vtep", ACCESS_1, UPLINK),
-    "decap": MeasuredPath("decap", "p4vtep", UPLINK, ACCESS_1),
-}
+PORTS = {"local": (ACCESS_1, ACCESS_2), "encap": (ACCESS_1, UPLINK), "decap": (UPLINK, ACCESS_1)}
+
+
+def _p4vtep(name: str, program: str = "p4vtep") -> MeasuredPath:
+    return MeasuredPath(name, program, *PORTS[name.rsplit("_", 1)[-1]])
+
+
+# In the order a round runs them: an earlier build's IPv4 paths (only with
+# --before) next to today's, so each pair runs close in time.
 PATHS = {
     "baseline": MeasuredPath("baseline", "baseline", ACCESS_1, ACCESS_2),
-    **PATHS_NOW,
-    "routed_local": MeasuredPath("routed_local", "p4vtep", ACCESS_1, ACCESS_2),
-    "routed_encap": MeasuredPath("routed_encap", "p4vtep", ACCESS_1, UPLINK),
-    "routed_decap": MeasuredPath("routed_decap", "p4vtep", UPLINK, ACCESS_1),
-    # An earlier p4vtep build's bridged paths (only with --before).
+    **{name: _p4vtep(name) for prefix in ("", "routed_") for name in (prefix + k for k in KINDS)},
+    **{name: _p4vtep(name, "p4vtep-before") for name in BEFORE},
     **{
-        name: MeasuredPath(
-            name, "p4vtep-before", PATHS_NOW[bridged].ingress, PATHS_NOW[bridged].egress
-        )
-        for name, bridged in BEFORE.items()
+        name: _p4vtep(name)
+        for prefix in ("bridged6_", "routed6_")
+        for name in (prefix + kind for kind in KINDS)
     },
     # The peer (only with a user-supplied build): bridging, VM A to VM B.
     "fabric": MeasuredPath("fabric", "fabric-tna", ACCESS_1, ACCESS_2),
 }
 
 
-def paths_of(programs: Mapping[str, Pipeline]) -> list[str]:
+def families_routed(pipeline: Pipeline | None) -> set[int]:
+    """The IP versions a p4vtep build routes (4 with the routing tables, 6
+    with their IPv6 twins too); none for an older build (or None)."""
+    if pipeline is None or not PipelineEntries(pipeline.p4info).routing:
+        return set()
+    try:
+        pipeline.p4info.table("ipv6_host_route")
+    except KeyError:
+        return {4}
+    return {4, 6}
+
+
+def routed_family(path: str) -> int | None:
+    """The IP version a path routes (an earlier build's path: the path it
+    stands for); None for a bridged path."""
+    path = BEFORE.get(path, path)
+    if path.startswith("routed6_"):
+        return 6
+    return 4 if path.startswith("routed_") else None
+
+
+def paths_of(programs: Mapping[str, Pipeline | None]) -> list[str]:
     """The paths whose program is loaded (the peer's only when supplied; the
-    routed ones only when the p4vtep build routes)."""
-    p4vtep = programs.get("p4vtep")
-    routes = p4vtep is not None and PipelineEntries(p4vtep.p4info).routing
+    routed ones only for the IP versions the p4vtep build routes)."""
+    routes = {name: families_routed(programs.get(name)) for name in ("p4vtep", "p4vtep-before")}
     return [
         name
         for name, path in PATHS.items()
-        if path.program in programs and (routes or name not in ROUTED_VS_BRIDGED)
+        if path.program in programs
+        and (routed_family(name) is None or routed_family(name) in routes.get(path.program, set()))
     ]
 
 
@@ -119,9 +167,21 @@ def switch_on(veths: VethSet, name: str, log_dir: Path, **options: Any) -> Bmv2S
     return Bmv2Switch(name, 1, free_port(), free_port(), ports, log_dir=log_dir, **options)
 
 
+def _kind(path: str) -> tuple[str, bool, bool]:
+    """(local, encap or decap; routed; IPv6) of a p4vtep path."""
+    path = BEFORE.get(path, path)
+    kind = path.rsplit("_", 1)[-1]
+    if kind not in KINDS:
+        raise ValueError(f"unknown path {path!r}")
+    return kind, path.startswith("routed"), path.startswith(("bridged6_", "routed6_"))
+
+
 def frame(path: str, size: int, seq: int) -> Packet:
     """A ``size``-byte tenant frame for ``path`` (decap: inside its VXLAN
-    headers, 50 bytes more); flow ``seq`` and a marker at the very end."""
+    headers, 50 bytes more); flow ``seq`` and a marker at the very end. An
+    IPv6 frame is never shorter than its headers and the marker: at 64 B it
+    is the smallest there is, 74 B tagged (14 + 4 + 40 + 8 + 8), 70 B
+    untagged (inside decap's VXLAN)."""
     path = BEFORE.get(path, path)  # (an earlier build is sent the same frames)
 
     def tenant(
@@ -130,39 +190,48 @@ def frame(path: str, size: int, seq: int) -> Packet:
         head = Ether(src=src_mac, dst=dst_mac)
         if vlan is not None:
             head = head / Dot1Q(vlan=vlan)
-        pkt = head / IP(src=src_ip, dst=dst_ip) / UDP(sport=1000 + seq % 1000, dport=5000)
+        l3 = IPv6(src=src_ip, dst=dst_ip) if ":" in src_ip else IP(src=src_ip, dst=dst_ip)
+        pkt = head / l3 / UDP(sport=1000 + seq % 1000, dport=5000)
         tail = MARKER + seq.to_bytes(4, "big")
         return pkt / Raw(b"\0" * max(0, size - len(pkt) - len(tail)) + tail)
 
-    if path == "local":
-        return tenant(VM_A[0], VM_A[1], VM_B[0], VM_B[1], VM_A[2])
-    if path == "fabric":  # the same frame; VM B is on VM A's VLAN there
-        return tenant(VM_A[0], VM_A[1], VM_B[0], VM_B[1], VM_A[2])
-    if path == "encap":
-        return tenant(VM_A[0], VM_A[1], VM_C[0], VM_C[1], VM_A[2])
-    if path == "decap":
-        return (
-            Ether(src=SPINE_MAC, dst=ROUTER_MAC)
-            / IP(src=REMOTE_VTEP, dst=VTEP)
-            / UDP(sport=50000 + seq % 1000, dport=4789, chksum=0)
-            / VXLAN(vni=VNI)
-            / tenant(VM_C[0], VM_C[1], VM_A[0], VM_A[1])
-        )
-    if path == "routed_local":  # to the other subnet, through the anycast gateway
-        return tenant(VM_A[0], VM_A[1], ANYCAST_MAC, VM_D[1], VM_A[2])
-    if path == "routed_encap":
-        return tenant(VM_A[0], VM_A[1], ANYCAST_MAC, VM_E[1], VM_A[2])
-    if path == "routed_decap":  # in the L3 VNI, to our router MAC
-        return (
-            Ether(src=SPINE_MAC, dst=ROUTER_MAC)
-            / IP(src=REMOTE_VTEP, dst=VTEP)
-            / UDP(sport=50000 + seq % 1000, dport=4789, chksum=0)
-            / VXLAN(vni=L3VNI)
-            / tenant(REMOTE_ROUTER_MAC, VM_E[1], ROUTER_MAC, VM_A[1])
-        )
     if path == "baseline":  # a plain frame of the same size
         return tenant("00:00:00:00:00:01", "1.1.1.1", "00:00:00:00:00:02", "2.2.2.2")
-    raise ValueError(f"unknown path {path!r}")
+    if path == "fabric":  # the local frame; VM B is on VM A's VLAN there
+        return tenant(VM_A[0], VM_A[1], VM_B[0], VM_B[1], VM_A[2])
+    kind, routed, v6 = _kind(path)
+
+    def ip(vm: tuple[Any, ...]) -> str:
+        return IP6[vm] if v6 else str(vm[1])
+
+    if kind == "decap":  # bridged: VM C's frame in VM A's VNI; routed: in the L3 VNI
+        inner = (
+            tenant(REMOTE_ROUTER_MAC, ip(VM_E), ROUTER_MAC, ip(VM_A))
+            if routed
+            else tenant(VM_C[0], ip(VM_C), VM_A[0], ip(VM_A))
+        )
+        return (
+            Ether(src=SPINE_MAC, dst=ROUTER_MAC)
+            / IP(src=REMOTE_VTEP, dst=VTEP)
+            / UDP(sport=50000 + seq % 1000, dport=4789, chksum=0)
+            / VXLAN(vni=L3VNI if routed else VNI)
+            / inner
+        )
+    # From VM A: bridged to VM B (local) or VM C (encap); routed through the
+    # anycast gateway to VM D (local) or VM E (encap), in the other subnet.
+    if routed:
+        return tenant(
+            VM_A[0], ip(VM_A), ANYCAST_MAC, ip(VM_D if kind == "local" else VM_E), VM_A[2]
+        )
+    dst = VM_B if kind == "local" else VM_C
+    return tenant(VM_A[0], ip(VM_A), dst[0], ip(dst), VM_A[2])
+
+
+def tenant_bytes(path: str, size: int) -> int:
+    """How long ``path``'s tenant frame of nominal ``size`` is (decap: the
+    frame inside VXLAN): ``size``, but for IPv6 at sizes below its smallest."""
+    pkt = frame(path, size, 0)
+    return len(pkt[VXLAN].payload if VXLAN in pkt else pkt)
 
 
 def write_pcap(directory: Path, path: str, size: int, flows: int) -> Path:
@@ -172,67 +241,87 @@ def write_pcap(directory: Path, path: str, size: int, flows: int) -> Path:
     return out
 
 
-def check_output(path: str, size: int, out: bytes) -> str | None:
-    """Why ``out`` is not what ``path`` must make of frame(path, size, seq), or None."""
-    path = BEFORE.get(path, path)
-    pkt = Ether(out)
-    if path == "baseline":
-        ok = len(out) == size and pkt[Ether].dst == "00:00:00:00:00:02"
-    elif path == "local":
-        ok = Dot1Q in pkt and pkt[Dot1Q].vlan == VM_B[2] and pkt[Ether].dst == VM_B[0]
-    elif path == "fabric":  # bridged unchanged, tag included
-        ok = (
-            len(out) == size
-            and Dot1Q in pkt
-            and pkt[Dot1Q].vlan == VM_A[2]
-            and pkt[Ether].dst == VM_B[0]
+def _retagged(pkt: Packet, vlan: int, src: str | None = None, dst: str | None = None) -> Packet:
+    """The frame ``pkt`` (tagged or not) as delivered to a VF with ``vlan``,
+    with other MACs if given."""
+    payload = (pkt[Dot1Q] if Dot1Q in pkt else pkt[Ether]).payload.copy()
+    eth = pkt[Ether]
+    return Ether(src=src or eth.src, dst=dst or eth.dst) / Dot1Q(vlan=vlan) / payload
+
+
+def _hop_decremented(pkt: Packet) -> Packet:
+    """The IP packet of ``pkt`` routed: TTL (its checksum recomputed) or hop
+    limit - 1, nothing else changed."""
+    if IPv6 in pkt:
+        ip6 = pkt[IPv6].copy()
+        ip6.hlim -= 1
+        return ip6
+    ip4 = pkt[IP].copy()
+    ip4.ttl -= 1
+    ip4.chksum = None
+    return ip4
+
+
+def expected_output(path: str, sent: bytes) -> bytes:
+    """The frame ``path`` must make of ``sent`` (one of frame(path, ...)),
+    byte for byte; an encap output's outer UDP source port (the flow hash)
+    is zero here and not compared (ENCAP_SPORT)."""
+    pkt = Ether(sent)
+    if BEFORE.get(path, path) in ("baseline", "fabric"):  # forwarded unchanged, tag included
+        return sent
+    kind, routed, _ = _kind(path)
+    out: Packet
+    if kind == "local":
+        out = (
+            Ether(src=ANYCAST_MAC, dst=VM_D[0]) / Dot1Q(vlan=VM_D[2]) / _hop_decremented(pkt)
+            if routed
+            else _retagged(pkt, VM_B[2])
         )
-    elif path == "encap":
-        ok = (
-            VXLAN in pkt
-            and pkt[VXLAN].vni == VNI
-            and pkt[IP].dst == REMOTE_VTEP
-            and pkt[Ether].dst == SPINE_MAC
-            and pkt[VXLAN].payload[Ether].dst == VM_C[0]
+    elif kind == "decap":  # the inner frame, to VM A's VF
+        inner = pkt[VXLAN].payload
+        out = (
+            Ether(src=ANYCAST_MAC, dst=VM_A[0]) / Dot1Q(vlan=VM_A[2]) / _hop_decremented(inner)
+            if routed
+            else _retagged(inner, VM_A[2])
         )
-    elif path == "decap":
-        ok = (
-            VXLAN not in pkt
-            and Dot1Q in pkt
-            and pkt[Dot1Q].vlan == VM_A[2]
-            and pkt[Ether].dst == VM_A[0]
+    else:  # encap: to the remote VTEP through the spine; routed: in the L3 VNI
+        inner = (
+            Ether(src=ROUTER_MAC, dst=REMOTE_ROUTER_MAC) / _hop_decremented(pkt)
+            if routed
+            else Ether(src=pkt[Ether].src, dst=pkt[Ether].dst) / pkt[Dot1Q].payload.copy()
         )
-    elif path == "routed_local":
-        ok = (
-            Dot1Q in pkt
-            and pkt[Dot1Q].vlan == VM_D[2]
-            and (pkt[Ether].src, pkt[Ether].dst) == (ANYCAST_MAC, VM_D[0])
-            and pkt[IP].ttl == 63
+        out = (
+            Ether(src=ROUTER_MAC, dst=SPINE_MAC)
+            / IP(src=VTEP, dst=REMOTE_VTEP, ttl=64, id=0, flags=0, tos=0)
+            / UDP(sport=0, dport=4789, chksum=0)
+            / VXLAN(vni=L3VNI if routed else VNI, flags=0x08)
+            / inner
         )
-    elif path == "routed_encap":
-        inner = pkt[VXLAN].payload if VXLAN in pkt else None
-        ok = (
-            inner is not None
-            and pkt[VXLAN].vni == L3VNI
-            and pkt[IP].dst == REMOTE_VTEP
-            and (inner[Ether].src, inner[Ether].dst) == (ROUTER_MAC, REMOTE_ROUTER_MAC)
-            and inner[IP].ttl == 63
-        )
-    else:  # routed_decap
-        ok = (
-            VXLAN not in pkt
-            and Dot1Q in pkt
-            and pkt[Dot1Q].vlan == VM_A[2]
-            and (pkt[Ether].src, pkt[Ether].dst) == (ANYCAST_MAC, VM_A[0])
-            and pkt[IP].ttl == 63
-        )
-    return None if ok else f"{path}: unexpected output {pkt.summary()}"
+    return bytes(out)
+
+
+def check_output(path: str, sent: bytes, out: bytes) -> str | None:
+    """Why ``out`` is not exactly what ``path`` must make of ``sent``, or None."""
+    want = expected_output(path, sent)
+    got = out
+    if PATHS[path].egress == UPLINK and len(out) >= ENCAP_SPORT.stop:
+        got = out[: ENCAP_SPORT.start] + b"\0\0" + out[ENCAP_SPORT.stop :]
+    if got == want:
+        return None
+    at = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), None)
+    where = f"byte {at}" if at is not None else f"length {len(out)} (expected {len(want)})"
+    return (
+        f"{path}: unexpected output, first difference at {where}:\n"
+        f"  got      {Ether(out)!r}\n  expected {Ether(want)!r}"
+    )
 
 
 def install_p4vtep(conn: SwitchConnection, pipeline: Pipeline) -> None:
     """Two local VMs on two access ports, one remote VM behind the uplink; with a
     routing pipeline, their VNI routed in a VRF with a second subnet (a VM on
-    port 2, one behind the uplink), as the controller would write it."""
+    port 2, one behind the uplink), as the controller would write it, the VMs'
+    IPv6 host routes beside the IPv4 ones when the build routes IPv6. (Bridged
+    IPv6 needs nothing more: the MAC entries carry it.)"""
     e = PipelineEntries(pipeline.p4info)
     vrf = L3VNI if e.routing else 0  # (an older build, without routing, bridges only)
     conn.insert(
@@ -252,20 +341,25 @@ def install_p4vtep(conn: SwitchConnection, pipeline: Pipeline) -> None:
     conn.insert(e.underlay_route(REMOTE_VTEP, 32, group_id=1))
     conn.modify(e.local_vtep(VTEP, ROUTER_MAC))
     if e.routing:
-        install_routing(conn, e)
+        install_routing(conn, e, 6 in families_routed(pipeline))
 
 
-def install_routing(conn: SwitchConnection, e: PipelineEntries) -> None:
-    remote = RemoteVtepHop(REMOTE_VTEP, REMOTE_ROUTER_MAC, L3VNI)
+def install_routing(conn: SwitchConnection, e: PipelineEntries, ipv6: bool) -> None:
+    """The VRF: its L3 VNI, the gateway MACs, VM D, and the host routes of VMs
+    A, D and E (their IPv6 addresses too when the build routes IPv6)."""
+    hops: dict[tuple[Any, ...], RouteHop] = {
+        VM_A: LocalVmHop(ACCESS_1, VM_A[2], VM_A[3], 1, VM_A[0]),
+        VM_D: LocalVmHop(ACCESS_2, VM_D[2], VM_D[3], 3, VM_D[0]),
+        VM_E: RemoteVtepHop(REMOTE_VTEP, REMOTE_ROUTER_MAC, L3VNI),
+    }
     conn.insert(
         e.vni_config(VNI_DB, 3, 0, 0, 0),
         e.l3vni_config(L3VNI, 0, 0),
         e.mac_to_router(VNI, ANYCAST_MAC, ANYCAST_MAC),
         e.mac_to_router(L3VNI, ROUTER_MAC, ANYCAST_MAC),
         e.access_binding(ACCESS_2, VM_D[2], VNI_DB, VM_D[3], VM_D[0], L3VNI),
-        e.host_route(L3VNI, VM_A[1], LocalVmHop(ACCESS_1, VM_A[2], VM_A[3], 1, VM_A[0])),
-        e.host_route(L3VNI, VM_D[1], LocalVmHop(ACCESS_2, VM_D[2], VM_D[3], 3, VM_D[0])),
-        e.host_route(L3VNI, VM_E[1], remote),
+        *(e.host_route(L3VNI, vm[1], hop) for vm, hop in hops.items()),
+        *(e.host_route(L3VNI, IP6[vm], hop) for vm, hop in hops.items() if ipv6),
     )
 
 
@@ -288,6 +382,16 @@ INSTALL: dict[str, Callable[[SwitchConnection, Pipeline], None]] = {
     "p4vtep-before": install_p4vtep,
     "fabric-tna": install_fabric,
 }
+
+
+def resolve_commit(rev: str) -> str:
+    """The commit a git revision names."""
+    return subprocess.run(
+        ["git", "-C", str(BENCH.parent), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def pipeline_at(rev: str, out: Path) -> Pipeline:

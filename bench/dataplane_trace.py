@@ -122,7 +122,7 @@ def trace_paths(size: int = 64, peer: Pipeline | None = None) -> dict[str, dict[
                     out = receive_marked(rx, data[-8:], 2.0)
                 if out is None:
                     raise RuntimeError(f"{name}: the traced frame did not come out")
-                problem = check_output(name, size, out[0])
+                problem = check_output(name, data, out[0])
                 if problem:
                     raise RuntimeError(problem)
                 time.sleep(0.2)  # the log is flushed per line; let the last lines land

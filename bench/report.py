@@ -582,11 +582,11 @@ def section_dataplane(out: list[str]) -> None:
         no_loss = spread(ratio["no_loss"]) if "no_loss" in ratio else "-"
         name = "fabric-tna bridging (peer)" if r["path"] == "fabric" else r["path"]
         out.append(
-            f"| {name} | {r['frame_bytes']} | **{spread(ratio['topspeed'])}** | "
+            f"| {name} | {frame_cell(r)} | **{spread(ratio['topspeed'])}** | "
             f"{spread(ratio['per_switch_core'])} | {no_loss} |"
         )
     out.append("")
-    routed_section(out, paths)
+    routed_section(out, data)
     peer_section(out, data, paths, sizes)
     out.append("Absolute figures (packets/s at the egress veth; latency with no other load):\n")
     out.append(
@@ -600,7 +600,7 @@ def section_dataplane(out: list[str]) -> None:
             latency = f"{lat['median']:.0f} / {lat['p99']:.0f}" if lat else "-"
             no_loss = spread(r["no_loss_pps"], fmt="{:,.0f}") if r["no_loss_pps"] else "-"
             out.append(
-                f"| {r['path']} | {size} | {spread(r['topspeed_pps'], fmt='{:,.0f}')} | "
+                f"| {r['path']} | {frame_cell(r)} | {spread(r['topspeed_pps'], fmt='{:,.0f}')} | "
                 f"{spread(r['pps_per_switch_core'], fmt='{:,.0f}')} | {no_loss} | {latency} |"
             )
     out.append("")
@@ -718,15 +718,73 @@ def peer_section(out: list[str], data: dict, paths: dict, sizes: list[int]) -> N
     out.append("")
 
 
-def routed_section(out: list[str], paths: dict) -> None:
-    """Issue 28's two data-plane targets, when the run measured them: the bridged
-    paths against the build before routing (within 5 %), and each routed path
-    against the bridged path of the same kind (>= 0.85)."""
+# Issue 37's data-plane targets: each routed IPv6 path / the bridged IPv6 path
+# of the same kind >= 0.85, and today's IPv4 paths within 5 % of this build,
+# the last before the IPv6 data plane (`make bench-dataplane`'s BENCH_BEFORE).
+IPV6_BEFORE = "9be722a"
+KINDS = ("local", "encap", "decap")
+
+
+def frame_cell(r: dict) -> str:
+    """A path's frame size, and the tenant frame's own length when that differs
+    (IPv6 at 64 B: the smallest IPv6 frame is longer)."""
+    size, tenant = r["frame_bytes"], r.get("tenant_frame_bytes", r["frame_bytes"])
+    return str(size) if tenant == size else f"{size} ({tenant})"
+
+
+def ipv6_targets(out: list[str], data: dict) -> None:
+    """Issue 37's targets at a glance: medians of the per-round topspeed ratios,
+    "to be measured" where the run has no such path (or another before-build)."""
+    paths = data["paths"]
+    sizes = sorted({r["frame_bytes"] for r in paths.values()} | {64, 1024})
+    before = (data.get("before") or {}).get("commit", "")
+    rows: list[tuple[str, str, str]] = [
+        (f"routed6_{kind} / bridged6_{kind} >= 0.85", f"routed6_{kind}", "vs_bridged")
+        for kind in KINDS
+    ]
+    for prefix, what in (("", "bridged"), ("routed_", "routed")):
+        rows += [
+            (
+                f"{what} IPv4 {kind} / {IPV6_BEFORE} within 5 %",
+                f"{prefix}{kind}",
+                "vs_before" if before.startswith(IPV6_BEFORE) else "",
+            )
+            for kind in KINDS
+        ]
+    out.append(
+        f"Issue 37's targets (IPv6 tenants): routed / bridged IPv6 of the same kind, and "
+        f"today's IPv4 paths / the build before the IPv6 data plane ({IPV6_BEFORE}), "
+        "alternating in the same rounds; topspeed, median of the per-round ratios (the "
+        "tables below give the spread):\n"
+    )
+    out.append("| target | " + " | ".join(f"{size} B" for size in sizes) + " |")
+    out.append("|---|" + "---|" * len(sizes))
+    for what, path, key in rows:
+        cells = []
+        for size in sizes:
+            r = paths.get(f"{path}_{size}", {})
+            cells.append(f"{r[key]['topspeed']['median']:.2f}" if key in r else "to be measured")
+        out.append(f"| {what} | " + " | ".join(cells) + " |")
+    out.append("")
+
+
+def routed_section(out: list[str], data: dict) -> None:
+    """The routing targets, when the run measured them: today's paths against an
+    earlier build's (`--before`: within 5 %), and each routed path against the
+    bridged path of the same kind and IP version (>= 0.85, issues 28 and 37)."""
+    paths = data["paths"]
+    ipv6_targets(out, data)
+    before = data.get("before")
+    earlier = (
+        f"the p4vtep build at {before['revision']} ({before['commit'][:12]})"
+        if before
+        else "the build before routing"
+    )
     comparison_table(
         out,
         [r for r in paths.values() if "vs_before" in r],
         "vs_before",
-        "Bridged paths of this build / the same paths of the build before routing, "
+        f"{'IPv4' if before else 'Bridged'} paths of this build / the same paths of {earlier}, "
         "alternating in the same round (median (min-max, n)); **target: within 5 %**:\n",
         lambda r: f"{r['path']} vs before",
     )
@@ -734,8 +792,8 @@ def routed_section(out: list[str], paths: dict) -> None:
         out,
         [r for r in paths.values() if "vs_bridged" in r],
         "vs_bridged",
-        "Routed between two subnets of a VRF / bridged, the same kind of path in the same "
-        "round (median (min-max, n)); **target >= 0.85**:\n",
+        "Routed between two subnets of a VRF / bridged, the same kind of path and IP "
+        "version in the same round (median (min-max, n)); **target >= 0.85**:\n",
         lambda r: f"{r['path']} vs {r['vs_bridged']['bridged_path']}",
     )
 
@@ -752,7 +810,7 @@ def comparison_table(
     for r in rows:
         vs = r[key]
         out.append(
-            f"| {name(r)} | {r['frame_bytes']} | **{spread(vs['topspeed'])}** | "
+            f"| {name(r)} | {frame_cell(r)} | **{spread(vs['topspeed'])}** | "
             f"{spread(vs['per_switch_core'])} |"
         )
     out.append("")
@@ -934,6 +992,19 @@ def render() -> str:
         "decap, 64 B) with a Python sender and counter; 0.33 / 0.29 / 0.31 when the issue",
         "re-measured the same build with tcpreplay; the build before the last P4 change,",
         "measured just before this run, is compared below the per-packet work table.",
+        "",
+        "In the same rounds: the three paths routed between two subnets of a VRF",
+        "(`routed_*`: through the anycast gateway locally, into the L3 VNI towards another",
+        "VTEP, out of the L3 VNI to a VM), the six again with IPv6 tenant frames",
+        "(`bridged6_*`, `routed6_*`: 2001:db8:1::/64 and 2001:db8:2::/64), and with",
+        "`--before REV` an earlier committed build's IPv4 paths (`before_*`,",
+        "`before_routed_*`; `make bench-dataplane` takes 9be722a, the last build before",
+        "the IPv6 data plane). Every path's output is checked byte for byte before the",
+        "rounds. Targets: each routed path / the bridged path of the same kind and IP",
+        "version >= 0.85 (issue 28 for IPv4, issue 37 for IPv6), today's IPv4 paths within",
+        "5 % of the build before (issue 37). An IPv6 frame at 64 B is the smallest one",
+        "that holds its headers and the benchmark's 8-byte marker: 74 B tagged (70 B",
+        "untagged inside decap's VXLAN), given in brackets after the size.",
         "",
         "A well-known peer runs in the same rounds when the user supplies it:",
         "stratum/fabric-tna's v1model pipeline (`fabric_v1model.p4`, profile `fabric`)",

@@ -14,14 +14,37 @@ import socket
 from pathlib import Path
 
 import pytest
+from dataplane import summarise
 from dataplane_cost import VARIANTS, Variant, against_baselines, compile_variant, unit_cost
 from dataplane_load import fixed_rate_loss, iface_counter, receive_marked, receiver
-from dataplane_paths import VNI, check_output, frame, paths_of, write_pcap
+from dataplane_paths import (
+    ANYCAST_MAC,
+    ENCAP_SPORT,
+    IP6,
+    L3VNI,
+    REMOTE_ROUTER_MAC,
+    ROUTER_MAC,
+    VM_A,
+    VM_B,
+    VM_C,
+    VM_D,
+    VM_E,
+    VNI,
+    check_output,
+    expected_output,
+    frame,
+    paths_of,
+    tenant_bytes,
+    write_pcap,
+)
 from dataplane_peer import PEER_ENV, peer_pipeline
 from dataplane_trace import count_work
 from p4vtep.switch.bmv2 import VethSet, find_simple_switch_grpc
+from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.layers.vxlan import VXLAN
+from scapy.utils import rdpcap
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="not root: cannot make veths")
 needs_tcpreplay = pytest.mark.skipif(
@@ -45,6 +68,122 @@ def test_frames_have_the_size_and_marker_asked_for() -> None:
     assert bytes(decap).endswith(b"P4VT" + (3).to_bytes(4, "big"))
 
 
+KINDS = ("local", "encap", "decap")
+IPV6_PATHS = [f"{prefix}_{kind}" for prefix in ("bridged6", "routed6") for kind in KINDS]
+
+
+def test_ipv6_frames_are_udp_over_ipv6_at_their_smallest_for_64_bytes() -> None:
+    """An IPv6 frame cannot be 64 B with a VLAN tag, its UDP header and the
+    marker: at 64 it is the smallest there is (74 B tagged, 70 B untagged
+    inside VXLAN), at 1024 exactly 1024."""
+    for path in IPV6_PATHS:
+        decap = path.endswith("decap")
+        for size, smallest in ((64, 70 if decap else 74), (1024, 1024)):
+            sent = Ether(bytes(frame(path, size, 9)))
+            tenant = sent[VXLAN].payload if decap else sent
+            assert len(bytes(tenant)) == smallest == tenant_bytes(path, size)
+            assert (Dot1Q in tenant) is not decap
+            assert tenant[IPv6].nh == 17
+            assert tenant[IPv6].hlim == 64
+            assert tenant[IPv6].plen == len(bytes(tenant[IPv6].payload))
+            assert tenant[UDP].len == len(bytes(tenant[UDP]))
+            assert bytes(sent).endswith(b"P4VT" + (9).to_bytes(4, "big"))
+    local = frame("bridged6_local", 64, 0)
+    assert (local[IPv6].src, local[IPv6].dst) == ("2001:db8:1::1", "2001:db8:1::2")
+    routed = frame("routed6_local", 64, 0)
+    assert (routed[Ether].dst, routed[IPv6].dst) == (ANYCAST_MAC, "2001:db8:2::4")
+    decap = frame("routed6_decap", 64, 0)
+    assert decap[VXLAN].vni == L3VNI
+    assert decap[VXLAN].payload[Ether].dst == ROUTER_MAC
+    assert (decap[IPv6].src, decap[IPv6].dst) == (IP6[VM_E], IP6[VM_A])
+    assert tenant_bytes("local", 64) == 64
+    assert tenant_bytes("decap", 64) == 64
+
+
+def test_pcaps_hold_the_flows_well_formed(tmp_path: Path) -> None:
+    for path in ("routed6_encap", "bridged6_decap", "before_routed_local"):
+        frames = rdpcap(str(write_pcap(tmp_path, path, 64, 4)))
+        assert [bytes(f) for f in frames] == [bytes(frame(path, 64, seq)) for seq in range(4)]
+        sports = {(f[VXLAN].payload if VXLAN in f else f)[UDP].sport for f in frames}
+        assert len(sports) == 4  # four flows
+        for f in frames:  # the tenant's checksums as scapy computes them
+            ip = f[IPv6] if IPv6 in f else f[VXLAN].payload[IP] if VXLAN in f else f[IP]
+            unsummed = ip.copy()
+            if isinstance(unsummed, IP):
+                unsummed.chksum = None
+            unsummed[UDP].chksum = None
+            assert bytes(unsummed) == bytes(ip)
+
+
+def test_expected_outputs_are_the_paths_rewrites() -> None:
+    """What each path must make of its frame, field by field: bridged
+    unchanged but for the tag (or the VXLAN headers), routed from the gateway
+    (or our router MAC) with the hop limit / TTL one less."""
+    out = {p: Ether(expected_output(p, bytes(frame(p, 64, 1)))) for p in IPV6_PATHS}
+    sent = {p: Ether(bytes(frame(p, 64, 1))) for p in IPV6_PATHS}
+    assert bytes(out["bridged6_local"][Dot1Q].payload) == bytes(
+        sent["bridged6_local"][Dot1Q].payload
+    )
+    assert out["bridged6_local"][Dot1Q].vlan == VM_B[2]
+    assert out["bridged6_local"][Ether].dst == VM_B[0]
+    enc = out["bridged6_encap"]
+    assert (enc[IP].dst, enc[VXLAN].vni, enc[UDP].dport) == ("10.0.0.2", VNI, 4789)
+    assert Dot1Q not in enc
+    assert enc[VXLAN].payload[Ether].dst == VM_C[0]
+    assert bytes(enc[VXLAN].payload[IPv6]) == bytes(sent["bridged6_encap"][IPv6])
+    dec = out["bridged6_decap"]
+    assert VXLAN not in dec
+    assert dec[Dot1Q].vlan == VM_A[2]
+    assert dec[IPv6].hlim == 64
+    local = out["routed6_local"]
+    assert (local[Ether].src, local[Ether].dst, local[Dot1Q].vlan) == (
+        ANYCAST_MAC,
+        VM_D[0],
+        VM_D[2],
+    )
+    assert local[IPv6].hlim == 63
+    assert local[UDP].chksum == sent["routed6_local"][UDP].chksum
+    enc = out["routed6_encap"]
+    inner = enc[VXLAN].payload
+    assert enc[VXLAN].vni == L3VNI
+    assert Dot1Q not in enc
+    assert (inner[Ether].src, inner[Ether].dst) == (ROUTER_MAC, REMOTE_ROUTER_MAC)
+    assert (inner[IPv6].dst, inner[IPv6].hlim) == (IP6[VM_E], 63)
+    dec = out["routed6_decap"]
+    assert (dec[Ether].src, dec[Ether].dst, dec[Dot1Q].vlan) == (ANYCAST_MAC, VM_A[0], VM_A[2])
+    assert dec[IPv6].hlim == 63
+    assert VXLAN not in dec
+    routed4 = Ether(expected_output("routed_local", bytes(frame("routed_local", 64, 1))))
+    assert routed4[IP].ttl == 63
+    unsummed = routed4[IP].copy()
+    unsummed.chksum = None  # (the TTL's checksum, recomputed from the header)
+    assert IP(bytes(unsummed)).chksum == routed4[IP].chksum
+
+
+def test_check_output_takes_only_the_exact_frame() -> None:
+    for path in [*IPV6_PATHS, "local", "routed_encap", "routed_decap", "before_routed_local"]:
+        for size in (64, 1024):
+            sent = bytes(frame(path, size, 4))
+            want = expected_output(path, sent)
+            assert check_output(path, sent, want) is None, path
+            for i in (0, 20, len(want) - 1):  # any byte off is refused
+                wrong = bytearray(want)
+                wrong[i] ^= 0x01
+                assert check_output(path, sent, bytes(wrong)) is not None, (path, i)
+            assert check_output(path, sent, want + b"\0") is not None
+    # the encap output's outer UDP source port is the flow hash: any value passes
+    sent = bytes(frame("routed6_encap", 64, 2))
+    want = bytearray(expected_output("routed6_encap", sent))
+    want[ENCAP_SPORT] = (51234).to_bytes(2, "big")
+    assert check_output("routed6_encap", sent, bytes(want)) is None
+    # a routed frame whose hop limit was not decremented is not routed right
+    routed = Ether(expected_output("routed6_local", bytes(frame("routed6_local", 64, 2))))
+    routed[IPv6].hlim = 64
+    problem = check_output("routed6_local", bytes(frame("routed6_local", 64, 2)), bytes(routed))
+    assert problem is not None
+    assert "routed6_local" in problem
+
+
 def test_cost_variants_are_taken_against_the_baselines_either_side() -> None:
     runs = [("baseline", 100.0), ("a", 50.0), ("baseline", 80.0), ("b", 45.0), ("baseline", 90.0)]
     ratios = against_baselines(runs)
@@ -66,11 +205,11 @@ def test_every_cost_variant_compiles_and_keeps_the_baselines_table(tmp_path: Pat
 def test_the_peer_path_wants_its_frame_bridged_unchanged() -> None:
     sent = bytes(frame("fabric", 64, 5))
     assert len(sent) == 64
-    assert check_output("fabric", 64, sent) is None
+    assert check_output("fabric", sent, sent) is None
     retagged = Ether(sent)
     retagged[Dot1Q].vlan = 20
-    assert check_output("fabric", 64, bytes(retagged)) is not None
-    assert check_output("fabric", 64, sent + b"\0") is not None  # not the size sent
+    assert check_output("fabric", sent, bytes(retagged)) is not None
+    assert check_output("fabric", sent, sent + b"\0") is not None  # not the size sent
 
 
 def test_the_peer_runs_only_when_its_build_is_supplied(
@@ -83,10 +222,20 @@ def test_the_peer_runs_only_when_its_build_is_supplied(
     both = {"baseline": None, "p4vtep": bmv2_pipeline()}
     bridged = ["baseline", "local", "encap", "decap"]
     routed = ["routed_local", "routed_encap", "routed_decap"]
-    assert paths_of(both) == bridged + routed
+    bridged6 = ["bridged6_local", "bridged6_encap", "bridged6_decap"]
+    routed6 = ["routed6_local", "routed6_encap", "routed6_decap"]
+    assert paths_of(both) == bridged + routed + bridged6 + routed6
     assert paths_of({**both, "fabric-tna": None})[-1] == "fabric"
     # a build that does not route (an older p4vtep): the bridged paths only
-    assert paths_of({"baseline": None, "p4vtep": None}) == bridged
+    assert paths_of({"baseline": None, "p4vtep": None}) == bridged + bridged6
+    # an earlier build (--before): its IPv4 paths, the routed ones if it routes
+    before = ["before_local", "before_encap", "before_decap"]
+    before_routed = ["before_routed_local", "before_routed_encap", "before_routed_decap"]
+    assert (
+        paths_of({**both, "p4vtep-before": None}) == bridged + routed + before + bridged6 + routed6
+    )
+    today_and_before = bridged + routed + before + before_routed + bridged6 + routed6
+    assert paths_of({**both, "p4vtep-before": bmv2_pipeline()}) == today_and_before
     (tmp_path / "p4info.txt").write_text("")
     monkeypatch.setenv(PEER_ENV, str(tmp_path))
     with pytest.raises(FileNotFoundError, match=r"bmv2\.json"):
@@ -170,17 +319,66 @@ def test_every_benchmarked_path_forwards_its_frame_as_expected() -> None:
     work = trace_paths(64, None)  # raises unless each path's frame comes out as check_output wants
     assert set(work) == {
         "baseline",
-        "local",
-        "encap",
-        "decap",
-        "routed_local",
-        "routed_encap",
-        "routed_decap",
+        *(
+            f"{prefix}{kind}"
+            for prefix in ("", "routed_", "bridged6_", "routed6_")
+            for kind in KINDS
+        ),
     }
-    for routed in ("routed_local", "routed_encap", "routed_decap"):
-        assert "host_route" in work[routed]["tables"]
-    assert "host_route" not in work["local"]["tables"]
+    for kind in KINDS:
+        assert "host_route" in work[f"routed_{kind}"]["tables"]
+        assert "ipv6_host_route" in work[f"routed6_{kind}"]["tables"]
+        for bridged in (kind, f"bridged6_{kind}"):
+            assert not {"host_route", "ipv6_host_route"} & set(work[bridged]["tables"])
     assert work["baseline"]["tables"] == ["port_forward"]
     assert "underlay_route" in work["encap"]["tables"]
     assert "my_vtep" in work["decap"]["tables"]
     assert work["local"]["tables_applied"] > work["baseline"]["tables_applied"]
+
+
+def _raw(pps: list[float], size: int) -> dict:
+    windows = [{"pps": v, "pps_per_switch_core": v / 2} for v in pps]
+    return {"windows": windows, "latency_us": [], "no_loss": []}
+
+
+def test_summary_compares_each_routed_path_with_its_bridged_one_and_the_earlier_build() -> None:
+    """The ratios the targets are judged on, per round: routed6 / bridged6 of
+    the same kind, today's IPv4 path (bridged or routed) / the earlier
+    build's, everything / the baseline."""
+    paths = [
+        "baseline",
+        "local",
+        "routed_local",
+        "bridged6_local",
+        "routed6_local",
+        "before_local",
+        "before_routed_local",
+    ]
+    pps = {
+        "baseline": [1000.0, 800.0],
+        "local": [300.0, 200.0],
+        "routed_local": [270.0, 150.0],
+        "bridged6_local": [290.0, 250.0],
+        "routed6_local": [261.0, 200.0],
+        "before_local": [300.0, 250.0],
+        "before_routed_local": [300.0, 100.0],
+    }
+    raw = {(p, size): _raw(pps[p], size) for p in paths for size in (64, 1024)}
+    out = summarise(raw, [64, 1024], paths)
+    r6 = out["routed6_local_64"]
+    assert r6["vs_bridged"]["bridged_path"] == "bridged6_local"
+    assert r6["vs_bridged"]["topspeed"]["min"] == pytest.approx(0.8)  # 200 / 250
+    assert r6["vs_bridged"]["topspeed"]["max"] == pytest.approx(0.9)  # 261 / 290
+    assert r6["vs_bridged"]["per_switch_core"]["median"] == pytest.approx(0.85)
+    assert r6["ratio"]["topspeed"]["median"] == pytest.approx((0.261 + 0.25) / 2)
+    assert r6["tenant_frame_bytes"] == 74
+    assert out["routed6_local_1024"]["tenant_frame_bytes"] == 1024
+    assert out["routed_local_64"]["vs_bridged"]["bridged_path"] == "local"
+    assert out["routed_local_64"]["vs_before"]["topspeed"]["median"] == pytest.approx(
+        1.2
+    )  # 0.9, 1.5
+    assert out["local_64"]["vs_before"]["topspeed"]["min"] == pytest.approx(0.8)
+    assert "vs_before" not in r6
+    assert "vs_bridged" not in out["bridged6_local_64"]
+    assert out["local_64"]["tenant_frame_bytes"] == 64
+    assert "ratio" not in out["baseline_64"]

@@ -79,3 +79,47 @@ def test_convergence_target_counts_shared_cores_only(monkeypatch: pytest.MonkeyP
     pinned = next(v for k, v in table.items() if k.startswith("the same, switches on one core"))
     assert shared == ["0.36", "0.75-0.81 (2 runs)", "**not met**"]
     assert pinned == ["-", "0.84", "-"]
+
+
+def _dataplane_row(path: str, size: int, tenant: int | None = None, **ratios: float) -> dict:
+    """One path of a data-plane result with the per-round comparisons given
+    (``vs_bridged`` / ``vs_before``: the median topspeed ratio)."""
+    row: dict = {"path": path, "frame_bytes": size, "tenant_frame_bytes": tenant or size}
+    for key, median in ratios.items():
+        stats = {"median": median, "min": median, "max": median, "n": 1}
+        row[key] = {"topspeed": stats, "per_switch_core": stats}
+        if key == "vs_bridged":
+            row[key]["bridged_path"] = path.replace("routed6_", "bridged6_")
+    return row
+
+
+def test_ipv6_targets_show_what_was_measured_and_leave_the_rest_to_be_measured() -> None:
+    paths = {
+        "routed6_local_64": _dataplane_row("routed6_local", 64, 74, vs_bridged=0.87),
+        "bridged6_local_64": _dataplane_row("bridged6_local", 64, 74),
+        "local_64": _dataplane_row("local", 64, vs_before=0.97),
+        "routed_decap_1024": _dataplane_row("routed_decap", 1024, vs_before=1.01),
+    }
+    data = {"paths": paths, "before": {"revision": "9be722a", "commit": "9be722a4b0ad" + "0" * 28}}
+    out: list[str] = []
+    report.routed_section(out, data)
+    rows = {
+        cells[0]: cells[1:]
+        for cells in (
+            [c.strip() for c in line.strip("|").split(" | ")] for line in out if line[:2] == "| "
+        )
+    }
+    assert rows["routed6_local / bridged6_local >= 0.85"] == ["0.87", "to be measured"]
+    assert rows["routed6_decap / bridged6_decap >= 0.85"] == ["to be measured"] * 2
+    assert rows["bridged IPv4 local / 9be722a within 5 %"] == ["0.97", "to be measured"]
+    assert rows["routed IPv4 decap / 9be722a within 5 %"] == ["to be measured", "1.01"]
+    # the comparison tables: the IPv6 frame's own length beside the size asked for
+    assert rows["routed6_local vs bridged6_local"][0] == "64 (74)"
+    assert rows["local vs before"][0] == "64"
+    assert any("the p4vtep build at 9be722a (9be722a4b0ad)" in line for line in out)
+    # compared with another build (issue 28's): issue 37's IPv4 rows wait for a 9be722a run
+    data["before"] = {"revision": "83c9917", "commit": "83c9917" + "0" * 33}
+    out = []
+    report.routed_section(out, data)
+    assert "| bridged IPv4 local / 9be722a within 5 % | to be measured | to be measured |" in out
+    assert any("the p4vtep build at 83c9917" in line for line in out)
