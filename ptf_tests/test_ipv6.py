@@ -708,7 +708,8 @@ class Bridged6Test(DualStackFabricTest):
 
 class Bridged6FabricTest(DualStackFabricTest):
     """Bridged IPv6 with a VM behind VTEP 1 in VNI A: a1 -> a3 leaves as VXLAN
-    (VNI A) with the frame as sent, untagged; a3 -> a1 arrives as VXLAN and is
+    (VNI A) with the frame as sent, untagged, the outer DSCP its traffic
+    class's; a3 -> a1 arrives as VXLAN and is
     delivered as sent, tagged with a1's VLAN (the inner IPv6 header the
     parser took out goes back in its place)."""
 
@@ -716,6 +717,14 @@ class Bridged6FabricTest(DualStackFabricTest):
         frame = ip6_frame(A1, A3.mac, ip6(A3))
         tu.send_packet(self, A1.port, frame)
         self.verify_encap_any_uplink(untag(frame), VNI_A, REMOTE_VTEP_1)
+        tu.verify_no_other_packets(self)
+        # The outer DSCP is the IPv6 traffic class's (EF, 46: tos 0xB8), as an
+        # inner IPv4 DSCP is copied.
+        frame = frozen(Ether(bytes(frame)))
+        frame[IPv6].tc = 0xB8
+        frame = frozen(frame)
+        tu.send_packet(self, A1.port, frame)
+        self.verify_encap_any_uplink(untag(frame), VNI_A, REMOTE_VTEP_1, tos=0xB8)
         tu.verify_no_other_packets(self)
         inner = frozen(
             Ether(src=A3.mac, dst=A1.mac)

@@ -108,7 +108,12 @@ control VxlanEncap(inout headers_t hdr,
             if (meta.tx_color == METER_YELLOW) {
                 hdr.encap_ipv4.tos = DSCP_YELLOW ++ 2w0;
             } else if (!hdr.ipv4.isValid()) {
-                hdr.encap_ipv4.tos = 0;
+                // (the action copied an IPv4 DSCP: IPv6 has its own)
+                if (hdr.ipv6.isValid()) {
+                    hdr.encap_ipv4.tos = hdr.ipv6.traffic_class[7:2] ++ 2w0;
+                } else {
+                    hdr.encap_ipv4.tos = 0;
+                }
             }
         }
     }
