@@ -69,6 +69,25 @@ def routed_vms() -> list[Vm]:
     ]
 
 
+def dual_stack_fabric() -> Fabric:
+    """routed_fabric with an IPv6 subnet beside each IPv4 one (VNI 5000:
+    2001:db8:1::/64, gateway 2001:db8:1::1; VNI 5001: 2001:db8:2::/64,
+    gateway 2001:db8:2::1) and an IPv6 default route through fw's IPv6
+    address (2001:db8:1::3) beside the IPv4 one."""
+    from dataclasses import replace
+
+    from p4vtep.model.fabric import StaticRoute, Subnet, Vrf
+
+    fabric = routed_fabric()
+    red = fabric.vrfs["red"]
+    fabric.vrfs["red"] = Vrf("red", red.l3vni, (*red.routes, StaticRoute("::/0", "2001:db8:1::3")))
+    for vni, n in ((5000, 1), (5001, 2)):
+        spec = fabric.vnis[vni]
+        ipv6 = Subnet(f"2001:db8:{n}::/64", f"2001:db8:{n}::1")
+        fabric.vnis[vni] = replace(spec, subnets=(*spec.subnets, ipv6))
+    return fabric
+
+
 def add_tor3(fabric: Fabric) -> Fabric:
     """A third ToR, tor3 (VTEP 10.0.0.3, one uplink), with its server s31."""
     fabric.tors["tor3"] = Tor(

@@ -217,10 +217,15 @@ def test_a_type_2_with_three_labels_is_malformed() -> None:
             symmetric(vni=5000, l3vni=70000, route_targets=("65000:5000", "65000:70000")),
             Admitted(None, bridged=True),
         ),
-        # symmetric, an IPv6 host in a VNI we host: its MAC alone
+        # symmetric, an IPv6 host in a VNI we host: its MAC and its host route
         (
             symmetric(vni=5000, ip="fd00::9", route_targets=("65000:5000", "65000:50000")),
-            Admitted(None, bridged=True),
+            Admitted("red", bridged=True),
+        ),
+        # ... a link-local one: its MAC alone, the address neither routed nor proxied
+        (
+            symmetric(vni=5000, ip="fe80::9", route_targets=("65000:5000", "65000:50000")),
+            Admitted(None, bridged=True, neighbour=False),
         ),
         # single label, MAC+IP in a routed VNI we host: asymmetric on receive
         (
@@ -260,7 +265,7 @@ def test_the_intake_says_what_a_routed_route_is_for(
         (symmetric(l3vni=70000), "unknown-vrf", "L3 VNI 70000"),
         (prefix(l3vni=70000), "unknown-vrf", "L3 VNI 70000"),
         (prefix(route_targets=("65001:50000",)), "no-route-target", "into VRF red"),
-        (prefix(prefix="fd00::/64"), "not-ipv4", "only IPv4"),
+        (prefix(prefix="fe80::/64"), "ipv6-scope", "link-local (fe80::/10): never routed"),
         (symmetric(next_hop=TOR1), "own-vtep", "next hop 10.0.0.1"),
         (
             symmetric(vni=5000, mac=ANYCAST_MAC, route_targets=("65000:5000", "65000:50000")),
@@ -272,7 +277,8 @@ def test_the_intake_says_what_a_routed_route_is_for(
             "bad-mac",
             "anycast gateway MAC",
         ),
-        (symmetric(ip="fd00::9"), "unknown-vni", "is not an IPv4 host of VRF red"),
+        (symmetric(ip="fe80::9"), "ipv6-scope", "fe80::9 is link-local (fe80::/10)"),
+        (symmetric(ip=None), "unknown-vni", "it has no IP to route in VRF red"),
         # A host elsewhere claiming our anycast gateway IP: routed into the
         # VRF (any of its VNIs' gateways) or bridged into the VNI.
         (symmetric(ip="192.168.2.254"), "gateway-ip", "anycast gateway IP of VNI 5001"),

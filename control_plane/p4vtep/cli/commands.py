@@ -288,7 +288,8 @@ def evpn_routes(args) -> int:
     rows = [
         [
             r.type,
-            f"{r.vni}/{r.l3vni}" if r.l3vni else r.vni,  # (L2/L3 VNI, as FRR shows it)
+            # (a type 2's L2/L3 VNI, as FRR shows it; a type 5's label is its L3 VNI)
+            f"{r.vni}/{r.l3vni}" if r.l3vni and r.type == 2 else r.vni,
             r.mac or "-",
             ",".join(r.ips) or "-",
             r.vtep,

@@ -6,8 +6,11 @@ with the speaker by difference, so an unchanged route is never sent twice.
 
 A VM's MAC+IP route in a routed VNI carries labels [L2 VNI, L3 VNI], the
 route targets of both the MAC-VRF and the IP-VRF, and its ToR's router MAC;
-its MAC-only route keeps one label. Type 5 routes are interface-less (ESI 0,
-gateway IP 0, label = the L3 VNI, the ToR's router MAC): one per subnet from
+its MAC-only route keeps one label. IPv4 and IPv6 alike: a MAC+IP route per
+address of either family (never a link-local one: the model has none, and
+none is sent), and a type 5 per subnet and static route of either family.
+Type 5 routes are interface-less (ESI 0, gateway IP 0 of the prefix's
+family, label = the L3 VNI, the ToR's router MAC): one per subnet from
 every ToR hosting a VM of the subnet's VNI, and one per static route from
 the ToR whose VM owns the next hop; a VRF can switch them off
 (``advertise_prefixes``). Never a type 3 for an L3 VNI, never the anycast
@@ -23,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from .config import EvpnConfig, VrfRouting
-from .routes import EvpnRoute, InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute
+from .routes import EvpnRoute, InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute, ipv6_scope
 from .view import LocalAdvertisement
 
 log = logging.getLogger(__name__)
@@ -53,13 +56,15 @@ def desired_routes(
             continue  # a VNI the EVPN section does not route (or, never, the gateway MAC)
         vrf = config.vrf(routing.vrf) if routing.vrf is not None else None
         router_mac = config.router_mac(adv.vtep)
-        for ip in (None, *sorted(adv.ips)):
+        # (an IPv6 address of a scope never routed, link-local above all, is
+        # no host's: RFC 4291 2.5.6; the model refuses them for a VM anyway)
+        ips = sorted(ip for ip in adv.ips if ipv6_scope(ip) is None)
+        for ip in (None, *ips):
             routed = (
                 vrf is not None
                 and router_mac is not None
                 and router_mac != config.anycast_mac
                 and ip is not None
-                and ipaddress.ip_address(ip).version == 4
             )
             route: Route = MacIpRoute(
                 rd=routing.rd_for(adv.vtep),

@@ -40,6 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..model.addressing import link_local
 from .routes import (
     VNI_MAX,
     RouteError,
@@ -178,10 +179,14 @@ class EvpnConfig:
 
     def gateway_vni(self, ip: str, vni: int | None, vrf: str | None) -> int | None:
         """The routed VNI whose anycast gateway IP ``ip`` is, among VNI
-        ``vni`` and the VNIs routed in VRF ``vrf``; None when it is none's."""
+        ``vni`` and the VNIs routed in VRF ``vrf``; None when it is none's.
+        A VNI with an IPv6 subnet has the gateway's link-local address too
+        (fe80:: and the EUI-64 of the anycast MAC, the same in every VNI)."""
+        lla = link_local(self.anycast_mac) if self.anycast_mac is not None else None
         for routing in self.vnis:
             if (routing.vni == vni or (vrf is not None and routing.vrf == vrf)) and (
                 ip in routing.gateways
+                or (ip == lla and any(":" in subnet for subnet in routing.subnets))
             ):
                 return routing.vni
         return None

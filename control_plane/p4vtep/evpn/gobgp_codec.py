@@ -85,6 +85,18 @@ def _esi(text: str) -> Any:
     return gobgp_api.attribute_pb2.EthernetSegmentIdentifier(type=raw[0], value=raw[1:])
 
 
+def unset_gateway(route: IpPrefixRoute) -> str:
+    """The gateway IP of an interface-less type 5 (RFC 9136 4.4.1: zero), in
+    the prefix's family: "0.0.0.0" beside an IPv4 prefix, "::" beside an
+    IPv6 one. Never "0.0.0.0" beside an IPv6 prefix: GoBGP parses the text
+    with ``net.ParseIP``, which gives the 16-byte ``::ffff:0.0.0.0``, and
+    ``EVPNIPPrefixRoute.Serialize`` writes ``To16()`` of it beside an IPv6
+    prefix: a gateway IP that is not zero, i.e. an overlay index (GoBGP 3.10,
+    pkg/packet/bgp/bgp.go). ("::" is 16 zero bytes; an empty text is nil,
+    which GoBGP serialises as ``net.IPv6zero``, the same bytes.)"""
+    return "0.0.0.0" if route.ipv4 else "::"
+
+
 def encode(route: EvpnRoute) -> Any:
     """The ``apipb.Path`` that announces (AddPath) or withdraws (DeletePath) it."""
     api, attr = gobgp_api.gobgp_pb2, gobgp_api.attribute_pb2
@@ -112,15 +124,14 @@ def encode(route: EvpnRoute) -> Any:
                 )
             )
     elif isinstance(route, IpPrefixRoute):
-        network = ipaddress.ip_network(route.prefix)
-        unset = str(ipaddress.ip_address(bytes(len(network.network_address.packed))))
+        address, _, length = route.prefix.partition("/")
         nlri = attr.EVPNIPPrefixRoute(
             rd=_rd(route.rd),
             esi=_esi(route.esi),
             ethernet_tag=route.ethernet_tag,
-            ip_prefix=str(network.network_address),
-            ip_prefix_len=network.prefixlen,
-            gw_address=route.gateway_ip or unset,
+            ip_prefix=address,
+            ip_prefix_len=int(length),
+            gw_address=route.gateway_ip or unset_gateway(route),
             label=route.l3vni,
         )
     else:
@@ -219,7 +230,10 @@ def _prefix_route(n: Any, **fields: Any) -> IpPrefixRoute:
 
 
 def _ip_or_none(text: str) -> str | None:
-    # GoBGP renders an absent IP as "<nil>" (Go's nil net.IP), older ones as "".
+    # GoBGP renders an absent IP as "<nil>" (Go's nil net.IP), older ones as
+    # "", a zero one as "0.0.0.0" or "::"; and the 16-byte ::ffff:0.0.0.0 as
+    # "0.0.0.0" too (Go prints an IPv4-mapped address as its To4(): see
+    # routes._gateway, which takes a type 5's gateway in its prefix's family).
     return text if text and text not in ("<nil>", "0.0.0.0", "::") else None
 
 

@@ -10,6 +10,18 @@ of our own MACs as router MAC, name no VRF of ours, or (type 5) rely on an
 overlay index (gateway IP or ESI: not supported). Nothing is raised: a bad
 route must never stop the speaker's loop.
 
+Both families are taken alike: an IPv6 host (type 2) becomes a host route
+and its MAC's ND entry as an IPv4 one becomes a host route and an ARP entry,
+an IPv6 prefix (type 5) a prefix route. An IPv6 address that is never a
+routed host's (link-local fe80::/10, multicast ff00::/8, and ::/8 with the
+unspecified, loopback and IPv4-mapped addresses: ``routes.ipv6_scope``, the
+ranges the data plane drops as ``ipv6_scope``) is neither routed (RFC 4291
+2.5.6) nor given to ND suppression: the NS for it is flooded in its VNI, as
+for our own VMs' link-local addresses, which the model does not know. Such
+a type 2 is still taken for its MAC in a VNI we host; with nothing else to
+use it for, it is refused (``ipv6-scope``), as is a type 5 for such a
+prefix.
+
 An admitted route says what it is good for (``Admitted``): its MAC in its L2
 VNI (``bridged``: a VNI this fabric hosts, imported by its route targets),
 and a host or prefix route in a VRF (``vrf``). A two-label type 2 whose L2
@@ -21,7 +33,6 @@ receive: routed to the host in its own VNI).
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections import Counter
 from collections.abc import Iterable
@@ -35,6 +46,8 @@ from .routes import (
     IpPrefixRoute,
     MacIpRoute,
     RouteError,
+    ipv6_prefix_scope,
+    ipv6_scope,
     unicast_mac,
 )
 
@@ -46,7 +59,7 @@ OWN_ROUTER_MAC = "own-router-mac"
 OVERLAY_INDEX = "overlay-index"
 UNKNOWN_VRF = "unknown-vrf"
 L3VNI_TYPE3 = "l3vni-type3"
-NOT_IPV4 = "not-ipv4"
+IPV6_SCOPE = "ipv6-scope"
 GATEWAY_IP = "gateway-ip"
 
 
@@ -56,6 +69,9 @@ class Admitted:
 
     vrf: str | None = None  # the VRF of its host (type 2) or prefix (type 5) route
     bridged: bool = True  # type 2: its MAC (and IPs) in its L2 VNI
+    # type 2, bridged: its IP goes to the ToRs' ARP or ND suppression with
+    # its MAC (False: an IPv6 address of a never-routed scope, see above)
+    neighbour: bool = True
 
 
 @dataclass
@@ -132,13 +148,14 @@ class RouteIntake:
         problem = self._l2(route)
         if problem is not None:
             return problem
-        # Asymmetric on receive: the host's IPv4 address routed to it in its
-        # own VNI, when we route that VNI.
+        neighbour = route.ip is None or ipv6_scope(route.ip) is None
+        # Asymmetric on receive: the host's IP routed to it in its own VNI,
+        # when we route that VNI.
         routing = self.config.routing(route.vni)
         routed_in = routing.vrf if routing is not None else None
-        if routed_in is not None and route.ip is not None and _is_ipv4(route.ip):
+        if routed_in is not None and route.ip is not None and neighbour:
             return Admitted(vrf=routed_in)
-        return Admitted()
+        return Admitted(neighbour=neighbour)
 
     def _l2(self, route: MacIpRoute | InclusiveMulticastRoute) -> tuple[str, str] | None:
         """The checks of an L2 route (its label is a VNI of ours)."""
@@ -214,19 +231,27 @@ class RouteIntake:
         assert route.l3vni is not None
         routing = self.config.routing(route.vni)
         bridged = routing is not None and routing.imports(route.route_targets)
+        scope = ipv6_scope(route.ip) if route.ip is not None else None
+        neighbour = scope is None
         vrf = self._vrf(route.l3vni, route.route_targets)
-        routed = isinstance(vrf, VrfRouting) and route.ip is not None and _is_ipv4(route.ip)
+        routed = isinstance(vrf, VrfRouting) and route.ip is not None and scope is None
         if isinstance(vrf, VrfRouting) and (routed or bridged):
-            return Admitted(vrf=vrf.name if routed else None, bridged=bridged)
+            return Admitted(vrf=vrf.name if routed else None, bridged=bridged, neighbour=neighbour)
         if bridged:
-            return Admitted()  # (its MAC in a VNI we host; no VRF of ours for its IP)
+            # (its MAC in a VNI we host; no VRF of ours for its IP)
+            return Admitted(neighbour=neighbour)
         if isinstance(vrf, VrfRouting):
-            # A VRF of ours, but nothing to route: an IPv6 (or no) address of a
-            # host in an L2 VNI we do not host.
+            # A VRF of ours, but nothing to route: no address, or one of a
+            # scope never routed, of a host in an L2 VNI we do not host.
+            if scope is not None:
+                return IPV6_SCOPE, (
+                    f"{route.ip} is {_scope_name(scope)}: never routed (RFC 4291 2.5.6), "
+                    f"and its MAC is not for a VNI of ours (VNI {route.vni})"
+                )
             reason = "unknown-vni" if routing is None else "no-route-target"
             return reason, (
                 f"its MAC is not for a VNI of ours (VNI {route.vni}) and "
-                f"{route.ip or 'no IP'} is not an IPv4 host of VRF {vrf.name}"
+                f"it has no IP to route in VRF {vrf.name}"
             )
         return vrf
 
@@ -234,8 +259,9 @@ class RouteIntake:
         problem = self._common(route)
         if problem is not None:
             return problem
-        if not route.ipv4:
-            return NOT_IPV4, f"{route.prefix}: only IPv4 prefixes are routed"
+        scope = ipv6_prefix_scope(route.prefix)
+        if scope is not None:
+            return IPV6_SCOPE, f"{route.prefix} lies in {_scope_name(scope)}: never routed"
         if route.gateway_ip is not None or route.esi != SINGLE_HOMED_ESI:
             index = (
                 f"gateway IP {route.gateway_ip}"
@@ -253,8 +279,10 @@ class RouteIntake:
         return Admitted(vrf=vrf.name) if isinstance(vrf, VrfRouting) else vrf
 
 
-def _is_ipv4(ip: str) -> bool:
-    return ipaddress.ip_address(ip).version == 4
+def _scope_name(scope: str) -> str:
+    """ "fe80::/10: link-local" -> "link-local (fe80::/10)"."""
+    network, _, what = scope.partition(": ")
+    return f"{what} ({network})"
 
 
 def _describe(route: EvpnRoute) -> str:

@@ -11,7 +11,16 @@ community (RFC 9135 8.1).
 
 Route distinguishers and route targets are kept as canonical strings
 ("10.0.0.1:5000", "65000:5000"): they are compared, logged and shown far
-more often than they are encoded, and the codec parses them once.
+more often than they are encoded, and the codec parses them once. So are
+IP addresses and prefixes of both families, IPv6 in RFC 5952's form (the
+model's: ``model.addressing.ipv6_text``), so a learned host's IP is the key
+the compiler and our VMs use for the same address.
+
+VTEPs (next hops, originators, tunnel endpoints) are IPv4. An IPv4-mapped
+IPv6 text (``::ffff:10.0.0.1``) is taken for the IPv4 VTEP it maps: FRR
+writes an IPv4 VTEP that way as the next hop of the IPv6 routes it imports
+(``evpn_convert_nexthop_to_ipv6``), and Go's ``net.IP.String`` prints any
+16-byte IPv4-mapped address as a dotted quad, so GoBGP hands us either.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
+
+from ..model.addressing import NOT_IPV6_HOST_RANGES, ipv6_text
 
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 VNI_MAX = (1 << 24) - 1
@@ -47,18 +58,81 @@ def unicast_mac(text: str) -> str:
     return mac
 
 
+def _ip_text(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    return ipv6_text(ip) if isinstance(ip, ipaddress.IPv6Address) else str(ip)
+
+
 def canonical_ip(text: str) -> str:
+    """An IPv4 or IPv6 address, IPv6 in RFC 5952's form (IPv4-mapped ones
+    as ``::ffff:192.0.2.1``, section 5)."""
     try:
-        return str(ipaddress.ip_address(text.strip()))
+        return _ip_text(ipaddress.ip_address(str(text).strip()))
     except ValueError:
         raise RouteError(f"{text!r} is not an IP address") from None
 
 
+def canonical_network(text: str) -> str:
+    """An IP prefix as its canonical network (host bits cleared, IPv6 as
+    ``canonical_ip``): ``2001:DB8:0:1::5/64`` is ``2001:db8:0:1::/64``."""
+    try:
+        network = ipaddress.ip_network(str(text).strip(), strict=False)
+    except ValueError:
+        raise RouteError(f"{text!r} is not an IP prefix") from None
+    return f"{_ip_text(network.network_address)}/{network.prefixlen}"
+
+
 def canonical_ipv4(text: str) -> str:
     try:
-        return str(ipaddress.IPv4Address(text.strip()))
+        return str(ipaddress.IPv4Address(str(text).strip()))
     except ValueError:
         raise RouteError(f"{text!r} is not an IPv4 address") from None
+
+
+def canonical_vtep(text: str) -> str:
+    """A VTEP's IPv4 address; also given as IPv4-mapped IPv6
+    (``::ffff:10.0.0.1``: FRR's spelling, see the module's docstring)."""
+    value = str(text).strip()
+    if ":" in value:
+        try:
+            mapped = ipaddress.IPv6Address(value).ipv4_mapped
+        except ValueError:
+            mapped = None
+        if mapped is not None:
+            return str(mapped)
+    return canonical_ipv4(value)
+
+
+# IPv6 addresses that are never a routed host's: the model's (no VM's IPv6
+# address lies in them: link-local, multicast, unspecified, loopback,
+# IPv4-mapped) and the rest of ::/8, which the data plane drops with them
+# as ``ipv6_scope`` (docs/routing.md). RFC 4291 2.5.6: link-local is never
+# routed.
+NEVER_ROUTED_IPV6 = (*NOT_IPV6_HOST_RANGES, (ipaddress.IPv6Network("::/8"), "::/8: reserved"))
+
+
+def ipv6_scope(ip: str) -> str | None:
+    """Why an IPv6 address is never a routed host's ("fe80::/10:
+    link-local", from ``NEVER_ROUTED_IPV6``); None for an IPv4 address or
+    any other IPv6 one."""
+    address = ipaddress.ip_address(ip)
+    if address.version == 4:
+        return None
+    for network, what in NEVER_ROUTED_IPV6:
+        if address in network:
+            return what
+    return None
+
+
+def ipv6_prefix_scope(prefix: str) -> str | None:
+    """``ipv6_scope`` for a prefix: the never-routed range it lies in (::/0
+    lies in none)."""
+    network = ipaddress.ip_network(prefix)
+    if not isinstance(network, ipaddress.IPv6Network):
+        return None
+    for scope, what in NEVER_ROUTED_IPV6:
+        if network.subnet_of(scope):
+            return what
+    return None
 
 
 def check_vni(vni: int) -> int:
@@ -140,7 +214,7 @@ class MacIpRoute:
         object.__setattr__(self, "rd", canonical_rd(self.rd))
         object.__setattr__(self, "mac", canonical_mac(self.mac))
         check_vni(self.vni)
-        object.__setattr__(self, "next_hop", canonical_ipv4(self.next_hop))
+        object.__setattr__(self, "next_hop", canonical_vtep(self.next_hop))
         if self.ip is not None:
             object.__setattr__(self, "ip", canonical_ip(self.ip))
         if self.l3vni is not None:
@@ -185,7 +259,7 @@ class InclusiveMulticastRoute:
             object.__setattr__(
                 self, "tunnel_endpoint", None if endpoint == self.originator else endpoint
             )
-        object.__setattr__(self, "next_hop", canonical_ipv4(self.next_hop))
+        object.__setattr__(self, "next_hop", canonical_vtep(self.next_hop))
         object.__setattr__(
             self, "route_targets", tuple(sorted({canonical_rt(t) for t in self.route_targets}))
         )
@@ -209,35 +283,27 @@ class IpPrefixRoute:
     overlay index)."""
 
     rd: str
-    prefix: str  # "10.1.0.0/16": canonical network (host bits cleared)
+    prefix: str  # "10.1.0.0/16", "2001:db8:1::/64": canonical network (host bits cleared)
     l3vni: int  # the label (RFC 8365 5.1.3)
     next_hop: str  # the VTEP
     route_targets: tuple[str, ...] = ()
     router_mac: str | None = None
-    gateway_ip: str | None = None  # overlay index (RFC 9136 3.2); None = 0
+    gateway_ip: str | None = None  # overlay index (RFC 9136 3.2), prefix's family; None = 0
     esi: str = SINGLE_HOMED_ESI  # overlay index when not 0
     ethernet_tag: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rd", canonical_rd(self.rd))
-        try:
-            network = ipaddress.ip_network(str(self.prefix).strip(), strict=False)
-        except ValueError:
-            raise RouteError(f"{self.prefix!r} is not an IP prefix") from None
-        object.__setattr__(self, "prefix", str(network))
+        object.__setattr__(self, "prefix", canonical_network(self.prefix))
         check_vni(self.l3vni)
-        object.__setattr__(self, "next_hop", canonical_ipv4(self.next_hop))
+        object.__setattr__(self, "next_hop", canonical_vtep(self.next_hop))
         object.__setattr__(
             self, "route_targets", tuple(sorted({canonical_rt(t) for t in self.route_targets}))
         )
         if self.router_mac is not None:
             object.__setattr__(self, "router_mac", canonical_mac(self.router_mac))
         if self.gateway_ip is not None:
-            gateway = canonical_ip(self.gateway_ip)
-            unset = ipaddress.ip_address(gateway).packed == bytes(
-                len(network.network_address.packed)
-            )
-            object.__setattr__(self, "gateway_ip", None if unset else gateway)
+            object.__setattr__(self, "gateway_ip", _gateway(self.gateway_ip, self.ipv4))
         if not ESI_RE.match(self.esi):
             raise RouteError(f"ESI {self.esi!r}: expected 10 colon-separated bytes")
         if not 0 <= self.ethernet_tag <= 0xFFFFFFFF:
@@ -251,6 +317,38 @@ class IpPrefixRoute:
         """RD, Ethernet tag and the prefix (RFC 9136 3.1: the ESI, gateway IP
         and label are not part of the route's key)."""
         return (5, self.rd, self.ethernet_tag, self.prefix)
+
+
+def _gateway(text: str, ipv4: bool) -> str | None:
+    """A type 5's gateway IP (its overlay index, RFC 9136 3.2) in the
+    prefix's family; None when it is zero, in either family.
+
+    The NLRI carries the gateway in the prefix's family (RFC 9136 3.1: 4
+    bytes beside an IPv4 prefix, 16 beside an IPv6 one), but GoBGP's text
+    loses the family: Go prints a 16-byte IPv4-mapped address as a dotted
+    quad (``net.IP.String`` takes ``To4()`` when it is not nil). So the
+    gateway ``::ffff:0.0.0.0`` beside an IPv6 prefix reaches us as
+    "0.0.0.0", and a ``::ffff:<VTEP>`` gateway as "<VTEP>". Both are taken
+    in the prefix's family here, and ``::ffff:0.0.0.0`` counts as zero: it
+    is what GoBGP itself puts on the wire for an IPv6 prefix given the
+    gateway "0.0.0.0" (``NewEVPNIPPrefixRoute`` parses it to 16 bytes, and
+    ``Serialize`` writes ``To16()`` of it), i.e. an interface-less route
+    from a GoBGP-like speaker, not an overlay index anyone meant."""
+    try:
+        gateway = ipaddress.ip_address(str(text).strip())
+    except ValueError:
+        raise RouteError(f"gateway IP {text!r} is not an IP address") from None
+    if isinstance(gateway, ipaddress.IPv6Address) and gateway.ipv4_mapped is not None:
+        gateway = gateway.ipv4_mapped  # (the family is the prefix's; see above)
+    if int(gateway) == 0:
+        return None
+    if ipv4:
+        if gateway.version != 4:
+            raise RouteError(f"gateway IP {text!r} of an IPv4 prefix is not an IPv4 address")
+        return str(gateway)
+    if isinstance(gateway, ipaddress.IPv4Address):
+        return f"::ffff:{gateway}"
+    return ipv6_text(gateway)
 
 
 EvpnRoute = MacIpRoute | InclusiveMulticastRoute | IpPrefixRoute

@@ -103,7 +103,7 @@ class EvpnService:
     def _route(self, source: str, route: EvpnRoute) -> None:
         admitted = self.intake.admit(source, route)
         if admitted is not None:
-            self.table.learn(source, route, admitted.vrf, admitted.bridged)
+            self.table.learn(source, route, admitted.vrf, admitted.bridged, admitted.neighbour)
         else:
             # A refused re-advertisement replaces an accepted one: drop the old.
             self.table.unlearn(source, route.nlri_key())

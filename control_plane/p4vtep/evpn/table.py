@@ -103,8 +103,9 @@ class LearnedTable:
     def __init__(self) -> None:
         # Accepted remote routes by (peer, NLRI key), and type 2 keys by (VNI, MAC).
         self._type2: dict[tuple[str, tuple[object, ...]], MacIpRoute] = {}
-        # What each type 2 route is used for: (VRF of its host route, bridged).
-        self._use: dict[tuple[str, tuple[object, ...]], tuple[str | None, bool]] = {}
+        # What each type 2 route is used for: (VRF of its host route, bridged,
+        # its IP given to ARP/ND suppression with the MAC).
+        self._use: dict[tuple[str, tuple[object, ...]], tuple[str | None, bool, bool]] = {}
         self._type3: dict[tuple[str, tuple[object, ...]], InclusiveMulticastRoute] = {}
         self._type5: dict[tuple[str, tuple[object, ...]], tuple[IpPrefixRoute, str]] = {}
         self._by_prefix: dict[PrefixKey, set[tuple[str, tuple[object, ...]]]] = {}
@@ -127,11 +128,14 @@ class LearnedTable:
         route: EvpnRoute,
         vrf: str | None = None,
         bridged: bool = True,
+        neighbour: bool = True,
     ) -> ViewChange:
         """A validated route from peer ``source`` (a re-advertisement replaces
         the earlier version of the same NLRI). ``vrf``: the VRF the intake
         admitted it into (type 2: its host route; type 5: required);
-        ``bridged``: a type 2's MAC is installed in its VNI (a VNI we host)."""
+        ``bridged``: a type 2's MAC is installed in its VNI (a VNI we host);
+        ``neighbour``: with its IP, for ARP or ND suppression (False: a
+        link-local or other never-routed IPv6 address, see intake.py)."""
         with self._lock:
             key = (source, route.nlri_key())
             if isinstance(route, MacIpRoute):
@@ -143,7 +147,7 @@ class LearnedTable:
                 if old is not None:
                     self._unindex(key, old)
                 self._type2[key] = route
-                self._use[key] = (vrf, bridged)
+                self._use[key] = (vrf, bridged, neighbour)
                 self._by_mac.setdefault((route.vni, route.mac), set()).add(key)
                 self._settle(touched, newcomer=(source, route))
             elif isinstance(route, IpPrefixRoute):
@@ -286,8 +290,8 @@ class LearnedTable:
         claims: dict[str, _Claim] = {}
         for route_key in sorted(self._by_mac.get(key, ()), key=repr):
             source, route = route_key[0], self._type2[route_key]
-            vrf, bridged = self._use.get(route_key, (None, True))
-            ips = frozenset([route.ip]) if route.ip and bridged else frozenset()
+            vrf, bridged, neighbour = self._use.get(route_key, (None, True, True))
+            ips = frozenset([route.ip]) if route.ip and bridged and neighbour else frozenset()
             routed: frozenset[RoutedIp] = frozenset()
             if vrf is not None and route.ip is not None:
                 if route.l3vni is not None and route.router_mac is not None:
@@ -471,7 +475,7 @@ class LearnedTable:
             source = route_key[0]
             key = (r2.vni, r2.mac)
             ips = frozenset([r2.ip]) if r2.ip else frozenset()
-            vrf, _ = self._use.get(route_key, (None, True))
+            vrf, _, _ = self._use.get(route_key, (None, True, True))
             held.append(
                 HeldRoute(
                     source,

@@ -21,7 +21,7 @@ LOCAL = "local"  # the source name of our own VMs' claims
 
 MacKey = tuple[int, str]  # (VNI, MAC)
 PrefixKey = tuple[str, str]  # (VRF, prefix)
-# A host route a type 2 route gives: (VRF, IPv4 address, router MAC, the VNI
+# A host route a type 2 route gives: (VRF, IP address, router MAC, the VNI
 # routed frames travel in: the L3 VNI, or the host's own VNI when asymmetric).
 RoutedIp = tuple[str, str, str, int]
 
