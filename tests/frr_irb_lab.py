@@ -56,12 +56,19 @@ from typing import Any
 from frr_host import evpn_paths
 from frr_lab import FRR_DIR, _run
 from frr_vrf import FrrTenant, Svi
+from p4vtep.evpn import gobgp_api
+from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting, VrfRouting
+from p4vtep.evpn.service import EvpnService
 from p4vtep.processes import stop_processes
 
 VM_MAC = "52:54:00:f0:00:07"
 VM_IP = "192.168.7.10"
 SUBNET = "192.168.7.0/24"
 GATEWAY = "192.168.7.1"
+# With ipv6=True the tenant is dual-stack: FRR's subnet and VM get these too.
+VM_IP6 = "fd00:7::10"
+SUBNET6 = "fd00:7::/64"
+GATEWAY6 = "fd00:7::1"
 FRR_RMAC = "02:fe:00:00:00:02"
 OBSERVER_ASN = 65099
 VRF_TABLE = 1001  # the kernel VRF device's table (backend "vrf")
@@ -112,15 +119,18 @@ class FrrIrbLab:
         l2vni: int = 5007,
         backend: str = "netns",
         shared: SharedVni | None = None,
+        ipv6: bool = False,
     ) -> None:
+        """``ipv6``: FRR's subnet (and VM) dual-stack, ``advertise ipv6
+        unicast`` in the VRF (SUBNET6, VM_IP6)."""
         tag = os.getpid() % 100000
         self.asn, self.l3vni, self.l2vni = asn, l3vni, l2vni
-        self.backend, self.shared = backend, shared
+        self.backend, self.shared, self.ipv6 = backend, shared, ipv6
         self.ctl_ns, self.frr_ns = f"p4vi-c{tag}", f"p4vi-f{tag}"
         self.vrf, self.vm_ns = f"p4vi-r{tag}", f"p4vi-v{tag}"  # (netns: the VRF is a namespace)
         subnet = tag % 250 + 1
         self.ctl_ip, self.frr_ip = f"10.96.{subnet}.1", f"10.96.{subnet}.2"
-        svis = [Svi(l2vni, f"{GATEWAY}/24")]
+        svis = [Svi(l2vni, f"{GATEWAY}/24", address6=f"{GATEWAY6}/64" if ipv6 else None)]
         if shared:
             address = f"{shared.gateway}/{shared.prefix_len}"
             svis.append(Svi(shared.vni, address, shared.gateway_mac))
@@ -153,7 +163,8 @@ class FrrIrbLab:
         c, f, v = self.ctl_ns, self.frr_ns, self.vm_ns
         for ns in (c, f, v):
             _run("ip", "netns", "add", ns)
-        _run("ip", "netns", "exec", v, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+        ipv6 = "net.ipv6.conf.default." + ("accept_dad=0" if self.ipv6 else "disable_ipv6=1")
+        _run("ip", "netns", "exec", v, "sysctl", "-qw", ipv6)
         _run("ip", "-n", c, "link", "add", "ctl0", "type", "veth", "peer", "name", "frr0",
              "netns", f)  # fmt: skip
         for ns, dev, ip in ((c, "ctl0", self.ctl_ip), (f, "frr0", self.frr_ip)):
@@ -172,6 +183,9 @@ class FrrIrbLab:
         _run("ip", "-n", v, "link", "set", "vm0", "up")
         _run("ip", "-n", v, "addr", "add", f"{VM_IP}/24", "dev", "vm0")
         _run("ip", "-n", v, "route", "add", "default", "via", GATEWAY)
+        if self.ipv6:
+            _run("ip", "-n", v, "addr", "add", f"{VM_IP6}/64", "dev", "vm0")
+            _run("ip", "-n", v, "-6", "route", "add", "default", "via", GATEWAY6)
 
     def _start_frr(self) -> None:
         (self.dir / "zebra.conf").write_text(
@@ -263,8 +277,10 @@ router bgp {self.asn}
         """The VM pings its gateway once, while zebra runs: the bridge learns
         its MAC and the SVI its ARP entry (zebra, with the namespace backend,
         takes both from notifications), and FRR advertises the VM's MAC and
-        MAC+IP routes."""
+        MAC+IP routes (with ``ipv6``, also MAC+IPv6: it pings its IPv6 gateway)."""
         _run("ip", "netns", "exec", self.vm_ns, "ping", "-c", "1", "-W", "2", GATEWAY)
+        if self.ipv6:
+            _run("ip", "netns", "exec", self.vm_ns, "ping", "-6", "-c", "1", "-W", "2", GATEWAY6)
 
     def set_router_mac(self, mac: str) -> None:
         """FRR's router MAC is its L3 SVI's MAC."""
@@ -290,15 +306,16 @@ router bgp {self.asn}
     def evpn_detail(self) -> str:
         return self.vtysh("show bgp l2vpn evpn route detail")
 
-    def vrf_routes(self) -> dict[str, Any]:
-        """FRR's BGP table of the VRF (what it imported), by prefix."""
-        table = json.loads(self.vtysh(f"show bgp vrf {self.vrf} ipv4 unicast json") or "{}")
+    def vrf_routes(self, family: str = "ipv4") -> dict[str, Any]:
+        """FRR's BGP table of the VRF (what it imported), by prefix
+        (``family``: ipv4 or ipv6)."""
+        table = json.loads(self.vtysh(f"show bgp vrf {self.vrf} {family} unicast json") or "{}")
         return dict(table.get("routes", {}))
 
-    def kernel_routes(self) -> list[dict[str, Any]]:
+    def kernel_routes(self, family: str = "-4") -> list[dict[str, Any]]:
         """The VRF's routing table in the kernel (the VRF's namespace, or the
-        VRF device's table)."""
-        return self.tenant.kernel_routes()
+        VRF device's table); ``family`` "-6" for the IPv6 one."""
+        return self.tenant.kernel_routes(family)
 
     def kernel_neighbours(self) -> dict[str, str]:
         """The L3 SVI's neighbour entries: remote VTEP IP -> router MAC."""
@@ -329,3 +346,90 @@ router bgp {self.asn}
         for ns in (self.ctl_ns, self.frr_ns, self.vm_ns, *self.extra_ns):
             _run("ip", "netns", "del", ns, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ---- a GoBGP observer: what we send, as another speaker decodes it -------------
+
+
+def observer_config(frr: FrrIrbLab, l3vni: int = 50000) -> EvpnConfig:
+    """A second GoBGP (eBGP, AS OBSERVER_ASN; it does not listen, it dials
+    us from the observer address) that imports anything of VRF red (L3 VNI
+    ``l3vni``) and VNIs 5000/5001, and knows none of our MACs (so it
+    refuses none of our routes): what it holds from us is what we send."""
+    return EvpnConfig(
+        asn=OBSERVER_ASN,
+        router_id=frr.observer_ip,
+        peers=(EvpnPeer(frr.ctl_ip, 65000),),
+        vnis=tuple(
+            VniRouting(v, None, (f"*:{v}",), (f"{OBSERVER_ASN}:{v}",)) for v in (5000, 5001)
+        ),
+        vrfs=(VrfRouting("red", l3vni, None, (f"*:{l3vni}",), (f"{OBSERVER_ASN}:{l3vni}",)),),
+        hold_time=3,
+        listen_port=-1,
+    )
+
+
+def observed_paths(observer: EvpnService, ctl_ip: str) -> list[dict[str, Any]]:
+    """The EVPN paths the observer's gobgpd holds from us, every attribute
+    spelt out from GoBGP's own messages."""
+    api, attr = gobgp_api.gobgp_pb2, gobgp_api.attribute_pb2
+    stub = observer.speaker._stub
+    out = []
+    request = api.ListPathRequest(
+        table_type=api.ADJ_IN,
+        name=ctl_ip,
+        family=api.Family(afi=api.Family.AFI_L2VPN, safi=api.Family.SAFI_EVPN),
+    )
+    for reply in stub.ListPath(request):
+        for path in reply.destination.paths:
+            kind = path.nlri.type_url.rpartition(".")[2]
+            seen: dict[str, Any] = {"kind": kind, "rts": set(), "encap": None, "rmac": None}
+            if kind == "EVPNMACIPAdvertisementRoute":
+                n = attr.EVPNMACIPAdvertisementRoute()
+                path.nlri.Unpack(n)
+                seen.update(mac=n.mac_address, ip=n.ip_address, labels=list(n.labels))
+                seen["esi"] = bytes([n.esi.type]) + bytes(n.esi.value)
+            elif kind == "EVPNIPPrefixRoute":
+                n = attr.EVPNIPPrefixRoute()
+                path.nlri.Unpack(n)
+                seen.update(
+                    prefix=f"{n.ip_prefix}/{n.ip_prefix_len}", gw=n.gw_address, labels=[n.label]
+                )
+                seen["esi"] = bytes([n.esi.type]) + bytes(n.esi.value)
+            elif kind == "EVPNInclusiveMulticastEthernetTagRoute":
+                n = attr.EVPNInclusiveMulticastEthernetTagRoute()
+                path.nlri.Unpack(n)
+                seen.update(originator=n.ip_address)
+            for wrapped in path.pattrs:
+                name = wrapped.type_url.rpartition(".")[2]
+                if name == "MpReachNLRIAttribute":
+                    reach = attr.MpReachNLRIAttribute()
+                    wrapped.Unpack(reach)
+                    seen["next_hop"] = reach.next_hops[0]
+                elif name == "PmsiTunnelAttribute":
+                    pmsi = attr.PmsiTunnelAttribute()
+                    wrapped.Unpack(pmsi)
+                    seen["pmsi_label"] = pmsi.label
+                elif name == "ExtendedCommunitiesAttribute":
+                    communities = attr.ExtendedCommunitiesAttribute()
+                    wrapped.Unpack(communities)
+                    for c in communities.communities:
+                        ckind = c.type_url.rpartition(".")[2]
+                        if ckind == "TwoOctetAsSpecificExtended":
+                            rt = attr.TwoOctetAsSpecificExtended()
+                            c.Unpack(rt)
+                            seen["rts"].add(f"{rt.asn}:{rt.local_admin}")
+                        elif ckind == "EncapExtended":
+                            encap = attr.EncapExtended()
+                            c.Unpack(encap)
+                            seen["encap"] = encap.tunnel_type
+                        elif ckind == "RouterMacExtended":
+                            rmac = attr.RouterMacExtended()
+                            c.Unpack(rmac)
+                            seen["rmac"] = rmac.mac
+                        elif ckind == "MacMobilityExtended":
+                            mobility = attr.MacMobilityExtended()
+                            c.Unpack(mobility)
+                            seen["seq"] = mobility.sequence_num
+            out.append(seen)
+    return out

@@ -15,14 +15,23 @@ from typing import Any
 
 import pytest
 from fabric_fixture import ANYCAST_MAC, routed_fabric, routed_vms
-from frr_irb_lab import FRR_RMAC, OBSERVER_ASN, SUBNET, VM_IP, VM_MAC, FrrIrbLab
+from frr_irb_lab import (
+    FRR_RMAC,
+    OBSERVER_ASN,
+    SUBNET,
+    VM_IP,
+    VM_MAC,
+    FrrIrbLab,
+    observed_paths,
+    observer_config,
+)
 from frr_lab import needs_frr
 from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.compiler.learned import Learned, LearnedHost, LearnedPrefix
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries, RemoteVtepHop
-from p4vtep.evpn import gobgp_api, status
-from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting, VrfRouting
+from p4vtep.evpn import status
+from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
@@ -54,22 +63,6 @@ def our_config(frr: FrrIrbLab) -> EvpnConfig:
         vnis=tuple(VniRouting(v, None, (f"65000:{v}",), (f"65000:{v}",)) for v in (5000, 5001)),
         hold_time=3,
     ).for_fabric(routed_fabric())
-
-
-def observer_config(frr: FrrIrbLab) -> EvpnConfig:
-    """A listener that imports anything of VRF red and VNIs 5000/5001, and
-    knows none of our MACs (so it refuses none of our routes)."""
-    return EvpnConfig(
-        asn=OBSERVER_ASN,
-        router_id=frr.observer_ip,
-        peers=(EvpnPeer(frr.ctl_ip, 65000),),
-        vnis=tuple(
-            VniRouting(v, None, (f"*:{v}",), (f"{OBSERVER_ASN}:{v}",)) for v in (5000, 5001)
-        ),
-        vrfs=(VrfRouting("red", L3VNI, None, ("*:50000",), ("65099:50000",)),),
-        hold_time=3,
-        listen_port=-1,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -275,72 +268,6 @@ def test_a_default_route_from_frr_is_a_prefix_route_to_it(
     assert wait_for(lambda: default not in service.view.prefix_routes(), 10)
 
 
-def _observed(observer: EvpnService, ctl_ip: str) -> list[dict[str, Any]]:
-    """The EVPN paths the observer's gobgpd holds from us, every attribute
-    spelt out from GoBGP's own messages."""
-    api, attr = gobgp_api.gobgp_pb2, gobgp_api.attribute_pb2
-    stub = observer.speaker._stub
-    out = []
-    request = api.ListPathRequest(
-        table_type=api.ADJ_IN,
-        name=ctl_ip,
-        family=api.Family(afi=api.Family.AFI_L2VPN, safi=api.Family.SAFI_EVPN),
-    )
-    for reply in stub.ListPath(request):
-        for path in reply.destination.paths:
-            kind = path.nlri.type_url.rpartition(".")[2]
-            seen: dict[str, Any] = {"kind": kind, "rts": set(), "encap": None, "rmac": None}
-            if kind == "EVPNMACIPAdvertisementRoute":
-                n = attr.EVPNMACIPAdvertisementRoute()
-                path.nlri.Unpack(n)
-                seen.update(mac=n.mac_address, ip=n.ip_address, labels=list(n.labels))
-                seen["esi"] = bytes([n.esi.type]) + bytes(n.esi.value)
-            elif kind == "EVPNIPPrefixRoute":
-                n = attr.EVPNIPPrefixRoute()
-                path.nlri.Unpack(n)
-                seen.update(
-                    prefix=f"{n.ip_prefix}/{n.ip_prefix_len}", gw=n.gw_address, labels=[n.label]
-                )
-                seen["esi"] = bytes([n.esi.type]) + bytes(n.esi.value)
-            elif kind == "EVPNInclusiveMulticastEthernetTagRoute":
-                n = attr.EVPNInclusiveMulticastEthernetTagRoute()
-                path.nlri.Unpack(n)
-                seen.update(originator=n.ip_address)
-            for wrapped in path.pattrs:
-                name = wrapped.type_url.rpartition(".")[2]
-                if name == "MpReachNLRIAttribute":
-                    reach = attr.MpReachNLRIAttribute()
-                    wrapped.Unpack(reach)
-                    seen["next_hop"] = reach.next_hops[0]
-                elif name == "PmsiTunnelAttribute":
-                    pmsi = attr.PmsiTunnelAttribute()
-                    wrapped.Unpack(pmsi)
-                    seen["pmsi_label"] = pmsi.label
-                elif name == "ExtendedCommunitiesAttribute":
-                    communities = attr.ExtendedCommunitiesAttribute()
-                    wrapped.Unpack(communities)
-                    for c in communities.communities:
-                        ckind = c.type_url.rpartition(".")[2]
-                        if ckind == "TwoOctetAsSpecificExtended":
-                            rt = attr.TwoOctetAsSpecificExtended()
-                            c.Unpack(rt)
-                            seen["rts"].add(f"{rt.asn}:{rt.local_admin}")
-                        elif ckind == "EncapExtended":
-                            encap = attr.EncapExtended()
-                            c.Unpack(encap)
-                            seen["encap"] = encap.tunnel_type
-                        elif ckind == "RouterMacExtended":
-                            rmac = attr.RouterMacExtended()
-                            c.Unpack(rmac)
-                            seen["rmac"] = rmac.mac
-                        elif ckind == "MacMobilityExtended":
-                            mobility = attr.MacMobilityExtended()
-                            c.Unpack(mobility)
-                            seen["seq"] = mobility.sequence_num
-            out.append(seen)
-    return out
-
-
 def test_an_observer_sees_the_exact_attributes_of_what_we_send(
     lab: tuple[FrrIrbLab, EvpnService],
 ) -> None:
@@ -355,12 +282,12 @@ def test_an_observer_sees_the_exact_attributes_of_what_we_send(
     service.set_local([WEB], {TOR1: [5000]})
     observer.start()
     try:
-        assert wait_for(lambda: len(_observed(observer, frr.ctl_ip)) == 4, 30), _observed(
+        assert wait_for(lambda: len(observed_paths(observer, frr.ctl_ip)) == 4, 30), observed_paths(
             observer, frr.ctl_ip
         )
         esi0 = bytes(10)
         by_kind: dict[tuple[str, str], dict[str, Any]] = {}
-        for seen in _observed(observer, frr.ctl_ip):
+        for seen in observed_paths(observer, frr.ctl_ip):
             ident = seen.get("ip") or seen.get("prefix") or seen.get("originator") or ""
             by_kind[seen["kind"], ident if ident != "<nil>" else ""] = seen
         assert set(by_kind) == {

@@ -47,12 +47,14 @@ def run(*args: str, check: bool = True) -> str:
 @dataclass(frozen=True)
 class Svi:
     """An L2 VNI of the tenant: its bridge, with the subnet's gateway on it
-    (``address``: gateway/prefix length) and, for a distributed (anycast)
-    gateway, the fabric's gateway MAC as the bridge's MAC."""
+    (``address``: gateway/prefix length; ``address6``: an IPv6 one beside it)
+    and, for a distributed (anycast) gateway, the fabric's gateway MAC as
+    the bridge's MAC."""
 
     vni: int
     address: str
     mac: str | None = None  # None: the kernel's
+    address6: str | None = None  # e.g. "fd00:7::1/64": the tenant is dual-stack
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,12 @@ class FrrTenant:
     def vnis(self) -> list[int]:
         return [self.l3vni, *(s.vni for s in self.svis)]
 
+    @property
+    def ipv6(self) -> bool:
+        """Dual-stack: an SVI has an IPv6 gateway. IPv6 is off in the tenant
+        otherwise (no link-local addresses, no router solicitations)."""
+        return any(s.address6 for s in self.svis)
+
     # ---- Linux ----------------------------------------------------------------
 
     def build(self) -> None:
@@ -93,7 +101,12 @@ class FrrTenant:
         u, t = self.underlay_ns, self.ns
         if self.backend == "netns":
             run("ip", "netns", "add", t)
-        run("ip", "netns", "exec", t, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+        if self.ipv6:
+            # (a gateway address usable at once: no duplicate address detection)
+            for key in ("net.ipv6.conf.all.forwarding=1", "net.ipv6.conf.default.accept_dad=0"):
+                run("ip", "netns", "exec", t, "sysctl", "-qw", key)
+        else:
+            run("ip", "netns", "exec", t, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
         run("ip", "netns", "exec", t, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         run("ip", "-n", t, "link", "set", "lo", "up")
         if self.backend == "vrf":
@@ -114,6 +127,12 @@ class FrrTenant:
             run("ip", "-n", t, "link", "set", f"vxlan{vni}", "master", f"br{vni}")
         for svi in self.svis:
             run("ip", "-n", t, "addr", "add", svi.address, "dev", f"br{svi.vni}")
+            if svi.address6:
+                run("ip", "-n", t, "addr", "add", svi.address6, "dev", f"br{svi.vni}")
+        if self.ipv6:
+            # The L3 SVI carries no address, not even a link-local one (FRR
+            # resolves the ::ffff:<VTEP> next hops of IPv6 routes on it).
+            run("ip", "-n", t, "link", "set", f"br{self.l3vni}", "addrgenmode", "none")
         for vni in self.vnis:
             run("ip", "-n", t, "link", "set", f"br{vni}", "up")
             run("ip", "-n", t, "link", "set", f"vxlan{vni}", "up")
@@ -139,15 +158,22 @@ class FrrTenant:
     def bgpd_config(self, asn: int, router_id: str) -> str:
         """The VRF's BGP instance: its subnets as type 5 routes, the host
         routes of its SVIs' neighbours as two-label type 2 (with
-        ``advertise-all-vni`` in the default instance)."""
+        ``advertise-all-vni`` in the default instance); IPv6 as well when
+        the tenant is dual-stack."""
+        ipv6_unicast = (
+            " address-family ipv6 unicast\n  redistribute connected\n exit-address-family\n"
+            if self.ipv6
+            else ""
+        )
+        advertise_ipv6 = "  advertise ipv6 unicast\n" if self.ipv6 else ""
         return f"""router bgp {asn} vrf {self.vrf}
  bgp router-id {router_id}
  address-family ipv4 unicast
   redistribute connected
  exit-address-family
- address-family l2vpn evpn
+{ipv6_unicast} address-family l2vpn evpn
   advertise ipv4 unicast
- exit-address-family
+{advertise_ipv6} exit-address-family
 """
 
     def daemon_command(self, daemon: list[str], private_dir: Path) -> list[str]:
@@ -177,13 +203,13 @@ class FrrTenant:
 
     # ---- looking at the Linux side ------------------------------------------------
 
-    def kernel_routes(self) -> list[dict[str, Any]]:
+    def kernel_routes(self, family: str = "-4") -> list[dict[str, Any]]:
         """The VRF's routing table in the kernel (the VRF's namespace, or the
-        VRF device's table)."""
+        VRF device's table); ``family`` "-6" for the IPv6 one."""
         if self.backend == "netns":
-            out = run("ip", "-n", self.ns, "-j", "route", "show")
+            out = run("ip", family, "-n", self.ns, "-j", "route", "show")
         else:
-            out = run("ip", "-n", self.underlay_ns, "-j", "route", "show", "vrf", self.vrf)
+            out = run("ip", family, "-n", self.underlay_ns, "-j", "route", "show", "vrf", self.vrf)
         return list(json.loads(out or "[]"))
 
     def bgp_routes(self) -> dict[str, set[str]]:
@@ -195,7 +221,8 @@ class FrrTenant:
         return out
 
     def neighbours(self) -> dict[str, str]:
-        """The L3 SVI's neighbour entries: remote VTEP IP -> router MAC."""
+        """The L3 SVI's neighbour entries: remote VTEP IP -> router MAC (and,
+        for IPv6 routes, ``::ffff:<VTEP IP>`` -> router MAC)."""
         out = run("ip", "-n", self.ns, "-j", "neigh", "show", "dev", f"br{self.l3vni}")
         return {n["dst"]: n.get("lladdr", "") for n in json.loads(out or "[]")}
 
