@@ -140,7 +140,7 @@ def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
         entity = to_entity(message)
         return identity(entity), entity.SerializeToString(deterministic=True)
 
-    mac, ip = "02:bb:00:00:01:ff", "10.1.2.3"
+    mac, ip, ip6 = "02:bb:00:00:01:ff", "10.1.2.3", "2001:db8:ffff::a:1"
     cases = ((5000, 1, 1, 1, False), (16777215, 8191, 4095, 511, True), (1, 0, 0, 0, True))
     for vni, index, vlan, port, policed in cases:
         assert enc.access_binding(port, vlan, vni, index, mac, 0, policed) == reference(
@@ -152,7 +152,11 @@ def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
         assert enc.replica_to_vm(index, vlan, index, policed) == reference(
             entries.replica_to_vm(index, vlan, index, policed)
         )
-        assert enc.arp_suppression(vni, ip, mac) == reference(entries.arp_suppression(vni, ip, mac))
+        assert enc.neighbour(vni, ip, mac) == reference(entries.arp_suppression(vni, ip, mac))
+        for router in (False, True):  # (IPv6: ND, with the advert's router flag)
+            assert enc.neighbour(vni, ip6, mac, router) == reference(
+                entries.nd_suppression(vni, ip6, mac, router)
+            )
         assert enc.mac_to_remote_vtep(vni, mac, "10.0.0.2") == reference(
             entries.mac_to_remote_vtep(vni, mac, "10.0.0.2")
         )
@@ -160,7 +164,10 @@ def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
             LocalVmHop(port, vlan, index, index, mac, policed),
             RemoteVtepHop("10.0.0.2", mac, vni),
         ):
-            assert enc.host_route(vni, ip, hop) == reference(entries.host_route(vni, ip, hop))
+            for address in (ip, ip6):  # (each in its family's host table)
+                assert enc.host_route(vni, address, hop) == reference(
+                    entries.host_route(vni, address, hop)
+                )
 
     def group(group_id, copies):  # (in any order: OrderedCopies sorts them)
         return enc.flood_group_of(group_id, OrderedCopies(enc, copies).wire)

@@ -44,7 +44,7 @@ def test_a_learned_mac_goes_to_every_tor_hosting_its_vni_towards_its_vtep() -> N
     for tor in ("tor1", "tor2"):  # both host VNI 5000 (a1, a2)
         state = d.tors[tor].state
         assert has(state, ENC.mac_to_remote_vtep(5000, FOREIGN.mac, FRR))
-        assert has(state, ENC.arp_suppression(5000, "192.168.1.10", FOREIGN.mac))
+        assert has(state, ENC.neighbour(5000, "192.168.1.10", FOREIGN.mac))
         assert has(state, ENC.underlay_route(FRR, 32, ECMP_GROUP_ID))
         assert state == compile_tor(d.fabric, d.view(tor).values(), tor, d.alloc, ENC, d.learned)
 
@@ -105,8 +105,8 @@ def test_a_vm_whose_mac_a_remote_vtep_won_sends_its_traffic_there() -> None:
     for tor in ("tor1", "tor2"):
         state = d.tors[tor].state
         assert has(state, via_peer)
-        assert has(state, ENC.arp_suppression(5000, a1.ips[0], a1.mac))  # the VM's IP stays
-        assert has(state, ENC.arp_suppression(5000, "192.168.1.99", a1.mac))
+        assert has(state, ENC.neighbour(5000, a1.ips[0], a1.mac))  # the VM's IP stays
+        assert has(state, ENC.neighbour(5000, "192.168.1.99", a1.mac))
         assert has(state, ENC.mac_to_remote_vtep(5000, steals_ip.mac, FRR))
         assert state == compile_tor(d.fabric, d.view(tor).values(), tor, d.alloc, ENC, d.learned)
     assert has(

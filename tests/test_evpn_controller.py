@@ -104,7 +104,7 @@ def test_static_vteps_are_compiled_on_the_tors_hosting_their_vni(rig: Rig) -> No
     controller.attach(A1)
     settle(rig)
     assert holds(controller, "tor1", ENC.mac_to_remote_vtep(5000, STATIC_MAC, STATIC))
-    assert holds(controller, "tor1", ENC.arp_suppression(5000, "192.168.1.50", STATIC_MAC))
+    assert holds(controller, "tor1", ENC.neighbour(5000, "192.168.1.50", STATIC_MAC))
     assert controller.alloc.tor.peek(external_vtep_key(STATIC)) is not None
     # tor2 hosts no VM of VNI 5000 yet: no MAC entry there, until a2 comes.
     assert not holds(controller, "tor2", ENC.mac_to_remote_vtep(5000, STATIC_MAC, STATIC))
@@ -144,7 +144,7 @@ def test_a_peers_routes_become_tor_entries_and_go_with_the_withdrawal(rig: Rig) 
     settle(rig)
     assert controller.version > version
     assert holds(controller, "tor1", ENC.mac_to_remote_vtep(5000, mac, PEER))
-    assert holds(controller, "tor1", ENC.arp_suppression(5000, "192.168.1.10", mac))
+    assert holds(controller, "tor1", ENC.neighbour(5000, "192.168.1.10", mac))
     assert controller.desired.learned.flood[5000] == {PEER, STATIC}
     rig.evpn._peer_state(PEER, False)  # the session went down
     settle(rig)

@@ -190,7 +190,7 @@ def test_each_side_learns_the_other_and_the_tables_hold_it(lab: Lab) -> None:
     frr = lab.frr
     # FRR's VM (MAC, MAC+IP) and FRR's VTEP in the flood list: on the switch.
     assert wait_for(lambda: switch_holds(lab, ENC.mac_to_remote_vtep(VNI, VM_MAC, frr.frr_ip)), 20)
-    assert wait_for(lambda: switch_holds(lab, ENC.arp_suppression(VNI, FRR_VM_IP, VM_MAC)), 10)
+    assert wait_for(lambda: switch_holds(lab, ENC.neighbour(VNI, FRR_VM_IP, VM_MAC)), 10)
     assert wait_for(lambda: lab.controller.desired.learned.flood.get(VNI) == {frr.frr_ip}, 10)
     assert converged(lab)
     read_back_matches(lab)
@@ -357,7 +357,7 @@ def test_frr_gone_its_routes_leave_the_tor_after_the_hold_time(lab: Lab) -> None
     group, _ = flood_groups(controller.alloc.vni[VNI])
     frrs = {  # what FRR's routes put on the switch
         ENC.mac_to_remote_vtep(VNI, VM_MAC, frr.frr_ip)[0],
-        ENC.arp_suppression(VNI, FRR_VM_IP, VM_MAC)[0],
+        ENC.neighbour(VNI, FRR_VM_IP, VM_MAC)[0],
         ENC.underlay_route(frr.frr_ip, 32, ECMP_GROUP_ID)[0],
         ENC.replica_to_vtep(replica, frr.frr_ip, UP_MAC)[0],
     }

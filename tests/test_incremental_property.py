@@ -1,12 +1,14 @@
 """The incremental compiler against the whole-state reference.
 
-Random sequences of attaches, detaches, moves, QoS changes and
-make-before-break pins (among them VMs of two VNIs routed in one VRF, with a
-static route through one of them), and of what EVPN taught us about external VTEPs
-(learned MACs, some with our VMs' MACs or IPs, and flood lists; host routes
-into the VRF, some for our VMs' IPs with or without their MACs, for the static
-route's next hop or a gateway, and prefixes, one of them the static route's),
-are applied change by change; afterwards every ToR's
+Random sequences of attaches, detaches, moves, QoS changes, address changes
+and make-before-break pins (among them VMs of two VNIs routed in one VRF,
+dual-stack: IPv4-only, IPv6-only and dual-stack VMs, an IPv6 subnet beside
+each IPv4 one, static routes of both families through them),
+and of what EVPN taught us about external VTEPs (learned MACs, some with our
+VMs' MACs or IPs of either family, and flood lists; host routes into the VRF,
+some for our VMs' IPs with or without their MACs, for a static route's next
+hop or a gateway's address (IPv4, IPv6 or link-local), and prefixes of both
+families, some a static route's), are applied change by change; afterwards every ToR's
 incrementally kept state must equal a fresh full compile of that ToR's view,
 and a simulated switch fed only the recorded deltas must hold exactly that
 state (each delta's "before" must be what the switch holds). No switch.
@@ -31,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from fabric_fixture import add_tor3, routed_fabric
+from fabric_fixture import ANYCAST_MAC, add_tor3, routed_fabric
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4vtep.compiler import DesiredState, Encoder, Learned, LearnedMac, compile_tor
@@ -41,8 +43,9 @@ from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.evpn.routes import InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute
 from p4vtep.evpn.table import LearnedTable
 from p4vtep.evpn.view import LocalMac
+from p4vtep.model.addressing import link_local
 from p4vtep.model.allocation import Allocations, external_vtep_key
-from p4vtep.model.fabric import Fabric, StaticRoute, Vm, Vni, Vrf
+from p4vtep.model.fabric import Fabric, StaticRoute, Subnet, Vm, Vni, Vrf
 
 # The first property's examples in the scale tier (the others': a share of it).
 EXAMPLES = int(os.environ.get("P4VTEP_PROPERTY_EXAMPLES", "3000"))
@@ -51,10 +54,26 @@ NAMES = [f"v{i}" for i in range(8)]
 ENCODER = Encoder(PipelineEntries(bmv2_pipeline().p4info))
 
 
+# VNI 5000's IPv6 subnet and its gateway (5001 has another: the gateway's
+# link-local address is in both, held once in the VRF); the gateway's
+# link-local address (the anycast MAC's).
+SUBNET6 = Subnet("2001:db8::/64", "2001:db8::fe")
+LLA = link_local(ANYCAST_MAC)
+
+
 def three_tor_fabric() -> Fabric:
     fabric = routed_fabric()  # VNIs 5000 and 5001 routed in VRF "red"
-    # the default route's next hop is a VM of the sequences (v3)
-    fabric.vrfs["red"] = Vrf("red", 50000, (StaticRoute("0.0.0.0/0", "192.168.0.3"),))
+    # the static routes' next hops are VMs of the sequences: the default
+    # routes v3's (IPv4) and v4's (IPv6), a /48 v5's (IPv6 only)
+    routes = (
+        StaticRoute("0.0.0.0/0", "192.168.0.3"),
+        StaticRoute("::/0", "2001:db8::4"),
+        StaticRoute("2001:db8:ff::/48", "2001:db8::5"),
+    )
+    fabric.vrfs["red"] = Vrf("red", 50000, routes)
+    for vni, subnet in ((5000, SUBNET6), (5001, Subnet("fd00:a:2::/64", "fd00:a:2::1"))):
+        spec = fabric.vnis[vni]
+        fabric.vnis[vni] = replace(spec, subnets=(*spec.subnets, subnet))
     add_tor3(fabric)
     fabric.vnis[7000] = Vni(7000, "tenant-c", flood=False)
     return fabric
@@ -65,17 +84,27 @@ VNIS = [5000, 5001, 6000, 7000]
 EXTERNAL = ["192.0.2.10", "192.0.2.20", "192.0.2.30"]
 # Learned host routes of VRF "red": in its VNIs, in an L2-only one (asymmetric
 # in a VNI we host would be 5000/5001 too) and in a VNI the fabric lacks
-# (symmetric IRB); IPs 0-9 (ours are 0-7, v3's is the static route's next
-# hop) and 254 (VNI 5000's gateway, 192.168.1.254, stands in: see learned_of;
-# the intake refuses it (gateway-ip), the table and compilers are still fed it
-# here so that what they do with it stays deterministic).
+# (symmetric IRB); IPs 0-9 of either family (``address``: ours are 0-7, v3's
+# to v5's the static routes' next hops), 254 (VNI 5000's gateway,
+# 192.168.1.254 or 2001:db8::fe, stands in: see learned_of) and "lla" (the
+# gateway's link-local address); the intake refuses the gateway's
+# (gateway-ip), the table and compilers are still fed them here so that what
+# they do with them stays deterministic.
 HOST_VNIS = [5000, 5000, 5001, 9000]
-PREFIXES = ["0.0.0.0/0", "10.0.0.0/8", "10.1.0.0/16", "192.168.0.0/24"]
+PREFIXES = [
+    "0.0.0.0/0",
+    "10.0.0.0/8",
+    "10.1.0.0/16",
+    "192.168.0.0/24",
+    "::/0",
+    "2001:db8:ff::/48",
+    "2001:db8:f000::/36",
+]
 SERVERS = sorted(FABRIC.servers)
 
 learn = st.tuples(
     st.just("learn"),
-    # What EVPN knows now: (VNI, MAC number, VTEP, IP number) learned MACs
+    # What EVPN knows now: (VNI, MAC number, VTEP, IP number, IPv6) learned MACs
     # (MAC/IP numbers 0-7 are our VMs', 8-9 nobody's) and (VNI, VTEP) flood members.
     st.lists(
         st.tuples(
@@ -83,20 +112,22 @@ learn = st.tuples(
             st.integers(0, 9),
             st.sampled_from(EXTERNAL),
             st.integers(0, 9),
+            st.booleans(),
         ),
         max_size=4,
     ),
     st.lists(st.tuples(st.sampled_from(VNIS), st.sampled_from(EXTERNAL)), max_size=4),
-    # (L2 VNI, MAC number, VTEP, IP number, symmetric) host routes in "red",
-    # with the L3 VNI or (asymmetric) the host's VNI, often for the IP that
-    # goes with the MAC ("mac": a VM of ours that moved away, when the VNI is
-    # its own); (prefix, VTEP) prefixes.
+    # (L2 VNI, MAC number, VTEP, IP number, symmetric, IPv6) host routes in
+    # "red", with the L3 VNI or (asymmetric) the host's VNI, often for the IP
+    # that goes with the MAC ("mac": a VM of ours that moved away, when the
+    # VNI is its own); (prefix, VTEP) prefixes.
     st.lists(
         st.tuples(
             st.sampled_from(HOST_VNIS),
             st.integers(0, 9),
             st.sampled_from(EXTERNAL),
-            st.sampled_from(["mac", "mac", *range(10), 254]),
+            st.sampled_from(["mac", "mac", *range(10), 254, "lla"]),
+            st.booleans(),
             st.booleans(),
         ),
         max_size=4,
@@ -116,6 +147,8 @@ op = st.one_of(
     st.tuples(st.just("detach"), st.sampled_from(NAMES)),
     st.tuples(st.just("move"), st.sampled_from(NAMES), st.sampled_from(SERVERS), st.integers(1, 4)),
     st.tuples(st.just("qos"), st.sampled_from(NAMES), st.sampled_from([None, "gold"])),
+    # A VM's addresses become IPv4 only, IPv6 only or both (``ips_of``).
+    st.tuples(st.just("readdress"), st.sampled_from(NAMES), st.sampled_from(["4", "6", "46"])),
     st.tuples(
         st.just("migrate"), st.sampled_from(NAMES), st.sampled_from(SERVERS), st.integers(1, 4)
     ),
@@ -129,8 +162,8 @@ op = st.one_of(
 
 # Routes from two peers (both may pass on one VTEP's routes), as the intake
 # admits them: type 2 in the hosted VNIs and in one the fabric lacks (9000:
-# symmetric IRB only), with or without an IP (ours 0-7, nobody's 8-9, a
-# gateway's 254, in VNI 9000 only: a MAC+IP route bridged into a hosted VNI
+# symmetric IRB only), with or without an IP of either family (ours 0-7,
+# nobody's 8-9, a gateway's 254, in VNI 9000 only: a MAC+IP route bridged into a hosted VNI
 # with a gateway's IP gives an ARP entry the gateway's has, and the two
 # compiles disagree on which one wins; the intake refuses both (gateway-ip,
 # tests/test_evpn_irb.py), so only the host route is fed here), single-label
@@ -152,6 +185,7 @@ evpn_op = st.one_of(
         st.sampled_from(["l2", "asym", "sym", "sym"]),
         st.integers(0, 3),
         st.integers(0, 7).map(lambda n: n == 0),  # sticky, now and then
+        st.booleans(),  # IPv6
     ),
     st.tuples(st.just("withdraw"), st.integers(0, 63)),
     st.tuples(
@@ -174,9 +208,31 @@ def router_mac(vtep: str) -> str:
     return f"02:ee:00:00:00:{EXTERNAL.index(vtep):02x}"
 
 
+def address(n: int, ipv6: bool) -> str:
+    """IP number ``n`` of the sequences, of either family."""
+    return f"2001:db8::{n}" if ipv6 else f"192.168.0.{n}"
+
+
+def ips_of(n: int, family: str) -> tuple[str, ...]:
+    """VM ``n``'s addresses: IPv4 ("4"), IPv6 ("6") or both ("46")."""
+    return tuple(address(n, six) for six in (False, True) if "46"[six] in family)
+
+
 def vm_named(name: str, vni: int, server: str, vlan: int, qos: str | None) -> Vm:
+    """VM ``n``, as first attached: IPv4 only, dual-stack or IPv6 only
+    (n % 3: v3 IPv4 only, v4 dual-stack, v5 IPv6 only, the static routes'
+    next hops)."""
     n = int(name[1:])
-    return Vm(name, f"02:00:00:00:00:{n:02x}", (f"192.168.0.{n}",), vni, server, vlan, qos)
+    ips = ips_of(n, ("4", "46", "6")[n % 3])
+    return Vm(name, f"02:00:00:00:00:{n:02x}", ips, vni, server, vlan, qos)
+
+
+def learned_host_ip(n: int, ip: int | str, ipv6: bool) -> str:
+    if ip == "lla":
+        return LLA
+    if ip == 254:  # (VNI 5000's gateway)
+        return SUBNET6.gateway if ipv6 else "192.168.1.254"
+    return address(n if ip == "mac" else int(ip), ipv6)
 
 
 def learned_of(macs: list, flood: list, hosts: list = (), prefixes: list = ()) -> Learned:
@@ -185,21 +241,21 @@ def learned_of(macs: list, flood: list, hosts: list = (), prefixes: list = ()) -
         flood_map.setdefault(vni, set()).add(vtep)
     return Learned.of(
         (
-            LearnedMac(vni, f"02:00:00:00:00:{n:02x}", vtep, (f"192.168.0.{ip}",))
-            for vni, n, vtep, ip in macs
+            LearnedMac(vni, f"02:00:00:00:00:{n:02x}", vtep, (address(ip, ipv6),))
+            for vni, n, vtep, ip, ipv6 in macs
         ),
         flood_map,
         (
             LearnedHost(
                 "red",
-                "192.168.1.254" if ip == 254 else f"192.168.0.{n if ip == 'mac' else ip}",
+                learned_host_ip(n, ip, ipv6),
                 vtep,
                 f"02:ee:00:00:00:{EXTERNAL.index(vtep):02x}",
                 50000 if symmetric else vni,
                 vni,
                 f"02:00:00:00:00:{n:02x}",
             )
-            for vni, n, vtep, ip, symmetric in hosts
+            for vni, n, vtep, ip, symmetric, ipv6 in hosts
         ),
         (
             LearnedPrefix("red", prefix, vtep, f"02:ee:00:00:00:{EXTERNAL.index(vtep):02x}", 50000)
@@ -242,6 +298,8 @@ class Model:
             self.put(replace(vms[args[0]], server=args[1], vlan=args[2]))
         elif kind == "qos" and args[0] in vms:
             self.put(replace(vms[args[0]], qos=args[1]))
+        elif kind == "readdress" and args[0] in vms:
+            self.put(replace(vms[args[0]], ips=ips_of(int(args[0][1:]), args[1])))
         elif kind == "migrate" and args[0] in vms:
             old = vms[args[0]]
             moved = replace(old, server=args[1], vlan=args[2])
@@ -263,26 +321,26 @@ class Model:
     def evpn(self, kind: str, args: list) -> None:
         table = self.table
         if kind == "route":
-            peer, vni, n, vtep, ip, label, seq, sticky = args
-            address = None
+            peer, vni, n, vtep, ip, label, seq, sticky, ipv6 = args
+            host: str | None = None
             if ip == 254 and vni == 9000:  # (a gateway's IP: as a host route only, see below)
-                address = "192.168.1.254"
+                host = learned_host_ip(n, ip, ipv6)
             elif ip is not None:
-                address = f"192.168.0.{n if ip in ('mac', 254) else ip}"
-            symmetric = label == "sym" and address is not None
+                host = address(n if ip in ("mac", 254) else ip, ipv6)
+            symmetric = label == "sym" and host is not None
             route = MacIpRoute(
                 f"{vtep}:{vni}",
                 f"02:00:00:00:00:{n:02x}",
                 vni,
                 vtep,
-                address,
+                host,
                 mobility_seq=seq,
                 sticky=sticky,
                 l3vni=50000 if symmetric else None,
                 router_mac=router_mac(vtep) if symmetric else None,
             )
             hosted = vni in FABRIC.vnis
-            routed = symmetric or (label == "asym" and address is not None and vni in (5000, 5001))
+            routed = symmetric or (label == "asym" and host is not None and vni in (5000, 5001))
             if not hosted and not symmetric:  # (refused by the intake: the old version goes)
                 table.unlearn(peer, route.nlri_key())
                 return

@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..dataplane.entries import LocalVmHop, PipelineEntries, PortRole, RouteHop
+from ..dataplane.entries import LocalVmHop, PipelineEntries, PortRole, RouteHop, is_ipv6
 from ..model.fabric import Rates
 from ..runtime import codec, wire
 from ..runtime.codec import Value
@@ -167,6 +167,13 @@ def _assembler(
             return done(entry_head + m0[a] + m1[b], action_head + p0[c])
 
         return two_one
+    if shape == (2, 2):
+        m0, m1, p0, p1 = memos
+
+        def two_two(a: Value, b: Value, c: Value, d: Value) -> Encoded:
+            return done(entry_head + m0[a] + m1[b], action_head + p0[c] + p1[d])
+
+        return two_two
     if shape == (2, 3):
         m0, m1, p0, p1, p2 = memos
 
@@ -184,6 +191,14 @@ def _assembler(
         )
 
     return any_shape
+
+
+def _has_table(p4info: P4Info, name: str) -> bool:
+    try:
+        p4info.table(name)
+    except KeyError:
+        return False
+    return True
 
 
 class _FieldMemo(dict[Value, bytes]):
@@ -258,23 +273,34 @@ class Encoder:
         self._arp = ExactEntry(
             p4info, "arp_suppression", ("vni", "target_ip"), "reply", ("target_mac",), memos
         )
-        if entries.routing:  # (host routes: one per routed VM and ToR of its VRF)
-            self._route_local = ExactEntry(
+        # IPv6 (a pipeline with the IPv6 tables; the model refuses IPv6
+        # addresses otherwise): ND answers as ARP does, with the router flag.
+        if _has_table(p4info, "nd_suppression"):
+            self._nd = ExactEntry(
                 p4info,
-                "host_route",
-                ("vrf", "dst_ip"),
-                "route_to_local_vm",
-                ("port", "vlan_id", "vm", "vni_index", "vm_mac") + policed,
+                "nd_suppression",
+                ("vni", "target_ip"),
+                "nd_reply",
+                ("target_mac", "router"),
                 memos,
+            )
+        if entries.routing:  # (host routes: one per routed VM and ToR of its VRF)
+            local_params = ("port", "vlan_id", "vm", "vni_index", "vm_mac") + policed
+            remote_params = ("vtep_ip", "router_mac", "l3vni")
+            key = ("vrf", "dst_ip")
+            self._route_local = ExactEntry(
+                p4info, "host_route", key, "route_to_local_vm", local_params, memos
             )
             self._route_remote = ExactEntry(
-                p4info,
-                "host_route",
-                ("vrf", "dst_ip"),
-                "route_to_remote_vtep",
-                ("vtep_ip", "router_mac", "l3vni"),
-                memos,
+                p4info, "host_route", key, "route_to_remote_vtep", remote_params, memos
             )
+            if _has_table(p4info, "ipv6_host_route"):  # (the twin table, actions named _v6)
+                self._route_local_v6 = ExactEntry(
+                    p4info, "ipv6_host_route", key, "route_to_local_vm_v6", local_params, memos
+                )
+                self._route_remote_v6 = ExactEntry(
+                    p4info, "ipv6_host_route", key, "route_to_remote_vtep_v6", remote_params, memos
+                )
 
     @staticmethod
     def of(message: Message) -> Encoded:
@@ -353,25 +379,32 @@ class Encoder:
     ) -> Encoded:
         return self._replica_to_vm(replica_id, vlan_id, vm_index, *self._flag(policed))
 
-    def arp_suppression(self, vni: int, ip: Value, mac: Value) -> Encoded:
+    def neighbour(self, vni: int, ip: Value, mac: Value, router: bool = False) -> Encoded:
+        """What answers for ``ip`` in ``vni`` with ``mac``, by its family:
+        ARP suppression, or ND suppression (``router``: the gateway's
+        address, the advert's R flag; ARP has none)."""
         # The same entity on every ToR hosting the VNI: encoded once, and
         # each ToR's state holds the same bytes (memory scales with VMs).
-        args = (vni, ip, mac)
+        # The family is looked at on a miss only: a hit costs as IPv4 did.
+        args = (vni, ip, mac, router)
         item = self._shared.get(args)
         if item is None:
-            item = self._share(args, self._arp(vni, ip, mac))
+            built = self._nd(vni, ip, mac, int(router)) if is_ipv6(ip) else self._arp(vni, ip, mac)
+            item = self._share(args, built)
         return item
 
     def mac_to_remote_vtep(self, vni: int, mac: Value, vtep_ip: Value) -> Encoded:
-        args = (vni, mac, vtep_ip)  # (a different arity from the ARP entries')
+        args = (vni, mac, vtep_ip)  # (a different arity from the ARP and ND entries')
         item = self._shared.get(args)
         if item is None:
             item = self._share(args, self._to_remote(vni, mac, vtep_ip))
         return item
 
     def host_route(self, vrf: int, ip: Value, hop: RouteHop) -> Encoded:
+        """In the host table of ``ip``'s family (``entries.is_ipv6``)."""
         if isinstance(hop, LocalVmHop):
-            return self._route_local(
+            local = self._route_local_v6 if is_ipv6(ip) else self._route_local
+            return local(
                 vrf,
                 ip,
                 hop.port,
@@ -385,9 +418,8 @@ class Encoder:
         args = ("host_route", vrf, ip, hop.vtep_ip, hop.router_mac, hop.l3vni)
         item = self._shared.get(args)
         if item is None:
-            item = self._share(
-                args, self._route_remote(vrf, ip, hop.vtep_ip, hop.router_mac, hop.l3vni)
-            )
+            remote = self._route_remote_v6 if is_ipv6(ip) else self._route_remote
+            item = self._share(args, remote(vrf, ip, hop.vtep_ip, hop.router_mac, hop.l3vni))
         return item
 
     def _share(self, args: tuple[Value, ...], item: Encoded) -> Encoded:

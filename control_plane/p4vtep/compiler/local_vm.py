@@ -1,5 +1,5 @@
-"""Builder: a VM on this ToR. Its (port, VLAN) binding, its MAC and ARP
-entries, its flood replica and, with a QoS policy, its meters."""
+"""Builder: a VM on this ToR. Its (port, VLAN) binding, its MAC, its ARP
+(IPv4) and ND (IPv6) entries, its flood replica and, with a QoS policy, its meters."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def build(
     if not moved_away:
         out.append(enc.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index, rx))
     out.append(enc.replica_to_vm(index, vm.vlan, index, rx))
-    out += [enc.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips]
+    out += [enc.neighbour(vm.vni, ip, vm.mac) for ip in vm.ips]
     policy = fabric.policies.get(vm.qos) if vm.qos else None
     if policy is not None:
         for direction, r in (("tx", policy.tx), ("rx", policy.rx)):

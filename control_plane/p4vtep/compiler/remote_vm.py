@@ -1,6 +1,7 @@
 """Builder: a MAC behind another VTEP, in a VNI this ToR hosts. A VM on
 another of our ToRs points at that ToR's VTEP; a MAC learned through EVPN (or
-a static one) points at the external VTEP. Their ARP entries are answered here."""
+a static one) points at the external VTEP. Their ARP (IPv4) and ND (IPv6)
+entries are answered here."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from .switch_state import Encoded
 
 def build(enc: Encoder, fabric: Fabric, vm: Vm, moved_away: bool = False) -> list[Encoded]:
     """``moved_away``: a remote VTEP won the VM's MAC; the learned entry
-    replaces the VM's MAC entry (its ARP entries stay)."""
+    replaces the VM's MAC entry (its ARP and ND entries stay)."""
     vtep_ip = fabric.tors[fabric.servers[vm.server].tor].vtep_ip
     out = [] if moved_away else [enc.mac_to_remote_vtep(vm.vni, vm.mac, vtep_ip)]
-    out += [enc.arp_suppression(vm.vni, ip, vm.mac) for ip in vm.ips]
+    out += [enc.neighbour(vm.vni, ip, vm.mac) for ip in vm.ips]
     return out
 
 
@@ -26,7 +27,7 @@ def learned(enc: Encoder, macs: Iterable[LearnedMac], vms: Iterable[Vm]) -> list
     lets a remote claim on one of our VMs' MACs win only when the VM moved
     away (a higher sequence number): then the MAC entry is this one, and the
     VM's builders leave theirs out. An IP that a VM of ours in the VNI
-    (``vms``) has stays the VM's ARP entry (never two writers of one entry);
+    (``vms``) has stays the VM's ARP or ND entry (never two writers of one entry);
     an IP claimed by two learned MACs goes to the lower MAC."""
     vm_ips: set[str] = set()
     for vm in vms:
@@ -37,5 +38,5 @@ def learned(enc: Encoder, macs: Iterable[LearnedMac], vms: Iterable[Vm]) -> list
         for ip in sorted(m.ips):
             if ip not in vm_ips:
                 vm_ips.add(ip)
-                out.append(enc.arp_suppression(m.vni, ip, m.mac))
+                out.append(enc.neighbour(m.vni, ip, m.mac))
     return out

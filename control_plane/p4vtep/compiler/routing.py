@@ -2,10 +2,15 @@
 
 A ToR holds a VRF when it hosts a VM of one of the VRF's routed VNIs. Then it
 holds, per routed VNI it hosts, the anycast gateway (the gateway MAC routed,
-its IP answered for ARP and echo); per VRF, the L3 VNI (decapsulated and
+its IPs answered for ARP or ND and echo); per VRF, the L3 VNI (decapsulated and
 routed when sent to this ToR's router MAC) and the static routes; and per VM
 of the VRF, wherever it runs, a host route for each of its IPs: to its VF
 here, or over the L3 VNI to its ToR's router MAC.
+
+IPv4 and IPv6 are alike (the entry builders pick the IPv6 tables by the
+address's family), but for the gateway's link-local address (``gateway_lla``):
+answered by ND in each routed VNI with an IPv6 subnet, and one gateway entry
+per VRF with one (the host table is per VRF, the address the same in every VNI).
 
 The switch's VRF id is the VRF's L3 VNI: unique, and the same on every ToR and
 across restarts, so no index is allocated for it.
@@ -27,10 +32,10 @@ a host route goes with its MAC:
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable, Mapping
 
-from ..dataplane.entries import LocalVmHop, RemoteVtepHop, RouteHop
+from ..dataplane.entries import LocalVmHop, RemoteVtepHop, RouteHop, is_ipv6
+from ..model.addressing import ip_network, link_local
 from ..model.allocation import Allocations
 from ..model.fabric import Fabric, Vm, Vrf
 from . import local_vm
@@ -64,17 +69,30 @@ def _anycast_mac(fabric: Fabric) -> str:
     return fabric.anycast_gateway_mac
 
 
+def gateway_lla(fabric: Fabric) -> str:
+    """The gateway's IPv6 link-local address: the anycast MAC's."""
+    return link_local(_anycast_mac(fabric))
+
+
+def _has_ipv6(fabric: Fabric, vnis: Iterable[int]) -> bool:
+    return any(is_ipv6(s.gateway) for vni in vnis for s in fabric.vnis[vni].subnets)
+
+
 def vni_items(enc: Encoder, fabric: Fabric, vni: int) -> list[Encoded]:
     """A routed VNI hosted here: frames to the anycast MAC are routed, and each
-    subnet's gateway IP is answered (ARP with the anycast MAC, echo)."""
+    subnet's gateway IP is answered (ARP or ND with the anycast MAC, echo);
+    with an IPv6 subnet, the gateway's link-local address too by ND (its
+    echo: ``vrf_items``)."""
     vrf = vrf_of(fabric, vni)
     if vrf is None:
         return []
     anycast = _anycast_mac(fabric)
     out = [enc.of(enc.entries.mac_to_router(vni, anycast, anycast))]
     for subnet in fabric.vnis[vni].subnets:
-        out.append(enc.arp_suppression(vni, subnet.gateway, anycast))
+        out.append(enc.neighbour(vni, subnet.gateway, anycast, router=True))
         out.append(enc.of(enc.entries.gateway_address(vrf.l3vni, subnet.gateway)))
+    if _has_ipv6(fabric, [vni]):
+        out.append(enc.neighbour(vni, gateway_lla(fabric), anycast, router=True))
     return out
 
 
@@ -113,8 +131,13 @@ def host_routes(
 
 
 def gateways(fabric: Fabric, vrf_name: str) -> set[str]:
-    """The gateway IPs of a VRF's subnets (answered by the ToRs themselves)."""
-    return {s.gateway for vni in vnis_of(fabric, vrf_name) for s in fabric.vnis[vni].subnets}
+    """The gateway IPs of a VRF's subnets, and with an IPv6 subnet the
+    gateway's link-local address (answered by the ToRs themselves)."""
+    vnis = vnis_of(fabric, vrf_name)
+    ips = {s.gateway for vni in vnis for s in fabric.vnis[vni].subnets}
+    if _has_ipv6(fabric, vnis):
+        ips.add(gateway_lla(fabric))
+    return ips
 
 
 def vrf_items(
@@ -138,13 +161,15 @@ def vrf_items(
         enc.of(enc.entries.l3vni_config(vrf.l3vni, 0, TRAFFIC_CLASS_L3VNI)),
         enc.of(enc.entries.mac_to_router(vrf.l3vni, rmac, _anycast_mac(fabric))),
     ]
+    if _has_ipv6(fabric, vnis_of(fabric, vrf_name)):  # (once per VRF: see the module)
+        out.append(enc.of(enc.entries.gateway_address(vrf.l3vni, gateway_lla(fabric))))
     hosts = learned.hosts.get(vrf_name, {})
     static: set[str] = set()
     for route in vrf.routes:
         owner = owners.get(route.next_hop)
         if owner is None:
             continue
-        net = ipaddress.IPv4Network(route.prefix)
+        net = ip_network(route.prefix)
         hop: RouteHop
         if learned.takes(owner.vni, owner.mac):  # (the next hop's VM moved away: follow it)
             moved = hosts.get(route.next_hop)
@@ -163,7 +188,7 @@ def vrf_items(
         if prefix in static:
             continue  # (our static route for the same prefix wins)
         remote = learned.prefixes[vrf_name][prefix]
-        net = ipaddress.IPv4Network(prefix)
+        net = ip_network(prefix)
         out.append(
             enc.of(
                 enc.entries.prefix_route(
