@@ -35,6 +35,30 @@ def test_routes_say_where_each_leads():
     ]
 
 
+def test_dual_stack_routes_list_ipv4_then_ipv6_with_128_bit_host_prefixes():
+    """IPv4 first, as before; then IPv6, in address order, hosts and
+    gateways as /128."""
+    from p4vtep.model.fabric import StaticRoute, Subnet
+
+    fabric, vms = routed_fabric(), routed_vms()
+    web = fabric.vnis[5000]
+    fabric.vnis[5000] = replace(
+        web, subnets=(*web.subnets, Subnet("2001:db8:1::/64", "2001:db8:1::1"))
+    )
+    red = fabric.vrfs["red"]
+    fabric.vrfs["red"] = replace(red, routes=(*red.routes, StaticRoute("::/0", "2001:db8:1::3")))
+    six = {"web-1": "2001:db8:1::a", "fw": "2001:db8:1::3"}
+    vms = [replace(vm, ips=(six[vm.name], *vm.ips)) if vm.name in six else vm for vm in vms]
+    ipv4 = route_rows(routed_fabric(), routed_vms())  # (as before)
+    assert route_rows(fabric, vms) == [
+        *ipv4,
+        RouteRow("red", "::/0", STATIC, "fw", 5000, "tor2", "10.0.0.2", "2001:db8:1::3"),
+        RouteRow("red", "2001:db8:1::1/128", GATEWAY, "", 5000, "", ""),
+        RouteRow("red", "2001:db8:1::3/128", HOST, "fw", 5000, "tor2", "10.0.0.2"),
+        RouteRow("red", "2001:db8:1::a/128", HOST, "web-1", 5000, "tor1", "10.0.0.1"),
+    ]
+
+
 def test_a_static_route_follows_its_next_hop_and_says_when_nobody_owns_it():
     fabric, vms = routed_fabric(), routed_vms()
     moved = [replace(vm, server="s12", vlan=31) if vm.name == "fw" else vm for vm in vms]
@@ -158,6 +182,25 @@ def test_route_deltas_name_what_a_commit_changed():
     ]
     # An L2-only VM has no routes.
     assert route_deltas(fabric, {"b1": vms["b1"]}, {"b1": None}) == []
+
+
+def test_route_deltas_say_ipv6_hosts_as_128_bit_prefixes_after_ipv4():
+    from p4vtep.model.fabric import StaticRoute
+    from p4vtep.model.tenant_routes import RouteDelta, route_deltas
+
+    fabric = routed_fabric()
+    # (203.0.113.0/24 after 2001:db8:1::3 in text order; IPv4 comes first)
+    fabric.vrfs["red"] = replace(
+        fabric.vrfs["red"], routes=(StaticRoute("203.0.113.0/24", "192.168.1.3"),)
+    )
+    fw = next(vm for vm in routed_vms() if vm.name == "fw")
+    dual = replace(fw, ips=("2001:db8:1::3", *fw.ips))
+    assert route_deltas(fabric, {"fw": None}, {"fw": dual}) == [
+        RouteDelta("red", ("192.168.1.3/32", "203.0.113.0/24", "2001:db8:1::3/128"), (), ())
+    ]
+    assert route_deltas(fabric, {"fw": dual}, {"fw": fw}) == [
+        RouteDelta("red", (), ("2001:db8:1::3/128",), ())
+    ]
 
 
 def test_an_ip_handed_from_one_vm_to_another_in_one_commit_is_moved():

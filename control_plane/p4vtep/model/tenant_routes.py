@@ -5,10 +5,10 @@ the operator's view of them, not a read of the switches."""
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from .addressing import IPNetwork, ip_network
 from .fabric import Fabric, Vm
 
 # A route's kind: to a VM's IP, a static route via a VM, or a subnet's gateway
@@ -70,16 +70,27 @@ def route_rows(fabric: Fabric, vms: Iterable[Vm], vrf: str | None = None) -> lis
         owners = {ip: vm for vni in vnis for vm in by_vni.get(vni, ()) for ip in vm.ips}
         for vni in vnis:
             for subnet in fabric.vnis[vni].subnets:
-                rows.append(RouteRow(name, f"{subnet.gateway}/32", GATEWAY, "", vni, "", ""))
+                rows.append(RouteRow(name, _host_prefix(subnet.gateway), GATEWAY, "", vni, "", ""))
         for ip, vm in owners.items():
-            rows.append(_to_vm(fabric, name, f"{ip}/32", HOST, vm))
+            rows.append(_to_vm(fabric, name, _host_prefix(ip), HOST, vm))
         for route in fabric.vrfs[name].routes:
             owner = owners.get(route.next_hop)
             if owner is None:
                 rows.append(RouteRow(name, route.prefix, STATIC, "", 0, "", "", route.next_hop))
             else:
                 rows.append(_to_vm(fabric, name, route.prefix, STATIC, owner, route.next_hop))
-    return sorted(rows, key=lambda r: (r.vrf, ipaddress.IPv4Network(r.prefix), r.kind))
+    return sorted(rows, key=lambda r: (r.vrf, _network_order(r.prefix), r.kind))
+
+
+def _host_prefix(ip: str) -> str:
+    """An address as the prefix of its host route: /32, or /128 for IPv6."""
+    return f"{ip}/128" if ":" in ip else f"{ip}/32"
+
+
+def _network_order(prefix: str) -> tuple[int, IPNetwork]:
+    """IPv4 networks before IPv6 ones (the two do not compare), each in address order."""
+    net = ip_network(prefix)
+    return net.version, net
 
 
 def _to_vm(
@@ -139,9 +150,9 @@ def route_deltas(
                 was[route.prefix] = was[route.next_hop]
             if route.next_hop in now:
                 now[route.prefix] = now[route.next_hop]
-        added = tuple(sorted(p for p in now if p not in was))
-        removed = tuple(sorted(p for p in was if p not in now))
-        moved = tuple(sorted(p for p in now if p in was and now[p] != was[p]))
+        added = tuple(sorted((p for p in now if p not in was), key=_ipv4_first))
+        removed = tuple(sorted((p for p in was if p not in now), key=_ipv4_first))
+        moved = tuple(sorted((p for p in now if p in was and now[p] != was[p]), key=_ipv4_first))
         if added or removed or moved:
             deltas.append(RouteDelta(vrf, _prefixes(added), _prefixes(removed), _prefixes(moved)))
     return deltas
@@ -162,6 +173,11 @@ def _leads(
     return leads
 
 
+def _ipv4_first(key: str) -> tuple[bool, str]:
+    """IPs and prefixes of both families: IPv4 first, each family in text order."""
+    return ":" in key, key
+
+
 def _prefixes(keys: tuple[str, ...]) -> tuple[str, ...]:
-    """Host routes are keyed by IP until here; say them as /32 prefixes."""
-    return tuple(k if "/" in k else f"{k}/32" for k in keys)
+    """Host routes are keyed by IP until here; say them as /32 or /128 prefixes."""
+    return tuple(k if "/" in k else _host_prefix(k) for k in keys)
