@@ -311,8 +311,15 @@ DUAL = (
 
 @pytest.fixture
 def ipv6_pipeline(monkeypatch):
-    """As once the pipeline has the IPv6 tables: the model's IPv6 rules apply."""
+    """A pipeline with the IPv6 tables (the committed one; set here whatever
+    P4VTEP_P4INFO names): the model's IPv6 rules apply."""
     monkeypatch.setattr(limits, "IPV6_SUPPORTED", True)
+
+
+@pytest.fixture
+def pipeline_without_ipv6(monkeypatch):
+    """A pipeline without the IPv6 tables (an older build): limits says so."""
+    monkeypatch.setattr(limits, "IPV6_SUPPORTED", False)
 
 
 @pytest.mark.usefixtures("ipv6_pipeline")
@@ -333,7 +340,13 @@ def test_a_dual_stack_fabric_loads_in_canonical_form(tmp_path):
     )
 
 
-def test_todays_pipeline_refuses_an_ipv6_subnet_and_route_by_line(tmp_path):
+def test_the_committed_pipeline_loads_a_dual_stack_fabric(tmp_path):
+    assert limits.IPV6_SUPPORTED is True  # (its P4Info has the IPv6 tables: test_limits.py)
+    assert load(tmp_path, DUAL).vrfs["tenant-a"].routes[1] == StaticRoute("::/0", "2001:db8:1::10")
+
+
+@pytest.mark.usefixtures("pipeline_without_ipv6")
+def test_a_pipeline_without_the_ipv6_tables_refuses_an_ipv6_subnet_and_route_by_line(tmp_path):
     """Without the IPv6 tables the same file is refused, each IPv6 subnet
     and route on its line, saying what the pipeline lacks."""
     without = (

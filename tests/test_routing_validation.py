@@ -310,7 +310,7 @@ def test_an_inventory_without_the_next_hop_is_taken(tmp_path):
     assert set(controller.vms) == {vm.name for vm in inventory}
 
 
-# --- dual stack (issue 37: the model; the data plane comes later) ---------------
+# --- dual stack (issue 37) ---------------------------------------------------------
 
 PIPELINE_WITHOUT = (
     "need a pipeline with IPv6 tables (nd_suppression, ipv6_host_route, ipv6_prefix_route): "
@@ -320,8 +320,15 @@ PIPELINE_WITHOUT = (
 
 @pytest.fixture
 def ipv6_pipeline(monkeypatch):
-    """As once the pipeline has the IPv6 tables: the model's IPv6 rules apply."""
+    """A pipeline with the IPv6 tables (the committed one; set here whatever
+    P4VTEP_P4INFO names): the model's IPv6 rules apply."""
     monkeypatch.setattr(limits, "IPV6_SUPPORTED", True)
+
+
+@pytest.fixture
+def pipeline_without_ipv6(monkeypatch):
+    """A pipeline without the IPv6 tables (an older build): limits says so."""
+    monkeypatch.setattr(limits, "IPV6_SUPPORTED", False)
 
 
 WEB6 = Subnet("2001:db8:1::/64", "2001:db8:1::1")
@@ -360,7 +367,16 @@ def test_a_dual_stack_fabric_and_its_vms_pass():
     assert index.vrf_ips[("tenant-b", "2001:db8:1::11")] == "b1"
 
 
-def test_todays_pipeline_refuses_ipv6_subnets_routes_and_vms_saying_why():
+def test_the_committed_pipeline_takes_ipv6_subnets_routes_and_vms():
+    assert limits.IPV6_SUPPORTED is True  # (its P4Info has the IPv6 tables: test_limits.py)
+    fabric = dual_stack_fabric(DEFAULT6_VIA_A2)
+    assert fabric_problems(fabric) == []
+    Controller(fabric, bmv2_pipeline())
+    validate(fabric, [A1_6])
+
+
+@pytest.mark.usefixtures("pipeline_without_ipv6")
+def test_a_pipeline_without_the_ipv6_tables_refuses_ipv6_subnets_routes_and_vms_saying_why():
     fabric = dual_stack_fabric(DEFAULT6_VIA_A2)
     assert fabric_problems(fabric) == [
         f"vni tenant-a: subnets[1].prefix: 2001:db8:1::/64: IPv6 subnets {PIPELINE_WITHOUT}",
@@ -508,7 +524,8 @@ def test_the_api_refuses_a_bad_ipv6_address_and_changes_nothing(controller):
     assert controller_state(controller) == before
 
 
-def test_the_api_refuses_ipv6_with_todays_pipeline_and_changes_nothing(controller):
+@pytest.mark.usefixtures("pipeline_without_ipv6")
+def test_the_api_refuses_ipv6_without_the_ipv6_tables_and_changes_nothing(controller):
     vm = pb.VM(
         name="a9",
         mac="00:00:0a:00:00:09",
@@ -525,3 +542,23 @@ def test_the_api_refuses_ipv6_with_todays_pipeline_and_changes_nothing(controlle
         f"vm a9: ips: 2001:db8:1::9: IPv6 tenant addresses {PIPELINE_WITHOUT}"
     )
     assert controller_state(controller) == before
+
+
+def test_the_api_takes_a_dual_stack_vm_with_the_committed_pipeline(tmp_path):
+    """The same request, in a VNI with an IPv6 subnet: attached, its IPv6
+    address stored in canonical form."""
+    fabric = dual_stack_fabric(DEFAULT_VIA_A2, DEFAULT6_VIA_A2)
+    controller = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
+    for vm in (A2_6, A1_6):  # (a2 first: it owns the next hops)
+        controller.attach(replace(vm, source="api"))
+    vm = pb.VM(
+        name="a9",
+        mac="00:00:0a:00:00:09",
+        ips=["192.168.1.9", "2001:0db8:1::9"],
+        vni=5000,
+        server="s12",
+        vlan=90,
+    )
+    with api_client(controller) as (client, _):
+        client.AttachVM(pb.AttachVMRequest(vm=vm))
+    assert controller.vms["a9"].ips == ("192.168.1.9", "2001:db8:1::9")

@@ -252,7 +252,7 @@ def test_printable_names_up_to_the_limit_are_accepted(name):
     validate(two_tor_fabric(), [replace(vms()[0], name=name)] + vms()[1:])
 
 
-# --- IPv6 (issue 37: the model; the data plane comes later) --------------------
+# --- IPv6 (issue 37) --------------------------------------------------------------
 
 PIPELINE_WITHOUT_IPV6 = (
     "IPv6 tenant addresses need a pipeline with IPv6 tables "
@@ -264,12 +264,24 @@ NOT_V6_HOST = "is not a VM's IPv6 address"
 
 @pytest.fixture
 def ipv6_pipeline(monkeypatch):
-    """As once the pipeline has the IPv6 tables: the model's IPv6 rules apply."""
+    """A pipeline with the IPv6 tables (the committed one; set here whatever
+    P4VTEP_P4INFO names): the model's IPv6 rules apply."""
     monkeypatch.setattr(limits, "IPV6_SUPPORTED", True)
 
 
-def test_todays_pipeline_refuses_every_ipv6_address_saying_why():
-    assert limits.IPV6_SUPPORTED is False  # (the committed P4Info: test_limits.py)
+@pytest.fixture
+def pipeline_without_ipv6(monkeypatch):
+    """A pipeline without the IPv6 tables (an older build): limits says so."""
+    monkeypatch.setattr(limits, "IPV6_SUPPORTED", False)
+
+
+def test_the_committed_pipeline_takes_ipv6_addresses():
+    assert limits.IPV6_SUPPORTED is True  # (its P4Info has the IPv6 tables: test_limits.py)
+    validate(two_tor_fabric(), [replace(vms()[0], ips=("192.168.1.1", "2001:db8::10"))])
+
+
+@pytest.mark.usefixtures("pipeline_without_ipv6")
+def test_a_pipeline_without_the_ipv6_tables_refuses_every_ipv6_address_saying_why():
     bad = [replace(vms()[0], ips=("192.168.1.1", "2001:db8::10", "fe80::1"))] + vms()[1:]
     assert problems(bad) == [
         f"vm a1: ips: 2001:db8::10: {PIPELINE_WITHOUT_IPV6}",
