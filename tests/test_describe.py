@@ -1,7 +1,7 @@
 """describe(entity): one readable line per entity, names from the P4Info."""
 
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.dataplane.entries import PipelineEntries, RemoteVtepHop
 from p4vtep.model.fabric import Rates
 from p4vtep.runtime.describe import describe
 from p4vtep.runtime.entities import to_entity
@@ -44,3 +44,14 @@ def test_without_a_p4info_ids_stand_in_for_names():
     entry = to_entity(E.mac_to_remote_vtep(5000, "00:00:0a:00:00:01", "10.0.0.2"))
     table_id = entry.table_entry.table_id
     assert describe(entry).startswith(f"table#{table_id}{{field1=5000, field2=")
+
+
+def test_lpm_prefixes_read_as_addresses_of_their_family():
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    hop = RemoteVtepHop("10.0.0.2", "00:aa:00:00:00:02", 50000)
+    for prefix, length, table in (
+        ("10.1.0.0", 16, "prefix_route"),
+        ("2001:db8:f000::", 36, "ipv6_prefix_route"),
+    ):
+        line = describe(to_entity(entries.prefix_route(50000, prefix, length, hop)), entries.p4info)
+        assert line.startswith(f"{table}{{vrf=50000, dst_prefix={prefix}/{length}}}"), line

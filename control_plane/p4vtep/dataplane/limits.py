@@ -55,13 +55,13 @@ FLOOD_GROUPS_PER_VNI = 2
 BMV2_MAX_MC_GROUPS = 32768
 # 802.1Q reserves VLAN 0 (priority tag) and the all-ones id.
 VLAN_MIN = 1
-# The tables IPv6 tenants need (issue 37's data plane; none is in the committed
-# P4Info yet), named as their IPv4 twins are: `nd_suppression` answers
-# neighbour solicitations as `arp_suppression` (arp_suppression.p4) answers
-# ARP; `ipv6_host_route` and `ipv6_prefix_route` beside `host_route` and
-# `prefix_route` (l3_forwarding.p4). Until a pipeline has all three, the
-# model refuses every IPv6 tenant address, subnet and route (addressing.py:
-# ipv6_unsupported).
+# The tables IPv6 tenants need (issue 37), named as their IPv4 twins are:
+# `nd_suppression` answers neighbour solicitations as `arp_suppression`
+# (arp_suppression.p4) answers ARP; `ipv6_host_route` and `ipv6_prefix_route`
+# beside `host_route` and `prefix_route` (l3_forwarding.p4). A pipeline
+# without all three (an older build, a profile that leaves IPv6 out) makes the
+# model refuse every IPv6 tenant address, subnet and route
+# (addressing.py: ipv6_unsupported).
 IPV6_TABLES = ("nd_suppression", "ipv6_host_route", "ipv6_prefix_route")
 
 

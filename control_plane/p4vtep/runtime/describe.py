@@ -3,8 +3,8 @@
     mac_table{vni=5000, dst_mac=00:00:0a:00:00:01} -> forward_local(port=1, vlan_id=10)
 
 Names come from the P4Info when one is given (ids otherwise); values are
-shown the way an operator writes them: 48-bit fields as MACs, 32-bit
-addresses as IPv4, the rest as integers.
+shown the way an operator writes them: 48-bit fields as MACs, 32- and
+128-bit addresses (and LPM prefixes) as IPv4 and IPv6, the rest as integers.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ from .protos import p4runtime_pb2
 _ADDRESS_WORDS = ("ip", "addr")
 
 
-def value(raw: bytes, bitwidth: int, name: str = "") -> str:
-    """``raw`` (canonical P4Runtime bytes) as an operator would write it."""
+def value(raw: bytes, bitwidth: int, name: str = "", address: bool = False) -> str:
+    """``raw`` (canonical P4Runtime bytes) as an operator would write it;
+    ``address``: an IP address whatever its name (an LPM key is a prefix)."""
     number = codec.decode(raw)
     if bitwidth == 48:
         return codec.int_to_mac(number)
     words = name.lower()
-    if any(word in words for word in _ADDRESS_WORDS):
+    if address or any(word in words for word in _ADDRESS_WORDS):
         if bitwidth == 32:
             return str(ipaddress.IPv4Address(number))
         if bitwidth == 128:
@@ -46,7 +47,8 @@ def _field_match(field: p4runtime_pb2.FieldMatch, table_id: int, p4info: P4Info 
     if kind == "exact":
         return f"{name}={value(field.exact.value, width, name)}"
     if kind == "lpm":
-        return f"{name}={value(field.lpm.value, width, name)}/{field.lpm.prefix_len}"
+        shown = value(field.lpm.value, width, name, address=True)
+        return f"{name}={shown}/{field.lpm.prefix_len}"
     if kind == "ternary":
         shown, mask = value(field.ternary.value, width, name), codec.decode(field.ternary.mask)
         return f"{name}={shown}&&&{mask:#x}"
