@@ -88,6 +88,18 @@ def dual_stack_fabric() -> Fabric:
     return fabric
 
 
+def dual_stack_vms() -> list[Vm]:
+    """routed_vms for dual_stack_fabric: web-1, db-1 and fw with an IPv6
+    address each (fw's, 2001:db8:1::3, the IPv6 default route's next hop);
+    b1 (L2 only) as before."""
+    from dataclasses import replace
+
+    ipv6 = {"web-1": "2001:db8:1::a", "db-1": "2001:db8:2::a", "fw": "2001:db8:1::3"}
+    return [
+        replace(vm, ips=(*vm.ips, ipv6[vm.name])) if vm.name in ipv6 else vm for vm in routed_vms()
+    ]
+
+
 def add_tor3(fabric: Fabric) -> Fabric:
     """A third ToR, tor3 (VTEP 10.0.0.3, one uplink), with its server s31."""
     fabric.tors["tor3"] = Tor(

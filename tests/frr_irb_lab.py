@@ -219,11 +219,14 @@ router bgp {self.asn}
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
             log.close()
-            if name == "zebra":
+            # zebra's socket for bgpd, and each daemon's vty socket: vtysh
+            # says "bgpd is not running" until bgpd.vty exists (seen on a
+            # loaded machine: the first session check came before it).
+            for ready in ("zserv.api", "zebra.vty") if name == "zebra" else ("bgpd.vty",):
                 deadline = time.monotonic() + 10
-                while not (self.dir / "zserv.api").exists():
+                while not (self.dir / ready).exists():
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"zebra did not start; see {self.dir}")
+                        raise RuntimeError(f"{name} did not start; see {self.dir}")
                     time.sleep(0.05)
 
     # ---- for the data-plane tests (a p4vtep ToR on BMv2 as the other VTEP) ------

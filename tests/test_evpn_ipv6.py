@@ -4,7 +4,8 @@ prefix (type 5) routes down to the bytes gobgpd puts on the wire (the
 gateway IP of an interface-less IPv6 type 5 is ``::``, never GoBGP's
 ``::ffff:0.0.0.0``), what the intake takes and refuses, what the learned
 table gives the compiler, what the advertiser sends for dual-stack VMs and
-subnets, and how the API and CLI show it."""
+subnets, what the ToRs get compiled from it, and how the API and CLI show
+it."""
 
 from __future__ import annotations
 
@@ -16,13 +17,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fabric_fixture import ANYCAST_MAC, dual_stack_fabric, routed_fabric, two_tor_fabric
+from fabric_fixture import (
+    ANYCAST_MAC,
+    dual_stack_fabric,
+    dual_stack_vms,
+    routed_fabric,
+    two_tor_fabric,
+)
 from helpers import api_client
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.cli import main as cli_main
+from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.compiler.learned import Learned, LearnedHost, LearnedMac, LearnedPrefix
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PipelineEntries, RemoteVtepHop
 from p4vtep.evpn import gobgp_api, status
 from p4vtep.evpn.advertiser import Advertiser, Route, desired_routes
 from p4vtep.evpn.config import EvpnConfig, VniRouting, VrfRouting
@@ -32,6 +41,7 @@ from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.table import LearnedTable
 from p4vtep.evpn.view import LocalAdvertisement, LocalMac
 from p4vtep.model.addressing import link_local
+from p4vtep.model.allocation import Allocations
 from p4vtep.state.sqlite_store import Store
 
 L3VNI = 50000
@@ -43,6 +53,8 @@ HOST_MAC = "52:54:00:f0:00:09"
 SUBNET1, SUBNET2 = "2001:db8:1::/64", "2001:db8:2::/64"
 GATEWAY1, GATEWAY2 = "2001:db8:1::1", "2001:db8:2::1"
 GATEWAY_LLA = link_local(ANYCAST_MAC)
+ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
+ENC = Encoder(ENTRIES)
 
 
 def evpn_config(**vrf: object) -> EvpnConfig:
@@ -466,6 +478,48 @@ def test_ipv6_hosts_and_prefixes_become_learned_host_routes_nd_entries_and_prefi
     table.unlearn(PEER, v6.nlri_key())
     assert set(table.view().learned().hosts["red"]) == {"192.168.1.50", "2001:db8:9::10"}
     assert table.view().learned().macs[5000][HOST_MAC].ips == ("192.168.1.50",)
+
+
+def test_what_the_table_gives_out_compiles_to_ipv6_entries_and_no_link_local_one() -> None:
+    """The learned value from FRR-like routes (a host in VNI 5000 with IPv4,
+    IPv6 and link-local addresses, an IPv6 prefix, ::/0) on every ToR holding
+    red: nd_suppression for the IPv6 address with its MAC (none for the
+    link-local one), ipv6_host_route and ipv6_prefix_route towards the
+    VTEP's router MAC in the L3 VNI; incremental equal to the whole compile."""
+    table, intake = LearnedTable(), RouteIntake.build(CONFIG, (TOR1, TOR2))
+    lla = "fe80::5054:ff:fef0:9"
+    for route in (
+        MacIpRoute(f"{FRR}:3", HOST_MAC, 5000, FRR, None, ("65000:5000",)),
+        in_5000("192.168.1.50"),
+        in_5000("2001:db8:1::50"),
+        in_5000(lla),
+        prefix6(),
+        prefix6(prefix="::/0"),
+    ):
+        _learn(table, intake, route)
+    fabric, vms = dual_stack_fabric(), dual_stack_vms()
+    fabric.vrfs["red"] = replace(fabric.vrfs["red"], routes=())  # (no static ::/0 of ours)
+    desired = DesiredState(fabric, ENC, Allocations())
+    desired.change(vms, [])
+    desired.set_learned(table.view().learned())
+    hop = RemoteVtepHop(FRR, FRR_RMAC, L3VNI)
+    for tor in ("tor1", "tor2"):
+        state = desired.tors[tor].state
+        for message in (
+            ENTRIES.nd_suppression(5000, "2001:db8:1::50", HOST_MAC),
+            ENTRIES.arp_suppression(5000, "192.168.1.50", HOST_MAC),
+            ENTRIES.host_route(L3VNI, "2001:db8:1::50", hop),
+            ENTRIES.prefix_route(L3VNI, "2001:db8:9::", 64, hop),
+            ENTRIES.prefix_route(L3VNI, "::", 0, hop),
+        ):
+            key, data = ENC.of(message)
+            assert state.get(key) == data, (tor, message)
+        for absent in (
+            ENTRIES.nd_suppression(5000, lla, HOST_MAC),
+            ENTRIES.host_route(L3VNI, lla, hop),
+        ):
+            assert state.get(ENC.of(absent)[0]) is None
+        assert state == compile_tor(fabric, vms, tor, desired.alloc, ENC, desired.learned)
 
 
 def test_all_routes_of_a_mac_share_its_mobility_number() -> None:

@@ -3,7 +3,8 @@ dual-stack FRR VTEP (its VRF with L3 VNI 50000, ``advertise ipv6 unicast``,
 a subnet fd00:7::/64 with a VM) exchange MAC+IPv6 type 2 and IPv6 type 5
 routes. FRR imports ours into its VRF's IPv6 table with ``::ffff:<our
 VTEP>`` as next hop; we decode FRR's into the learned host and prefix
-routes of VRF red; a GoBGP observer reads the gateway IP of our IPv6 type
+routes of VRF red, which compile to IPv6 host and prefix routes on the
+ToRs; a GoBGP observer reads the gateway IP of our IPv6 type
 5 off the wire (``::``). And GoBGP's limit, pinned: FRR puts the ND
 extended community (RFC 9047, EVPN sub-type 0x08) on the MAC+IPv6 routes of
 router-flagged neighbours (its IPv6 gateway with ``advertise-default-gw``,
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fabric_fixture import ANYCAST_MAC, dual_stack_fabric
+from fabric_fixture import ANYCAST_MAC, dual_stack_fabric, dual_stack_vms
 from frr_irb_lab import (
     FRR_RMAC,
     OBSERVER_ASN,
@@ -36,13 +37,17 @@ from frr_irb_lab import (
     observer_config,
 )
 from frr_lab import needs_frr
+from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.compiler.learned import Learned, LearnedHost, LearnedPrefix
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PipelineEntries, RemoteVtepHop
 from p4vtep.evpn import gobgp_api, gobgp_codec, status
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
 from p4vtep.evpn.view import LocalMac, RemoteHost, RemotePrefix
+from p4vtep.model.allocation import Allocations
 
 pytestmark = [pytest.mark.evpn, needs_frr()]
 
@@ -58,6 +63,8 @@ DB = LocalMac(5001, "00:00:0a:00:01:01", TOR2, frozenset({"192.168.2.1", "2001:d
 FW = LocalMac(5000, "00:00:0a:00:00:03", TOR2, frozenset({"192.168.1.3", "2001:db8:1::3"}))
 OURS = ([WEB, DB, FW], {TOR1: [5000], TOR2: [5000, 5001]})
 ND_REFUSED = "unknown evpn subtype: 8"  # gobgpd's log, with "treated as withdraw"
+ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
+ENC = Encoder(ENTRIES)
 
 
 def our_config(frr: FrrIrbLab) -> EvpnConfig:
@@ -218,6 +225,24 @@ def test_we_decode_frrs_ipv6_host_and_prefix_into_the_vrf(
     # The gateway IP of FRR's IPv6 type 5, as gobgpd hands it over: 16 zero
     # bytes, Go's "::" (not ::ffff:0.0.0.0, which it would show as "0.0.0.0").
     assert adj_in_gateways(service, frr.frr_ip) == {SUBNET: "0.0.0.0", SUBNET6: "::"}
+
+    # Compiled: on every ToR holding red, towards FRR's VTEP and router MAC.
+    fabric, vms = dual_stack_fabric(), dual_stack_vms()
+    desired = DesiredState(fabric, ENC, Allocations())
+    desired.change(vms, [])
+    desired.set_learned(service.view.learned())
+    to_frr = RemoteVtepHop(frr.frr_ip, FRR_RMAC, L3VNI)
+    for tor in ("tor1", "tor2"):
+        state = desired.tors[tor].state
+        for message in (
+            ENTRIES.host_route(L3VNI, VM_IP6, to_frr),
+            ENTRIES.prefix_route(L3VNI, "fd00:7::", 64, to_frr),
+            ENTRIES.host_route(L3VNI, VM_IP, to_frr),
+            ENTRIES.underlay_route(frr.frr_ip, 32, group_id=1),
+        ):
+            key, data = ENC.of(message)
+            assert state.get(key) == data
+        assert state == compile_tor(fabric, vms, tor, desired.alloc, ENC, desired.learned)
 
 
 def adj_in_gateways(service: EvpnService, peer: str) -> dict[str, str]:
