@@ -35,6 +35,10 @@ def test_tenant_subnets_route_on_the_tors(fabric):
     assert_check(fabric.check_routing())
 
 
+def test_dual_stack_tenant_gets_nd_from_the_tors_and_routes_ipv6(fabric):
+    assert_check(fabric.check_ipv6())
+
+
 def test_both_uplinks_carry_traffic(fabric):
     assert_check(fabric.check_ecmp())
 

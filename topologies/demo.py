@@ -48,6 +48,10 @@ POLICED_RATE_MBPS = 5.0
 # one uplink got a single flow in about 7 % of runs (and 9.9 % of the
 # packets in one), with 16 a split of 2:14 or worse is 0.4 %.
 ECMP_FLOWS = 16
+# The anycast gateway (topologies/fabric.yaml) and its IPv6 link-local address
+# (the MAC's modified EUI-64): the dual-stack VMs' default router.
+ANYCAST_MAC = "00:00:5e:00:01:01"
+GATEWAY_LLA = "fe80::200:5eff:fe00:101"
 
 
 @dataclass
@@ -299,6 +303,64 @@ class Demo:
     def check_arp_suppression(self, before: int) -> Check:
         replies = self.arp_replies() - before
         return Check("ARP suppression", replies > 0, f"{replies} ARP requests answered by the ToRs")
+
+    def nd_replies(self) -> int:
+        """Solicitations the ToRs' ND suppression took (nd_reply_counter)."""
+        total = 0
+        for tor in self.layout.fabric.tors:
+            query = entities.direct_counter_entry(
+                entities.table_entry(self.pipeline.p4info, "nd_suppression")
+            )
+            total += sum(
+                e.direct_counter_entry.data.packet_count for e in self.switch_read(tor, query)
+            )
+        return total
+
+    def ipv6_of(self, name: str) -> str:
+        return next(ip for ip in self.layout.vms[name].ips if ":" in ip)
+
+    def ping6(self, src: str, dst_ip: str) -> str:
+        host = self.host(src)
+        host.cmd(f"ip -6 neigh flush to {dst_ip}")
+        return host.cmd(f"ping -6 -c 1 -W 1 {dst_ip}")
+
+    def check_ipv6(self, timeout: float = 10.0) -> Check:
+        """Tenant A is dual-stack: its VMs' neighbour solicitations are
+        answered by the ToRs (for a VM behind the other ToR, and for the
+        gateway's link-local address, the VMs' default router), and ping6 is
+        routed across the ToRs (hop limit 64 less one per ToR)."""
+        vms = self.layout.vms
+        dual = sorted(n for n in vms if any(":" in ip for ip in vms[n].ips))
+        # DAD first: the ToRs never answer a VM's probe for its own address,
+        # so every address leaves the tentative state.
+        deadline = time.monotonic() + timeout
+        while any(self.host(n).cmd("ip -6 addr show tentative").strip() for n in dual):
+            if time.monotonic() > deadline:
+                return Check("IPv6", False, "addresses still tentative (DAD)")
+            time.sleep(0.2)
+        before = self.nd_replies()
+        # a1 (tor1) and a3 (tor2): one subnet, bridged; the NS a3 answers to
+        # is answered by tor1 instead, with a3's MAC.
+        bridged = " 0% packet loss" in self.ping6("a1", self.ipv6_of("a3"))
+        neigh = self.host("a1").cmd(f"ip -6 neigh show to {self.ipv6_of('a3')}")
+        bridged = bridged and vms["a3"].mac in neigh
+        # routed: a1 (tor1) -> a5 (tor2), a6 (tor1) -> a4 (tor2), and back
+        pairs = [("a1", "a5"), ("a5", "a1"), ("a6", "a4"), ("a4", "a6")]
+        routed = [(s, d) for s, d in pairs if "ttl=62" in self.ping6(s, self.ipv6_of(d))]
+        # the default router, learnt from the ToR's advert: R flag, anycast MAC
+        gateway = self.host("a1").cmd(f"ip -6 neigh show to {GATEWAY_LLA}")
+        router = "router" in gateway and ANYCAST_MAC in gateway
+        answered = self.nd_replies() - before
+        ok = bridged and len(routed) == len(pairs) and answered > 0 and router
+        return Check(
+            "IPv6",
+            ok,
+            f"{answered} solicitations answered by the ToRs; ping6 a1->a3 bridged across "
+            f"ToRs: {'ok' if bridged else 'FAILED'}; routed ping6 across ToRs "
+            f"{len(routed)}/{len(pairs)} (hop limit 62)"
+            + f"; gateway {GATEWAY_LLA}: "
+            + ("router, anycast MAC" if router else f"WRONG: {gateway.strip()}"),
+        )
 
     def check_ecmp(self) -> Check:
         before = {p: self.port_tx("tor1", p) for p in (3, 4)}
@@ -580,6 +642,7 @@ class Demo:
         checks = [self.check_ping_matrix()]
         checks.append(self.check_routing())
         checks.append(self.check_arp_suppression(arp_before))
+        checks.append(self.check_ipv6())
         if self.frr_plan is not None:
             # Before the migration moves a3: the FDB check knows each VM's ToR.
             checks.append(self.check_evpn_session())

@@ -28,6 +28,7 @@ from frr_host import FrrHostPlan
 from frr_vrf import run
 from mininet.net import Mininet
 from mininet.node import Host
+from p4vtep.model.addressing import link_local
 from p4vtep.model.fabric import Fabric, Vm
 from p4vtep.processes import stop_processes
 from p4vtep.sources.fabric_file import load_fabric, load_inventory
@@ -150,6 +151,14 @@ def configure(layout: LeafSpine) -> None:
         intf = host.intfList()[0].name
         host.cmd(f"ip addr flush dev {intf}")
         host.cmd(f"ip addr add {vm.ips[0]}/{SUBNET_PREFIX} dev {intf}")
+        if ipv6_addresses(layout, vm):
+            # Dual-stack: IPv6 back on, addresses static (no RAs yet: issue 39).
+            host.cmd(
+                "sysctl -qw net.ipv6.conf.all.disable_ipv6=0 "
+                f"net.ipv6.conf.{intf}.disable_ipv6=0 net.ipv6.conf.{intf}.accept_ra=0"
+            )
+            for address in ipv6_addresses(layout, vm):
+                host.cmd(f"ip -6 addr add {address} dev {intf}")
         host.cmd(f"ip link set {intf} up")
         set_gateway(layout, vm, intf)
     if layout.frr is not None:
@@ -278,21 +287,46 @@ def move_vm(layout: LeafSpine, name: str, server: str, vlan: int) -> None:
     write_vfs(layout, server)
     write_vfs(layout, old.server)
     # The switch-over: the old vNIC goes down, the new one takes the address.
+    v6 = ipv6_addresses(layout, old)
     vm_host.cmd(
         f"ip link set {old_intf} down; ip addr flush dev {old_intf}; "
         f"ip addr add {old.ips[0]}/{SUBNET_PREFIX} dev {new_intf}; "
-        f"ip link set {new_intf} up"
+        + (
+            f"sysctl -qw net.ipv6.conf.{new_intf}.disable_ipv6=0 "
+            f"net.ipv6.conf.{new_intf}.accept_ra=0; "
+            if v6
+            else ""
+        )
+        # (nodad: the address moves with the VM, it is no new claim)
+        + "".join(f"ip -6 addr add {address} dev {new_intf} nodad; " for address in v6)
+        + f"ip link set {new_intf} up"
     )
     set_gateway(layout, moved, new_intf)
 
 
 def set_gateway(layout: LeafSpine, vm: Vm, intf: str) -> None:
     """A VM of a routed VNI sends off-subnet traffic to its subnet's gateway, the
-    anycast gateway every ToR answers for (docs/routing.md)."""
+    anycast gateway every ToR answers for (docs/routing.md); IPv6 through the
+    gateway's link-local address, as a router advertisement would say."""
     ip = ipaddress.ip_address(vm.ips[0])
     for subnet in layout.fabric.vnis[vm.vni].subnets:
         if ip in ipaddress.ip_network(subnet.prefix):
             layout.vm(vm.name).cmd(f"ip route replace default via {subnet.gateway} dev {intf}")
+    if ipv6_addresses(layout, vm) and layout.fabric.anycast_gateway_mac is not None:
+        lla = link_local(layout.fabric.anycast_gateway_mac)
+        layout.vm(vm.name).cmd(f"ip -6 route replace default via {lla} dev {intf}")
+
+
+def ipv6_addresses(layout: LeafSpine, vm: Vm) -> list[str]:
+    """``vm``'s IPv6 addresses with their subnet's prefix length (address/len)."""
+    subnets = [ipaddress.ip_network(s.prefix) for s in layout.fabric.vnis[vm.vni].subnets]
+    out = []
+    for text in vm.ips:
+        ip = ipaddress.ip_address(text)
+        if ip.version == 6:
+            length = next((n.prefixlen for n in subnets if ip in n), 64)
+            out.append(f"{ip}/{length}")
+    return out
 
 
 def subnet_of(vm: Vm) -> ipaddress.IPv4Network:
