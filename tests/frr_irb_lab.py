@@ -78,12 +78,14 @@ VRF_TABLE = 1001  # the kernel VRF device's table (backend "vrf")
 class SharedVni:
     """An L2 VNI FRR serves as well as the fabric: one of its subnets, with
     the fabric's anycast gateway (IP and MAC) on FRR's SVI, as a
-    distributed gateway does; a VM can move between the two."""
+    distributed gateway does; a VM can move between the two. ``gateway6``:
+    the subnet's IPv6 gateway (a /64) beside it, for a dual-stack tenant."""
 
     vni: int
     prefix_len: int
     gateway: str
     gateway_mac: str
+    gateway6: str | None = None
 
 
 def kernel_vrf_missing() -> str | None:
@@ -133,7 +135,8 @@ class FrrIrbLab:
         svis = [Svi(l2vni, f"{GATEWAY}/24", address6=f"{GATEWAY6}/64" if ipv6 else None)]
         if shared:
             address = f"{shared.gateway}/{shared.prefix_len}"
-            svis.append(Svi(shared.vni, address, shared.gateway_mac))
+            address6 = f"{shared.gateway6}/64" if shared.gateway6 else None
+            svis.append(Svi(shared.vni, address, shared.gateway_mac, address6))
         # FRR's side of the routed tenant (topologies/frr_vrf.py, shared with the demo).
         self.tenant = FrrTenant(self.vrf, l3vni, FRR_RMAC, tuple(svis), self.frr_ns,
                                 self.frr_ip, backend, table=VRF_TABLE)  # fmt: skip
@@ -144,6 +147,7 @@ class FrrIrbLab:
         self.dir.chmod(0o777)
         self.daemons: dict[str, subprocess.Popen[bytes]] = {}
         self.extra_ns: list[str] = []  # more VMs (add_vm)
+        self.vm_ip6: dict[str, str] = {}  # their IPv6 addresses (add_vm)
 
     def __enter__(self) -> FrrIrbLab:
         try:
@@ -165,6 +169,12 @@ class FrrIrbLab:
             _run("ip", "netns", "add", ns)
         ipv6 = "net.ipv6.conf.default." + ("accept_dad=0" if self.ipv6 else "disable_ipv6=1")
         _run("ip", "netns", "exec", v, "sysctl", "-qw", ipv6)
+        if self.ipv6:
+            # A host, not a router: FRR marks a router-flagged IPv6 neighbour's
+            # MAC+IPv6 route with the ND extended community, which GoBGP takes
+            # as a withdrawal (docs/evpn.md, "Two GoBGP pitfalls"). A new
+            # namespace does not forward; said here, where it matters.
+            _run("ip", "netns", "exec", v, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=0")
         _run("ip", "-n", c, "link", "add", "ctl0", "type", "veth", "peer", "name", "frr0",
              "netns", f)  # fmt: skip
         for ns, dev, ip in ((c, "ctl0", self.ctl_ip), (f, "frr0", self.frr_ip)):
@@ -245,15 +255,24 @@ router bgp {self.asn}
         _run("ip", "-n", f, "neigh", "replace", tor_vtep, "lladdr", tor_mac, "dev", "up0",
              "nud", "permanent")  # fmt: skip
 
-    def add_vm(self, name: str, mac: str, ip: str) -> str:
+    def add_vm(self, name: str, mac: str, ip: str, ip6: str | None = None) -> str:
         """A VM on the shared VNI's bridge, in a namespace of its own with the
         anycast gateway as default route, its link down until ``vm_up``;
-        returns the namespace."""
+        returns the namespace. ``ip6``: dual-stack, that IPv6 address (/64)
+        too, the shared VNI's IPv6 gateway its default route; a host that
+        does not forward (as FrrIrbLab's VM)."""
         assert self.shared is not None
         ns = f"{self.vm_ns}{name}"
         _run("ip", "netns", "add", ns)
         self.extra_ns.append(ns)
-        _run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+        if ip6 is None:
+            _run("ip", "netns", "exec", ns, "sysctl", "-qw",
+                 "net.ipv6.conf.default.disable_ipv6=1")  # fmt: skip
+        else:
+            assert self.shared.gateway6 is not None
+            self.vm_ip6[name] = ip6
+            for key in ("default.accept_dad=0", "default.accept_ra=0", "all.forwarding=0"):
+                _run("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{key}")
         port = f"{name}br"
         _run("ip", "-n", self.tenant_ns, "link", "add", port, "type", "veth", "peer", "name",
              f"{name}0", "address", mac, "netns", ns)  # fmt: skip
@@ -264,12 +283,19 @@ router bgp {self.asn}
 
     def vm_up(self, name: str, up: bool = True) -> None:
         """The VM starts (its link up, its route to the gateway back) or
-        stops (its link down; its bridge entry and neighbour entry go)."""
+        stops (its link down; its bridge entry and neighbour entry go). A
+        dual-stack VM's IPv6 address and route are set when it starts (Linux
+        drops an interface's IPv6 addresses when it goes down)."""
         assert self.shared is not None
         ns = f"{self.vm_ns}{name}"
         _run("ip", "-n", ns, "link", "set", f"{name}0", "up" if up else "down")
         if up:
             _run("ip", "-n", ns, "route", "replace", "default", "via", self.shared.gateway)
+            if name in self.vm_ip6:
+                _run("ip", "-n", ns, "addr", "replace", f"{self.vm_ip6[name]}/64", "dev",
+                     f"{name}0", "nodad")  # fmt: skip
+                _run("ip", "-n", ns, "-6", "route", "replace", "default", "via",
+                     str(self.shared.gateway6))  # fmt: skip
         else:
             _run("bridge", "-n", self.tenant_ns, "fdb", "flush", "dev", f"{name}br", check=False)
 
