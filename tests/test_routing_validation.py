@@ -562,3 +562,27 @@ def test_the_api_takes_a_dual_stack_vm_with_the_committed_pipeline(tmp_path):
     with api_client(controller) as (client, _):
         client.AttachVM(pb.AttachVMRequest(vm=vm))
     assert controller.vms["a9"].ips == ("192.168.1.9", "2001:db8:1::9")
+
+
+def test_a_tofino_tor_whose_committed_pipeline_lacks_ipv6_refuses_ipv6_tenants(monkeypatch):
+    """A ToR's target names the pipeline it runs: with the committed Tofino
+    build lacking the IPv6 tables, a dual-stack fabric with that ToR is
+    refused on the ToR's target, an IPv4-only one is not."""
+    from dataclasses import replace as with_field
+
+    from fabric_fixture import dual_stack_fabric, routed_fabric
+    from p4vtep.dataplane import limits
+    from p4vtep.dataplane.targets import Target
+    from p4vtep.model.validation import check_fabric
+
+    monkeypatch.setattr(limits, "target_takes_ipv6", lambda target: target is not Target.TOFINO)
+    for make, refused in ((dual_stack_fabric, True), (routed_fabric, False)):
+        fabric = make()
+        fabric.tors["tor2"] = with_field(fabric.tors["tor2"], target="tofino")
+        found = [p for p in check_fabric(fabric) if p.subject == "tor tor2" and p.field == "target"]
+        assert bool(found) == refused, found
+        if refused:
+            assert "no IPv6 tables" in found[0].message
+    fabric = dual_stack_fabric()
+    fabric.tors["tor2"] = with_field(fabric.tors["tor2"], target="tofino2")
+    assert not [p for p in check_fabric(fabric) if p.field == "target"]

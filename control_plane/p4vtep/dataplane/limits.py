@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 
 from ..runtime.p4info import P4Info
-from .artifacts import bmv2_pipeline
+from .artifacts import bmv2_pipeline, tofino_pipeline
 from .targets import PROFILES, Target, profile
 
 # --- not derivable from a P4Info -----------------------------------------------
@@ -161,3 +162,11 @@ TRAFFIC_CLASS_MAX = BMV2.traffic_class_max
 # Whether the model takes IPv6 tenant addresses (read at each check, so a
 # test may set it to check the IPv6 rules before the pipeline has the tables).
 IPV6_SUPPORTED = BMV2.ipv6
+
+
+@cache
+def target_takes_ipv6(target: Target) -> bool:
+    """Whether the committed pipeline of Tofino ``target`` has the
+    IPV6_TABLES (BMv2's is IPV6_SUPPORTED). A fabric with a ToR that runs one
+    without them cannot hold IPv6 tenants (validation.check_fabric)."""
+    return PipelineLimits.from_p4info(tofino_pipeline(target).p4info).ipv6

@@ -59,6 +59,34 @@ def _port_problem(port: int, tor: Tor) -> str | None:
     return limits.BMV2.port_problem(port, target)
 
 
+def _ipv6_without_tables(fabric: Fabric) -> list[Problem]:
+    """A fabric with IPv6 subnets or routes on a ToR whose target's pipeline
+    has no IPv6 tables (its committed build predates them): refused, since
+    the ToR could not take the entries. (BMv2's own case is addressing's.)"""
+    uses_ipv6 = any(":" in s.prefix for v in fabric.vnis.values() for s in v.subnets) or any(
+        ":" in r.prefix for vrf in fabric.vrfs.values() for r in vrf.routes
+    )
+    if not uses_ipv6:
+        return []
+    problems = []
+    for tor in fabric.tors.values():
+        try:
+            target = Target.parse(tor.target)
+        except ValueError:
+            continue  # (reported on its own)
+        if target is not Target.BMV2 and not limits.target_takes_ipv6(target):
+            problems.append(
+                Problem(
+                    f"tor {tor.name}",
+                    "target",
+                    f"the committed {target.value} pipeline has no IPv6 tables "
+                    f"({', '.join(limits.IPV6_TABLES)}) and this fabric has IPv6 subnets or "
+                    "routes: compile p4src/tna with them (make p4-tofino, docs/tofino.md)",
+                )
+            )
+    return problems
+
+
 def check_fabric(fabric: Fabric) -> list[Problem]:
     problems: list[Problem] = []
     vteps: dict[str, str] = {}
@@ -96,6 +124,7 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
                         subject, "uplinks.next_hop_mac", f"{uplink.next_hop_mac!r} is not a MAC"
                     )
                 )
+    problems += _ipv6_without_tables(fabric)
     ports: dict[tuple[str, int], str] = {}
     for server in fabric.servers.values():
         subject = f"server {server.name}"
