@@ -56,3 +56,33 @@ def test_a_vm_and_the_frr_hosts_vm_in_the_other_subnet_route_to_each_other(fabri
         plan.router_mac,
         True,
     )
+
+
+def test_the_tenants_ipv6_vms_and_the_frr_hosts_vm_route_to_each_other(fabric):
+    """Symmetric IRB over IPv6 across the EVPN boundary: tenant A's
+    dual-stack VMs (2001:db8:1::/64 and 2001:db8:2::/64, both ToRs) and c2
+    (2001:db8:3::21, FRR's own subnet) ping each other, hop limit 62 both
+    ways; c2's ipv6_host_route on both ToRs and the VMs' routes in frr1's
+    VRF via ::ffff:<their ToR's VTEP>."""
+    check = fabric.check_evpn_ipv6_routing()
+    assert_check(check)
+    assert check.detail.startswith("a1/a2/a3/a4/a5/a6 -> c2 (2001:db8:3::21"), check.detail
+    # c2's IPv6 route as the controller took it: two labels, frr1's router
+    # MAC, in the VRF, installed (FRR sent it without the ND extended
+    # community, which GoBGP would have taken as a withdrawal).
+    plan = fabric.frr_plan
+    routes = fabric.api.EvpnRoutes(demo.pb.EvpnRoutesRequest(vni=plan.routed_vni), timeout=5)
+    [c2] = [r for r in routes.routes if r.type == 2 and list(r.ips) == [plan.routed_vm_ip6]]
+    assert (c2.mac, c2.vtep, c2.vrf, c2.l3vni, c2.router_mac, c2.installed) == (
+        plan.routed_vm_mac,
+        plan.vtep_ip,
+        "tenant-a",
+        50000,
+        plan.router_mac,
+        True,
+    )
+    # FRR's subnet of its own as a type 5 into the VRF.
+    prefixes = fabric.api.EvpnRoutes(demo.pb.EvpnRoutesRequest(vni=50000), timeout=5).routes
+    assert any(
+        r.type == 5 and list(r.ips) == [plan.routed_subnet6] and r.installed for r in prefixes
+    ), prefixes

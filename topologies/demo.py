@@ -607,12 +607,14 @@ class Demo:
             f"{len(others)} via their ToR",
         )
 
-    def _routed_host_on_tors(self, l3vni: int) -> dict[str, bool]:
-        """Per ToR: does its ``host_route`` table send the FRR host's routed VM
-        to frr1's VTEP and router MAC in the L3 VNI (read from the switch)?"""
+    def _routed_host_on_tors(self, l3vni: int, ip: str | None = None) -> dict[str, bool]:
+        """Per ToR: does its ``host_route`` table (``ipv6_host_route`` for an
+        IPv6 ``ip``) send the FRR host's routed VM (its IPv4 address unless
+        ``ip`` says) to frr1's VTEP and router MAC in the L3 VNI (read from
+        the switch)?"""
         plan = self.frr_plan
         want = self.entries.host_route(
-            l3vni, plan.routed_vm_ip, RemoteVtepHop(plan.vtep_ip, plan.router_mac, l3vni)
+            l3vni, ip or plan.routed_vm_ip, RemoteVtepHop(plan.vtep_ip, plan.router_mac, l3vni)
         )
         query = p4runtime_pb2.TableEntry()
         query.CopyFrom(want)
@@ -629,13 +631,80 @@ class Demo:
     @staticmethod
     def _routed_ping(host, ip: str, tries: int = 3) -> bool:
         """``host`` pings ``ip`` in another subnet: answered with TTL 62 (the
-        reply routed by both VTEPs), its gateway resolved (the first try may
-        be lost to ARP on the way)."""
+        reply routed by both VTEPs; for IPv6 the hop limit, which ping prints
+        as ttl), its gateway resolved (the first try may be lost to ARP or
+        ND on the way)."""
+        family = "-6 " if ":" in ip else ""
         for _ in range(tries):
-            out = host.cmd(f"ping -c 1 -W 1 {ip}")
+            out = host.cmd(f"ping {family}-c 1 -W 1 {ip}")
             if " 0% packet loss" in out:
                 return "ttl=62" in out
         return False
+
+    def check_evpn_ipv6_routing(self, timeout: float = 20.0) -> Check:
+        """Symmetric IRB over IPv6 across the EVPN boundary: every dual-stack
+        VM of tenant A (both subnets, both ToRs) and c2 (2001:db8:3::21, a
+        subnet of FRR's own on its SVI) ping each other, each through its
+        own gateway (the ToRs' anycast gateway, FRR's SVI), every reply
+        routed by both VTEPs over the L3 VNI (hop limit 62). Before the
+        pings, each side holds the other's routes: c2's ``ipv6_host_route``
+        on every ToR towards frr1's VTEP and router MAC in the L3 VNI (read
+        from the switches), and frr1's VRF a route to each VM's IPv6 address
+        via ``::ffff:<its ToR's VTEP>`` (how FRR writes an IPv4 VTEP as the
+        next hop of an IPv6 route), that ToR's router MAC on the L3 SVI as
+        the neighbour entry of that next hop. c2 does not forward IPv6 (a
+        router-flagged host's route would be dropped by GoBGP: docs/evpn.md)."""
+        plan, fabric = self.frr_plan, self.layout.fabric
+        tenant = plan.tenant(fabric)
+        c2 = self.layout.net.get(plan.routed_vm_name)
+        gateway6 = plan.routed_gateway6
+        # c2 speaks IPv6: frr1's SVI learns its neighbour entry and FRR
+        # advertises its MAC+IPv6 (zebra takes neighbours from notifications only).
+        c2.cmd(f"ping -6 -c 1 -W 1 {gateway6}")
+        forwarding = c2.cmd("sysctl -n net.ipv6.conf.all.forwarding").strip()
+        vms = self.layout.vms
+        dual = [
+            n
+            for n in sorted(vms)
+            if fabric.vnis[vms[n].vni].vrf == tenant.vrf and any(":" in ip for ip in vms[n].ips)
+        ]
+        deadline = time.monotonic() + timeout
+        while True:
+            on_tors = self._routed_host_on_tors(tenant.l3vni, plan.routed_vm_ip6)
+            tors = {n: fabric.tor_of(vms[n]) for n in dual}
+            routes, neighbours = tenant.bgp_routes("-6"), tenant.neighbours()
+            in_frr = [
+                n
+                for n in dual
+                if routes.get(self.ipv6_of(n)) == {f"::ffff:{tors[n].vtep_ip}"}
+                and neighbours.get(f"::ffff:{tors[n].vtep_ip}") == tors[n].router_mac
+            ]
+            if (all(on_tors.values()) and len(in_frr) == len(dual)) or (
+                time.monotonic() > deadline
+            ):
+                break
+            time.sleep(0.5)
+        out_ok = [n for n in dual if self._routed_ping(self.host(n), plan.routed_vm_ip6)]
+        in_ok = [n for n in dual if self._routed_ping(c2, self.ipv6_of(n))]
+        c2_gateway = c2.cmd(f"ip -6 neigh show to {gateway6}")
+        ok = (
+            bool(dual)
+            and forwarding == "0"
+            and all(on_tors.values())
+            and len(in_frr) == len(out_ok) == len(in_ok) == len(dual)
+            and fabric.anycast_gateway_mac in c2_gateway
+        )
+        holding = ", ".join(t for t, held in sorted(on_tors.items()) if held) or "none"
+        return Check(
+            "EVPN IPv6 routing",
+            ok,
+            f"{'/'.join(dual)} -> {plan.routed_vm_name} ({plan.routed_vm_ip6}, frr1's VRF) "
+            f"{len(out_ok)}/{len(dual)}, back {len(in_ok)}/{len(dual)}, hop limit 62 both ways; "
+            f"{plan.routed_vm_name}'s ipv6_host_route on {holding} via {plan.vtep_ip}, "
+            f"rmac {plan.router_mac}; "
+            f"frr1's VRF IPv6 routes {len(in_frr)}/{len(dual)} via ::ffff:<their ToR>"
+            + ("" if forwarding == "0" else f"; {plan.routed_vm_name} forwards IPv6"),
+        )
 
     def run_checks(self) -> list[Check]:
         arp_before = self.arp_replies()
@@ -649,6 +718,7 @@ class Demo:
             checks.append(self.check_evpn_reach())
             checks.append(self.check_evpn_routes())
             checks.append(self.check_evpn_routing())
+            checks.append(self.check_evpn_ipv6_routing())
         checks.append(self.check_ecmp())
         checks.append(self.check_qos())
         checks.append(self.check_migration())

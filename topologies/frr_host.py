@@ -6,7 +6,8 @@ EVPN VTEP, the kind p4vtep meets in a mixed data centre.
     sp2 ─┘    │  │             └── c1's port      c1: a tenant A VM, no p4vtep in sight
               │  └──── c2  VRF tenant-a (a namespace: frr_vrf.py): br50000 (L3 VNI,
               │                FRR's router MAC), br5001 192.168.2.254 (the fabric's
-              │                anycast gateway) ── vxlan5001, c2's port
+              │                anycast gateway) and 2001:db8:3::1 (FRR's own IPv6
+              │                subnet) ── vxlan5001, c2's port
               └── mgmt veth ── the controller's speaker (root namespace)
 
 FRR (zebra + bgpd with advertise-all-vni) peers with the controller's BGP
@@ -15,7 +16,11 @@ p4vtep ToRs and frr1 find each other through EVPN routes only. VNI 5000 is
 bridged (L2 only, as a VTEP without routing has it); tenant A's second
 subnet (VNI 5001) is routed in FRR's VRF with the fabric's L3 VNI, symmetric
 IRB (c2 in 192.168.2.0/24 and tenant A's VMs in 192.168.1.0/24 reach each
-other through both sides' gateways).
+other through both sides' gateways). Over IPv6, c2 is in a subnet of FRR's
+own, 2001:db8:3::/64 on the same SVI, which every dual-stack VM of tenant A
+(2001:db8:1::/64 and 2001:db8:2::/64) reaches routed. c2 does not forward
+IPv6: FRR would mark its MAC+IPv6 route with the ND extended community
+(router flag), which GoBGP takes as a withdrawal (docs/evpn.md).
 
 This kernel has no VRF devices, so zebra runs with its network-namespace VRF
 backend (frr_vrf.py, shared with tests/frr_irb_lab.py); frr1's Mininet
@@ -27,6 +32,7 @@ processes started here are stopped.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import shutil
 import subprocess
@@ -68,6 +74,10 @@ class FrrHostPlan:
     routed_vm_name: str = "c2"
     routed_vm_mac: str = "00:00:0a:00:01:21"
     routed_vm_ip: str = "192.168.2.21"
+    # Its IPv6 address, in a subnet of FRR's own on the same SVI (gateway ::1
+    # of it): in no fabric subnet, so every dual-stack VM of the VRF routes to it.
+    routed_subnet6: str = "2001:db8:3::/64"
+    routed_vm_ip6: str = "2001:db8:3::21"
     router_mac: str = "02:fe:00:01:00:10"  # FRR's (its L3 SVI's): not a ToR's, not the anycast
     vrf_netns: str = "p4vd-frr1-vrf"  # the VRF's namespace (zebra sees it under the VRF's name)
 
@@ -75,16 +85,28 @@ class FrrHostPlan:
         """(spine address, frr1 address) of the link to spine ``spine`` (1-based)."""
         return f"10.1.{spine}.0", f"10.1.{spine}.1"
 
+    @property
+    def routed_gateway6(self) -> str:
+        """c2's IPv6 gateway: the first address of its subnet, on FRR's SVI."""
+        return str(ipaddress.IPv6Network(self.routed_subnet6)[1])
+
     def tenant(self, fabric: Fabric) -> FrrTenant:
         """FRR's side of the routed VNI's VRF: the fabric's VRF name and L3
-        VNI, the VNI's subnet with the fabric's anycast gateway (IP and MAC)
-        on FRR's SVI, as a distributed gateway has it."""
+        VNI, the VNI's IPv4 subnet with the fabric's anycast gateway (IP and
+        MAC) on FRR's SVI, as a distributed gateway has it, and FRR's own
+        IPv6 subnet (``routed_subnet6``) beside it."""
         vni = fabric.vnis[self.routed_vni]
         assert vni.vrf is not None, f"VNI {vni.vni} is not routed"
         assert fabric.anycast_gateway_mac is not None
-        [subnet] = vni.subnets
+        [subnet] = [s for s in vni.subnets if ipaddress.ip_network(s.prefix).version == 4]
         prefix_len = subnet.prefix.split("/")[1]
-        svi = Svi(vni.vni, f"{subnet.gateway}/{prefix_len}", fabric.anycast_gateway_mac)
+        length6 = ipaddress.IPv6Network(self.routed_subnet6).prefixlen
+        svi = Svi(
+            vni.vni,
+            f"{subnet.gateway}/{prefix_len}",
+            fabric.anycast_gateway_mac,
+            address6=f"{self.routed_gateway6}/{length6}",
+        )
         return FrrTenant(
             vrf=vni.vrf,
             l3vni=fabric.vrfs[vni.vrf].l3vni,

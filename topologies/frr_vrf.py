@@ -212,10 +212,11 @@ class FrrTenant:
             out = run("ip", family, "-n", self.underlay_ns, "-j", "route", "show", "vrf", self.vrf)
         return list(json.loads(out or "[]"))
 
-    def bgp_routes(self) -> dict[str, set[str]]:
-        """The kernel routes FRR installed from BGP: destination -> gateways."""
+    def bgp_routes(self, family: str = "-4") -> dict[str, set[str]]:
+        """The kernel routes FRR installed from BGP: destination -> gateways
+        (``family`` "-6": the IPv6 ones, gateways ``::ffff:<VTEP>``)."""
         out = {}
-        for r in self.kernel_routes():
+        for r in self.kernel_routes(family):
             if r.get("protocol") == "bgp":
                 out[r["dst"]] = {h.get("gateway", "") for h in r.get("nexthops", [r])}
         return out

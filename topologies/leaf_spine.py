@@ -223,6 +223,18 @@ def configure_frr_host(layout: LeafSpine, plan: FrrHostPlan) -> None:
         f"ip addr add {plan.routed_vm_ip}/{svi.address.split('/')[1]} dev {c2_intf}; "
         f"ip link set {c2_intf} up; ip route replace default via {svi.address.split('/')[0]}"
     )
+    if svi.address6:
+        # Dual-stack: c2's IPv6 address in FRR's own subnet, its gateway FRR's
+        # SVI. A host: it does not forward IPv6, or its neighbour adverts
+        # would carry the router flag, FRR its MAC+IPv6 route the ND extended
+        # community, and GoBGP would take that route as withdrawn (docs/evpn.md).
+        length6 = svi.address6.split("/")[1]
+        c2.cmd(
+            "sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.all.forwarding=0 "
+            f"net.ipv6.conf.{c2_intf}.disable_ipv6=0 net.ipv6.conf.{c2_intf}.accept_ra=0; "
+            f"ip -6 addr add {plan.routed_vm_ip6}/{length6} dev {c2_intf} nodad; "
+            f"ip -6 route replace default via {svi.address6.split('/')[0]} dev {c2_intf}"
+        )
     # The BGP session's link: one end in the root namespace, where the
     # controller (and its speaker) runs.
     subprocess.run(["ip", "link", "del", plan.mgmt_ctl_intf], capture_output=True, check=False)
