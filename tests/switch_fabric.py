@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -242,3 +243,65 @@ def delivered(
 # TEMPORARY: tests/test_churn.py (the controller-core helper's file) still
 # imports the old name; the lead drops this alias when merging.
 two_tor_fabric = bmv2_fabric
+
+
+def probe_a_migration(
+    sf: SwitchFabric,
+    controller: Controller,
+    moved: Vm,
+    sender: str,
+    probe: Callable[[int], bytes],
+    arrived: Callable[[Ether], bool],
+) -> tuple[int, dict[str, int]]:
+    """Migrate ``moved`` (its new server and VLAN) while ``probe(n)`` is sent
+    from server ``sender`` every 20 ms; count the frames ``arrived`` accepts
+    at its old server ("old") and its new one ("new"). Returns the probes
+    sent and those counts, once the controller has converged and the last
+    probes had time to land."""
+    old = controller.vms[moved.name].server
+    stop, stop_probe = threading.Event(), threading.Event()
+    sent = [0]
+    counts = {"old": 0, "new": 0}
+
+    def send() -> None:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx:
+            tx.bind((sf.host_ifaces[sender], 0))
+            while not stop_probe.is_set():
+                tx.send(probe(sent[0]))
+                sent[0] += 1
+                time.sleep(0.02)
+
+    def listen(iface: str, key: str) -> None:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as rx:
+            rx.bind((iface, ETH_P_ALL))
+            rx.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    data = rx.recv(65535)
+                except TimeoutError:
+                    continue
+                if arrived(Ether(data)):
+                    counts[key] += 1
+
+    listeners = [
+        threading.Thread(target=listen, args=(sf.host_ifaces[server], key), daemon=True)
+        for server, key in ((old, "old"), (moved.server, "new"))
+    ]
+    for t in listeners:
+        t.start()
+    prober = threading.Thread(target=send, daemon=True)
+    time.sleep(0.3)
+    prober.start()
+    try:
+        time.sleep(1.0)
+        controller.migrate(moved.name, moved.server, moved.vlan)
+        assert controller.wait_converged(30)
+        time.sleep(1.0)
+    finally:
+        stop_probe.set()
+        prober.join()
+        time.sleep(0.5)  # the last probes reach the listeners
+        stop.set()
+        for t in listeners:
+            t.join()
+    return sent[0], counts

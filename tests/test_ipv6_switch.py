@@ -9,8 +9,6 @@ switches read back exactly what the controller compiles."""
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from dataclasses import replace
 
 import pytest
@@ -32,9 +30,9 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from scapy.utils6 import inet_pton
 from switch_fabric import (
-    ETH_P_ALL,
     bmv2_fabric,
     needs_switch,
+    probe_a_migration,
     read_back_matches,
     send_and_receive,
     start_controller,
@@ -207,55 +205,17 @@ def test_the_tors_answer_neighbour_solicitations_and_gateway_pings(sf, controlle
 def test_a_routed_dual_stack_vm_migrates_under_an_ipv6_probe_every_20_ms(sf, controller):
     """db moves from tor2 (s21) to tor1 (s12): its IPv6 host routes move with
     its MAC, make-before-break; a routed IPv6 probe every 20 ms from web."""
-    stop, stop_probe = threading.Event(), threading.Event()
-    sent_count = [0]
-
-    def probe() -> None:
-        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx:
-            tx.bind((sf.host_ifaces[WEB.server], 0))
-            while not stop_probe.is_set():
-                tx.send(bytes(udp6(WEB, ANYCAST, DB.ips[1], tag=sent_count[0] % 65536)))
-                sent_count[0] += 1
-                time.sleep(0.02)
-
     moved = replace(DB, server="s12", vlan=31)
-    counts = {"old": 0, "new": 0}
-    listeners = []
-
-    def listen(iface: str, key: str) -> None:
-        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as rx:
-            rx.bind((iface, ETH_P_ALL))
-            rx.settimeout(0.2)
-            while not stop.is_set():
-                try:
-                    data = rx.recv(65535)
-                except TimeoutError:
-                    continue
-                pkt = Ether(data)
-                if pkt.dst == DB.mac and pkt.src == ANYCAST and IPv6 in pkt:
-                    counts[key] += 1
-
-    for iface, key in ((sf.host_ifaces[DB.server], "old"), (sf.host_ifaces["s12"], "new")):
-        t = threading.Thread(target=listen, args=(iface, key), daemon=True)
-        t.start()
-        listeners.append(t)
-    prober = threading.Thread(target=probe, daemon=True)
-    time.sleep(0.3)
-    prober.start()
-    try:
-        time.sleep(1.0)
-        controller.migrate(DB.name, moved.server, moved.vlan)
-        assert controller.wait_converged(30)
-        time.sleep(1.0)
-    finally:
-        stop_probe.set()
-        prober.join()
-        time.sleep(0.5)  # the last probes reach the listeners
-        stop.set()
-        for t in listeners:
-            t.join()
-    lost = sent_count[0] - counts["old"] - counts["new"]
-    print(f"routed IPv6 migration: {sent_count[0]} probes, {lost} lost, {counts}")
+    sent, counts = probe_a_migration(
+        sf,
+        controller,
+        moved,
+        WEB.server,
+        lambda n: bytes(udp6(WEB, ANYCAST, DB.ips[1], tag=n % 65536)),
+        lambda pkt: pkt.dst == DB.mac and pkt.src == ANYCAST and IPv6 in pkt,
+    )
+    lost = sent - counts["old"] - counts["new"]
+    print(f"routed IPv6 migration: {sent} probes, {lost} lost, {counts}")
     assert counts["old"] > 0, counts
     assert counts["new"] > 0, counts
     assert lost == 0, counts  # make-before-break: every probe reached one place
