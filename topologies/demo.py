@@ -203,16 +203,18 @@ class Demo:
         [entity] = self.switch_read(tor, self.entries.counter(PORT_TX_COUNTER, port))
         return entity.counter_entry.data.packet_count
 
+    def replies(self, table: str) -> int:
+        """What a suppression table (arp_suppression, nd_suppression) answered
+        on both ToRs: the sum of its direct counter."""
+        query = entities.direct_counter_entry(entities.table_entry(self.pipeline.p4info, table))
+        return sum(
+            e.direct_counter_entry.data.packet_count
+            for tor in self.layout.fabric.tors
+            for e in self.switch_read(tor, query)
+        )
+
     def arp_replies(self) -> int:
-        total = 0
-        for tor in self.layout.fabric.tors:
-            query = entities.direct_counter_entry(
-                entities.table_entry(self.pipeline.p4info, "arp_suppression")
-            )
-            total += sum(
-                e.direct_counter_entry.data.packet_count for e in self.switch_read(tor, query)
-            )
-        return total
+        return self.replies("arp_suppression")
 
     def reached(self, src: str, dst: str) -> bool:
         """src pings dst's IP and the answer comes from dst's MAC (same subnet)
@@ -304,18 +306,6 @@ class Demo:
         replies = self.arp_replies() - before
         return Check("ARP suppression", replies > 0, f"{replies} ARP requests answered by the ToRs")
 
-    def nd_replies(self) -> int:
-        """Solicitations the ToRs' ND suppression took (nd_reply_counter)."""
-        total = 0
-        for tor in self.layout.fabric.tors:
-            query = entities.direct_counter_entry(
-                entities.table_entry(self.pipeline.p4info, "nd_suppression")
-            )
-            total += sum(
-                e.direct_counter_entry.data.packet_count for e in self.switch_read(tor, query)
-            )
-        return total
-
     def ipv6_of(self, name: str) -> str:
         return next(ip for ip in self.layout.vms[name].ips if ":" in ip)
 
@@ -338,7 +328,7 @@ class Demo:
             if time.monotonic() > deadline:
                 return Check("IPv6", False, "addresses still tentative (DAD)")
             time.sleep(0.2)
-        before = self.nd_replies()
+        before = self.replies("nd_suppression")
         # a1 (tor1) and a3 (tor2): one subnet, bridged; the NS a3 answers to
         # is answered by tor1 instead, with a3's MAC.
         bridged = " 0% packet loss" in self.ping6("a1", self.ipv6_of("a3"))
@@ -350,7 +340,7 @@ class Demo:
         # the default router, learnt from the ToR's advert: R flag, anycast MAC
         gateway = self.host("a1").cmd(f"ip -6 neigh show to {GATEWAY_LLA}")
         router = "router" in gateway and ANYCAST_MAC in gateway
-        answered = self.nd_replies() - before
+        answered = self.replies("nd_suppression") - before
         ok = bridged and len(routed) == len(pairs) and answered > 0 and router
         return Check(
             "IPv6",
