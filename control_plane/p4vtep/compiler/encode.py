@@ -193,14 +193,6 @@ def _assembler(
     return any_shape
 
 
-def _has_table(p4info: P4Info, name: str) -> bool:
-    try:
-        p4info.table(name)
-    except KeyError:
-        return False
-    return True
-
-
 class _FieldMemo(dict[Value, bytes]):
     """value -> one match field or parameter serialized (heads and value),
     encoded on a miss and remembered, since the same MACs, IPs, VNIs and
@@ -275,7 +267,7 @@ class Encoder:
         )
         # IPv6 (a pipeline with the IPv6 tables; the model refuses IPv6
         # addresses otherwise): ND answers as ARP does, with the router flag.
-        if _has_table(p4info, "nd_suppression"):
+        if p4info.has_table("nd_suppression"):
             self._nd = ExactEntry(
                 p4info,
                 "nd_suppression",
@@ -294,7 +286,7 @@ class Encoder:
             self._route_remote = ExactEntry(
                 p4info, "host_route", key, "route_to_remote_vtep", remote_params, memos
             )
-            if _has_table(p4info, "ipv6_host_route"):  # (the twin table, actions named _v6)
+            if p4info.has_table("ipv6_host_route"):  # (the twin table, actions named _v6)
                 self._route_local_v6 = ExactEntry(
                     p4info, "ipv6_host_route", key, "route_to_local_vm_v6", local_params, memos
                 )

@@ -77,11 +77,7 @@ def policed_flag_supported(p4info: P4Info) -> bool:
 
 def routing_supported(p4info: P4Info) -> bool:
     """Whether a pipeline routes between subnets (has the routing tables)."""
-    try:
-        p4info.table("host_route")
-    except KeyError:
-        return False
-    return True
+    return p4info.has_table("host_route")
 
 
 def is_ipv6(ip: Value) -> bool:

@@ -138,16 +138,8 @@ class PipelineLimits:
             vlan_max=(1 << key_bits("access_binding", "vlan_id")) - 2,
             vni_max=(1 << key_bits("vni_config", "vni")) - 1,
             traffic_class_max=(1 << param_bits("set_vni_params", "traffic_class")) - 1,
-            ipv6=all(_has_table(p4info, name) for name in IPV6_TABLES),
+            ipv6=all(p4info.has_table(name) for name in IPV6_TABLES),
         )
-
-
-def _has_table(p4info: P4Info, name: str) -> bool:
-    try:
-        p4info.table(name)
-    except KeyError:
-        return False
-    return True
 
 
 # The committed BMv2 pipeline's limits (P4VTEP_P4INFO overrides its P4Info).

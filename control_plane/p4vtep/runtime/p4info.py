@@ -102,6 +102,15 @@ class P4Info:
     def table(self, name: str) -> p4info_pb2.Table:
         return self._get("tables", name, p4info_pb2.Table)
 
+    def has_table(self, name: str) -> bool:
+        """Whether the pipeline has a table of that name (an older build, or
+        a profile that leaves a feature out, may not)."""
+        try:
+            self.table(name)
+        except KeyError:
+            return False
+        return True
+
     def action(self, name: str) -> p4info_pb2.Action:
         return self._get("actions", name, p4info_pb2.Action)
 
