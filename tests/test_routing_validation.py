@@ -524,9 +524,10 @@ def test_the_api_refuses_a_bad_ipv6_address_and_changes_nothing(controller):
     assert controller_state(controller) == before
 
 
-@pytest.mark.usefixtures("pipeline_without_ipv6")
-def test_the_api_refuses_ipv6_without_the_ipv6_tables_and_changes_nothing(controller):
-    vm = pb.VM(
+def dual_stack_a9() -> pb.VM:
+    """An API request's VM with an IPv4 and an IPv6 address (the latter not
+    in canonical form)."""
+    return pb.VM(
         name="a9",
         mac="00:00:0a:00:00:09",
         ips=["192.168.1.9", "2001:0db8:1::9"],
@@ -534,6 +535,11 @@ def test_the_api_refuses_ipv6_without_the_ipv6_tables_and_changes_nothing(contro
         server="s12",
         vlan=90,
     )
+
+
+@pytest.mark.usefixtures("pipeline_without_ipv6")
+def test_the_api_refuses_ipv6_without_the_ipv6_tables_and_changes_nothing(controller):
+    vm = dual_stack_a9()
     before = controller_state(controller)
     with api_client(controller) as (client, _), pytest.raises(grpc.RpcError) as info:
         client.AttachVM(pb.AttachVMRequest(vm=vm))
@@ -551,14 +557,7 @@ def test_the_api_takes_a_dual_stack_vm_with_the_committed_pipeline(tmp_path):
     controller = Controller(fabric, bmv2_pipeline(), Store(tmp_path / "s.db"))
     for vm in (A2_6, A1_6):  # (a2 first: it owns the next hops)
         controller.attach(replace(vm, source="api"))
-    vm = pb.VM(
-        name="a9",
-        mac="00:00:0a:00:00:09",
-        ips=["192.168.1.9", "2001:0db8:1::9"],
-        vni=5000,
-        server="s12",
-        vlan=90,
-    )
+    vm = dual_stack_a9()
     with api_client(controller) as (client, _):
         client.AttachVM(pb.AttachVMRequest(vm=vm))
     assert controller.vms["a9"].ips == ("192.168.1.9", "2001:db8:1::9")
