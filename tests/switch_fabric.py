@@ -305,3 +305,23 @@ def probe_a_migration(
         for t in listeners:
             t.join()
     return sent[0], counts
+
+
+def routed_fabric_fixtures(route: Callable[[SwitchFabric], None], vms: list[Vm]) -> tuple:
+    """The ``sf`` (module: two BMv2 ToRs, made routed by ``route``) and
+    ``controller`` (per test: started over ``vms``) fixtures of a routed
+    switch-tier module: ``sf, controller = routed_fabric_fixtures(...)``."""
+
+    @pytest.fixture(scope="module")
+    def sf(tmp_path_factory):
+        with bmv2_fabric(tmp_path_factory.mktemp("logs")) as fabric:
+            route(fabric)
+            yield fabric
+
+    @pytest.fixture
+    def controller(sf, tmp_path):
+        c = start_controller(sf, tmp_path / "state.db", vms)
+        yield c
+        c.stop()
+
+    return sf, controller

@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 from dataclasses import replace
 
-import pytest
 from helpers import wait_until
 from p4vtep.model.fabric import StaticRoute, Subnet, Vm, Vni, Vrf
 from scapy.layers.inet import IP, UDP
@@ -30,10 +29,10 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from scapy.utils6 import inet_pton
 from switch_fabric import (
-    bmv2_fabric,
     needs_switch,
     probe_a_migration,
     read_back_matches,
+    routed_fabric_fixtures,
     send_and_receive,
     start_controller,
 )
@@ -70,18 +69,7 @@ def route(sf) -> None:
         )
 
 
-@pytest.fixture(scope="module")
-def sf(tmp_path_factory):
-    with bmv2_fabric(tmp_path_factory.mktemp("logs")) as sf:
-        route(sf)
-        yield sf
-
-
-@pytest.fixture
-def controller(sf, tmp_path):
-    c = start_controller(sf, tmp_path / "state.db", VMS)
-    yield c
-    c.stop()
+sf, controller = routed_fabric_fixtures(route, VMS)
 
 
 def udp6(src: Vm, dst_mac: str, dst_ip: str, hlim: int = 64, tag: int = 0) -> Packet:

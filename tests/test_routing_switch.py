@@ -8,17 +8,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 from helpers import wait_until
 from p4vtep.model.fabric import StaticRoute, Subnet, Vm, Vni, Vrf
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from switch_fabric import (
-    bmv2_fabric,
     needs_switch,
     probe_a_migration,
     read_back_matches,
+    routed_fabric_fixtures,
     send_and_receive,
     start_controller,
 )
@@ -54,18 +53,7 @@ def route(sf) -> None:
         )
 
 
-@pytest.fixture(scope="module")
-def sf(tmp_path_factory):
-    with bmv2_fabric(tmp_path_factory.mktemp("logs")) as sf:
-        route(sf)
-        yield sf
-
-
-@pytest.fixture
-def controller(sf, tmp_path):
-    c = start_controller(sf, tmp_path / "state.db", VMS)
-    yield c
-    c.stop()
+sf, controller = routed_fabric_fixtures(route, VMS)
 
 
 def routed(src: Vm, dst_ip: str, ttl: int = 64, tag: int = 0) -> Packet:
