@@ -53,6 +53,19 @@ log = logging.getLogger(__name__)
 BULK_CHANGE = 512
 
 
+def _same_learned(old: Learned, new: Learned) -> bool:
+    """Whether ``new`` holds the same facts as ``old``. A value the learned
+    table made from ``old`` says what it changed (``Learned.since``): one
+    that names a change is taken as different without comparing the two
+    (a walk of every learned route; the change named may be a superset)."""
+    if new is old:
+        return True
+    delta = new.since(old)
+    if delta.macs or delta.hosts or delta.prefixes or delta.flood or delta.taken:
+        return False
+    return new == old
+
+
 class NotFound(KeyError):
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
@@ -427,10 +440,10 @@ class Controller:
         one committed (a restart, a failover: a new leader starts from no
         facts, ``forget_learned``)."""
         with self._lock:
-            if learned == self.desired.learned:
+            old = self.desired.learned
+            if _same_learned(old, learned):
                 return self.version
             term = self._fence()
-            old = self.desired.learned
             named = old.flood_vteps() | learned.flood_vteps()
             space = self.alloc.tor
             orphans = {

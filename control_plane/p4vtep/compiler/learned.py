@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -99,8 +99,9 @@ class Learned:
     prefixes: Mapping[str, Mapping[str, LearnedPrefix]] = field(
         default_factory=dict
     )  # VRF -> prefix ->
-    # (VNI, MAC) of every learned MAC and host route (derived: ``takes``)
-    taken: frozenset[tuple[int, str]] = field(init=False, compare=False, repr=False)
+    # (VNI, MAC) of every learned MAC and host route (derived: ``takes``; a
+    # frozenset, or a set the learned table keeps as a frozen overlay)
+    taken: Set[tuple[int, str]] = field(init=False, compare=False, repr=False)
     # ``vteps()``, derived when first asked (or given: ``assembled``)
     _vteps: frozenset[str] | None = field(init=False, compare=False, repr=False, default=None)
     # (the value this one was made from, weakly, and what differs: ``since``)
@@ -121,7 +122,7 @@ class Learned:
         flood: Mapping[int, frozenset[str]],
         hosts: Mapping[str, Mapping[str, LearnedHost]],
         prefixes: Mapping[str, Mapping[str, LearnedPrefix]],
-        taken: frozenset[tuple[int, str]],
+        taken: Set[tuple[int, str]],
         vteps: frozenset[str],
         parent: Learned | None = None,
         delta: LearnedDelta | None = None,
@@ -163,7 +164,7 @@ class Learned:
             hosts,
             _changed_groups(old.prefixes, self.prefixes),
             _changed_groups(old.flood, self.flood),
-            old.taken ^ self.taken,
+            frozenset(old.taken).symmetric_difference(self.taken),
         )
 
     @classmethod

@@ -27,6 +27,11 @@ class EvpnOptions:
     # removed when the speaker stops.
     run_dir: Path | None = None
     log_level: str = "info"  # gobgpd --log-level
+    # Learned routes are committed at most once per this many seconds
+    # (``sources.evpn``): a burst goes to the switches in a few commits, not
+    # one per route. A route with no commit in the window before it (a lone
+    # one, the first of a burst) is committed at once.
+    commit_window: float = 0.01
 
     def __post_init__(self) -> None:
         # Frozen means frozen: a list given by a caller is copied into a tuple.

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Set
 from typing import TypeVar
 
 from ..compiler.learned import (
@@ -21,6 +21,75 @@ from .view import RemoteMac, RemotePrefix, ViewChange
 _K = TypeVar("_K")
 _G = TypeVar("_G")
 _V = TypeVar("_V")
+_T = TypeVar("_T")
+_S = TypeVar("_S")
+
+# An overlay grows to this many keys, or an eighth of its base, before it
+# is folded into a new base (a copy of the whole set).
+OVERLAY_MIN = 1024
+
+
+class Overlay(Set[_T]):
+    """A frozen set given as a frozen ``base`` shared with earlier values,
+    the keys ``added`` since and those ``removed`` from it: a value of its
+    own for what a change or two changed, made without copying what it did
+    not (``Published``: the taken MACs of 100,000 routes are not copied for
+    each route). ``added`` is disjoint from ``base``; ``removed`` is part
+    of it."""
+
+    __slots__ = ("_added", "_base", "_removed")
+
+    def __init__(self, base: frozenset[_T], added: frozenset[_T], removed: frozenset[_T]) -> None:
+        self._base, self._added, self._removed = base, added, removed
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._added or (key in self._base and key not in self._removed)
+
+    def __iter__(self) -> Iterator[_T]:
+        yield from self._added
+        removed = self._removed
+        for key in self._base:
+            if key not in removed:
+                yield key
+
+    def __len__(self) -> int:
+        return len(self._base) - len(self._removed) + len(self._added)
+
+    def __hash__(self) -> int:
+        return self._hash()
+
+    @classmethod
+    def _from_iterable(cls, keys: Iterable[_S]) -> frozenset[_S]:  # (Set's operators)
+        return frozenset(keys)
+
+    def changed(self, present: set[_T], absent: set[_T]) -> Overlay[_T]:
+        """This set with ``present`` in it and ``absent`` out of it."""
+        base = self._base
+        added = (self._added | {k for k in present if k not in base}) - absent
+        removed = (self._removed | {k for k in absent if k in base}) - present
+        return Overlay(base, frozenset(added), frozenset(removed))
+
+    @property
+    def overlay(self) -> int:
+        return len(self._added) + len(self._removed)
+
+    @property
+    def base(self) -> frozenset[_T]:
+        return self._base
+
+
+def updated(given: Set[_T], live: Mapping[_T, object], stale: set[_T]) -> Set[_T]:
+    """``given`` (a set given out) brought to ``live``'s keys, the ``stale``
+    ones changed since: an ``Overlay`` on the same base, or a new frozenset
+    once the overlay would be large (then copied whole)."""
+    current = (
+        given if isinstance(given, Overlay) else Overlay(frozenset(given), frozenset(), frozenset())
+    )
+    present = {k for k in stale if k in live}
+    value = current.changed(present, stale - present)
+    if value.overlay > max(OVERLAY_MIN, len(value.base) // 8):
+        return frozenset(live)
+    return value
 
 
 class Published:
@@ -172,7 +241,9 @@ class Published:
             flood,
             _refreshed(before.hosts, self.hosts, set(self._stale_hosts)),
             _refreshed(before.prefixes, self.prefixes, self._stale_prefixes),
-            frozenset(self.taken) if self._stale_taken else before.taken,
+            updated(before.taken, self.taken, self._stale_taken)
+            if self._stale_taken
+            else before.taken,
             (frozenset(self.vteps).union(*flood.values()) if self._stale_vteps else before.vteps()),
             parent=before,
             delta=delta,

@@ -16,8 +16,8 @@ from .config import EvpnConfig
 from .intake import RouteIntake
 from .options import DEFAULTS, EvpnOptions
 from .routes import EvpnRoute
-from .speaker import GoBgpSpeaker
-from .table import LearnedTable
+from .speaker import GoBgpSpeaker, Received
+from .table import Learn, LearnedTable, Unlearn
 from .view import EvpnView, LocalMac, ViewChange
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ class EvpnService:
             on_peer_state=self._peer_state,
             on_malformed=self._malformed,
             options=options,
+            on_paths=self._paths,
         )
         self.advertiser = Advertiser(config, self.speaker)
         self._vnis_by_vtep: dict[str, frozenset[int]] = {}
@@ -107,6 +108,28 @@ class EvpnService:
         else:
             # A refused re-advertisement replaces an accepted one: drop the old.
             self.table.unlearn(source, route.nlri_key())
+
+    def _paths(self, received: list[Received]) -> None:
+        """One gobgpd event's paths: admitted (or refused) one by one, into
+        the table as one update (``LearnedTable.update``: one change, one
+        notification, so one commit can take a whole burst)."""
+        ops: list[Learn | Unlearn] = []
+        for r in received:
+            if r.route is not None:
+                admitted = self.intake.admit(r.source, r.route)
+                if admitted is not None:
+                    ops.append(
+                        Learn(r.source, r.route, admitted.vrf, admitted.bridged, admitted.neighbour)
+                    )
+                else:
+                    # A refused re-advertisement replaces an accepted one: drop the old.
+                    ops.append(Unlearn(r.source, r.route.nlri_key()))
+            elif r.withdrawn is not None:
+                self.intake.forget(r.source, r.withdrawn)
+                ops.append(Unlearn(r.source, r.withdrawn))
+            elif r.malformed is not None:
+                self._malformed(r.source, r.malformed)
+        self.table.update(ops)
 
     def _withdraw(self, source: str, key: tuple[object, ...]) -> None:
         self.intake.forget(source, key)

@@ -97,6 +97,25 @@ class _Before:
     prefixes: dict[PrefixKey, RemotePrefix | None]
 
 
+@dataclass(frozen=True)
+class Learn:
+    """A validated route from peer ``source`` (``LearnedTable.learn``)."""
+
+    source: str
+    route: EvpnRoute
+    vrf: str | None = None
+    bridged: bool = True
+    neighbour: bool = True
+
+
+@dataclass(frozen=True)
+class Unlearn:
+    """Peer ``source`` withdrew the route with this NLRI key."""
+
+    source: str
+    nlri_key: tuple[object, ...]
+
+
 class LearnedTable:
     """The table; ``view()`` is the read side the controller uses."""
 
@@ -136,59 +155,89 @@ class LearnedTable:
         ``bridged``: a type 2's MAC is installed in its VNI (a VNI we host);
         ``neighbour``: with its IP, for ARP or ND suppression (False: a
         link-local or other never-routed IPv6 address, see intake.py)."""
+        return self.update([Learn(source, route, vrf, bridged, neighbour)])
+
+    def unlearn(self, source: str, nlri_key: tuple[object, ...]) -> ViewChange:
+        """The peer withdrew the route with this NLRI; unknown keys are ignored."""
+        return self.update([Unlearn(source, nlri_key)])
+
+    def update(self, ops: Iterable[Learn | Unlearn]) -> ViewChange:
+        """Routes learned and withdrawn, in order, as one update: the same
+        table as ``learn`` and ``unlearn`` one by one (each route settles
+        the mobility contest of its MAC in turn, so a conflict is refused
+        as it would be alone, and a route withdrawn after it was learned in
+        the same batch is gone), but one change for all of them, taken
+        against the state before the first, and one notification. The
+        speaker hands over what each of gobgpd's events carries this way."""
+        ops = list(ops)
+        if not ops:
+            return ViewChange()
         with self._lock:
-            key = (source, route.nlri_key())
-            if isinstance(route, MacIpRoute):
+            touched: set[MacKey] = set()
+            touched5: set[PrefixKey] = set()
+            flood = False
+            for op in ops:  # what any of them may change, as it is now
+                key = (op.source, op.route.nlri_key() if isinstance(op, Learn) else op.nlri_key)
                 old = self._type2.get(key)
-                touched = {(route.vni, route.mac)}
                 if old is not None:
                     touched.add((old.vni, old.mac))
-                before = self._before(touched, flood=False)
-                if old is not None:
-                    self._unindex(key, old)
-                self._type2[key] = route
-                self._use[key] = (vrf, bridged, neighbour)
-                self._by_mac.setdefault((route.vni, route.mac), set()).add(key)
-                self._settle(touched, newcomer=(source, route))
-            elif isinstance(route, IpPrefixRoute):
-                if vrf is None:
-                    raise ValueError(f"type 5 {route.prefix} learned without its VRF")
                 old5 = self._type5.get(key)
-                touched5 = {(vrf, route.prefix)}
                 if old5 is not None:
                     touched5.add((old5[1], old5[0].prefix))
-                before = self._before(set(), flood=False, prefixes=touched5)
-                if old5 is not None:
-                    self._unindex_prefix(key, old5)
-                self._type5[key] = (route, vrf)
-                self._by_prefix.setdefault((vrf, route.prefix), set()).add(key)
-            else:
-                before = self._before(set(), flood=True)
-                self._type3[key] = route
+                flood = flood or key in self._type3
+                if isinstance(op, Learn):
+                    route = op.route
+                    if isinstance(route, MacIpRoute):
+                        touched.add((route.vni, route.mac))
+                    elif isinstance(route, IpPrefixRoute):
+                        if op.vrf is None:
+                            raise ValueError(f"type 5 {route.prefix} learned without its VRF")
+                        touched5.add((op.vrf, route.prefix))
+                    else:
+                        flood = True
+            before = self._before(touched, flood, prefixes=touched5)
+            for op in ops:
+                if isinstance(op, Learn):
+                    self._learn(op)
+                else:
+                    self._unlearn(op.source, op.nlri_key)
             change = self._diff(before)
         self._notify(change)
         return change
 
-    def unlearn(self, source: str, nlri_key: tuple[object, ...]) -> ViewChange:
-        """The peer withdrew the route with this NLRI; unknown keys are ignored."""
-        with self._lock:
-            key = (source, nlri_key)
+    def _learn(self, op: Learn) -> None:
+        source, route = op.source, op.route
+        key = (source, route.nlri_key())
+        if isinstance(route, MacIpRoute):
             old = self._type2.get(key)
-            old5 = self._type5.get(key)
-            touched = {(old.vni, old.mac)} if old is not None else set()
-            touched5 = {(old5[1], old5[0].prefix)} if old5 is not None else set()
-            before = self._before(touched, flood=key in self._type3, prefixes=touched5)
+            touched = {(route.vni, route.mac)}
             if old is not None:
-                del self._type2[key]
+                touched.add((old.vni, old.mac))
                 self._unindex(key, old)
+            self._type2[key] = route
+            self._use[key] = (op.vrf, op.bridged, op.neighbour)
+            self._by_mac.setdefault((route.vni, route.mac), set()).add(key)
+            self._settle(touched, newcomer=(source, route))
+        elif isinstance(route, IpPrefixRoute):
+            assert op.vrf is not None  # (update checked)
+            old5 = self._type5.get(key)
             if old5 is not None:
-                del self._type5[key]
                 self._unindex_prefix(key, old5)
-            self._type3.pop(key, None)
-            self._settle(touched)
-            change = self._diff(before)
-        self._notify(change)
-        return change
+            self._type5[key] = (route, op.vrf)
+            self._by_prefix.setdefault((op.vrf, route.prefix), set()).add(key)
+        else:
+            self._type3[key] = route
+
+    def _unlearn(self, source: str, nlri_key: tuple[object, ...]) -> None:
+        key = (source, nlri_key)
+        old = self._type2.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+            self._settle({(old.vni, old.mac)})
+        old5 = self._type5.pop(key, None)
+        if old5 is not None:
+            self._unindex_prefix(key, old5)
+        self._type3.pop(key, None)
 
     def drop_source(self, source: str) -> ViewChange:
         """Session to ``source`` went down (hold timer expired or closed):

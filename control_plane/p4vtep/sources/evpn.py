@@ -25,6 +25,16 @@ refused by the table). Its traffic then goes to that VTEP from every ToR (the
 compiler gives the MAC entry to the learned fact); the VM's binding stays
 until the inventory follows, and the source logs it once.
 
+Routes come in bursts (a peer's table after its session comes up, a
+withdrawal of many): the speaker hands each of gobgpd's events to the table
+as one update, and the worker commits their changes at most once per
+``commit_window`` (``EvpnOptions``): what arrives within a window of the
+worker's last commit waits for the window's end and goes in one commit, so
+a burst of thousands of routes is a few dozen commits (each a store commit,
+a compile of what changed and a write per ToR), not one per route. A change
+that finds no such commit in the window (a lone route, the first of a
+burst) is committed at once.
+
 Started before the controller's supervisors, it waits until the peers'
 sessions are up and their routes have stopped arriving (at most
 ``initial_wait`` seconds): a restarted controller then compiles exactly what
@@ -100,6 +110,13 @@ class EvpnSource:
         self._learned_stale = True
         self._last_change = time.monotonic()
         self._shadowed: set[tuple[int, str, str]] = set()  # (VNI, MAC, VTEP) logged
+        # Our VMs by VNI and MAC (from the desired state, at each _advertise),
+        # and the learned value committed last: a commit looks up only the
+        # VNIs whose learned MACs changed since (all after our VMs changed).
+        self._ours: dict[int, dict[str, str]] = {}
+        self._committed: Learned | None = None
+        self._window = options.commit_window
+        self._last_commit = float("-inf")  # the worker's last commit of learned facts
         self._worker: threading.Thread | None = None
         # Whether learned facts are committed: always for a single
         # controller; for a replica, while it leads (lead() .. follow()).
@@ -205,8 +222,12 @@ class EvpnSource:
                 return
             if any(_vms_changed(e) for e in events):
                 self._local_stale = True
+            elif self._learned_stale and retry_at is None:
+                self._linger()
             retry_at = None
             try:
+                if self._learned_stale:
+                    self._last_commit = time.monotonic()
                 self._sync_pending()
             except StateError as exc:
                 if self._leading.is_set():
@@ -215,6 +236,13 @@ class EvpnSource:
                     retry_at = time.monotonic() + RETRY
             except Exception:  # the source must outlive one bad round
                 log.exception("EVPN: syncing with the controller failed")
+
+    def _linger(self) -> None:
+        """Routes keep coming (the worker committed less than a window ago):
+        wait for the window's end, so one commit takes all that came in it."""
+        remaining = self._last_commit + self._window - time.monotonic()
+        if remaining > 0:
+            time.sleep(remaining)
 
     def sync(self) -> None:
         """Both directions brought up to date now, in the caller's thread:
@@ -244,10 +272,14 @@ class EvpnSource:
         tors = view.fabric.tors
         macs = []
         vnis_by_vtep: dict[str, set[int]] = {tor.vtep_ip: set() for tor in tors.values()}
+        ours: dict[int, dict[str, str]] = {}
         for vm in view.vms.values():
             vtep = tors[view.tor_of(vm)].vtep_ip
             macs.append(LocalMac(vm.vni, vm.mac, vtep, frozenset(vm.ips)))
             vnis_by_vtep[vtep].add(vm.vni)
+            ours.setdefault(vm.vni, {})[vm.mac] = vm.name
+        self._ours = ours
+        self._committed = None  # (our VMs changed: look them all up at the next commit)
         # (The table's change comes back as a view change.)
         self.service.set_local(macs, vnis_by_vtep)
 
@@ -260,22 +292,32 @@ class EvpnSource:
         if not self._leading.is_set():
             return  # a follower: held in the view until its replica leads
         learned = self.learned()
-        # (our VMs looked up in the learned MACs, not the other way round:
-        # those may be many more)
-        for vm in self._controller.desired_view().vms.values():
-            m = learned.macs.get(vm.vni, {}).get(vm.mac)
-            if m is not None and (vm.vni, m.mac, m.vtep) not in self._shadowed:
-                self._shadowed.add((vm.vni, m.mac, m.vtep))
-                log.warning(
-                    "EVPN: VTEP %s holds %s in VNI %d, VM %s's MAC, with a higher sequence "
-                    "number (it moved away?): its traffic goes there; %s stays bound "
-                    "until the inventory follows",
-                    m.vtep,
-                    m.mac,
-                    vm.vni,
-                    vm.name,
-                    vm.name,
-                )
+        # Our VMs whose MAC a learned fact holds (they moved away): looked
+        # up in the VNIs whose learned MACs changed since the last commit.
+        vnis = (
+            self._ours.keys()
+            if self._committed is None
+            else learned.since(self._committed).macs & self._ours.keys()
+        )
+        for vni in vnis:
+            held = learned.macs.get(vni)
+            if not held:
+                continue
+            for mac, name in self._ours[vni].items():
+                m = held.get(mac)
+                if m is not None and (vni, mac, m.vtep) not in self._shadowed:
+                    self._shadowed.add((vni, mac, m.vtep))
+                    log.warning(
+                        "EVPN: VTEP %s holds %s in VNI %d, VM %s's MAC, with a higher sequence "
+                        "number (it moved away?): its traffic goes there; %s stays bound "
+                        "until the inventory follows",
+                        m.vtep,
+                        mac,
+                        vni,
+                        name,
+                        name,
+                    )
+        self._committed = learned
         try:
             self._controller.commit_learned(learned)
         except SpaceFull as exc:
