@@ -1,34 +1,61 @@
 #!/usr/bin/env python3
 """Benchmark: routes of a routed tenant learned through EVPN from a peer
-(symmetric IRB), into the switches.
+(symmetric IRB), into the switches, against a raw P4Runtime writer.
 
-A second gobgpd stands in for another VTEP (a peer, iBGP, in a network
-namespace of its own; the controller's speaker in another) and injects
+A second gobgpd stands in for another VTEP (peer A, iBGP, in a network
+namespace of its own; the controller's speaker in another) and sends
 two-label type 2 routes (MAC+IP, labels [7000, 50000], the VRF's route
 targets, its router MAC) for hosts of a subnet that no p4vtep ToR hosts, so
 each becomes a host route of VRF red on both BMv2 ToRs (towards the peer's
-VTEP and router MAC over L3 VNI 50000), nothing else.
+VTEP and router MAC over L3 VNI 50000), nothing else. A third gobgpd (peer
+B, another VTEP) holds ``--other`` routes throughout: what happens to peer
+A's routes must leave them alone.
 
-1. **Learning rate.** ``--routes`` (10,000) routes sent in one AddPathStream
-   (1,000 paths per request, encoded beforehand); timed from just before the
-   first is sent until the controller's desired state holds them all
-   (committed), until both ToRs acknowledged the writes (acked), and until
-   both switches read back exactly what the controller compiles, host_route
-   table included (verified, with the count of host routes towards the
-   peer); with the commits it took and the CPU seconds of this process and
-   of the switches. Then every route withdrawn at once (one DeletePath for
-   all), timed the same way until none is left. ``--rounds`` times, and one
-   learning more whose routes stay for part 2.
-2. **From one new route to the first routed frame.** A VM on tor1 sends a
-   frame every millisecond through the anycast gateway to an IP nobody
-   announces yet (dropped: no route); the peer then announces that IP (one
-   AddPath); timed from just before the AddPath until the first frame routed
-   to it leaves tor1's uplink (VXLAN, VNI 50000, to the peer's router MAC,
-   that IP), on the wire. ``--samples`` times, a new IP each, first with
-   none of the peer's routes installed, then with the ``--routes`` installed.
+How peer A sends: its session is shut (DisablePeer on its side) while its
+``--routes`` routes are loaded (AddPathStream, not timed), then opened
+(EnablePeer): it sends its whole table at BGP speed, as a peer does after a
+session reset. The controller's speaker notes when each of gobgpd's events
+reached it (``GoBgpSpeaker.received``: gobgpd's own stamp on a path has whole
+seconds only): the peer's delivery rate is ``--routes`` over the span from
+the first to the last route received, measured in the same run as the
+learning it feeds.
 
-The controller, its EVPN source, the peer's API client and the probes run in
-this one process, as the other benchmarks do.
+Each round, in turn:
+
+1. **Raw writer.** The same entries the learning installs (host routes of
+   peer A's hosts on both ToRs, encoded beforehand from the controller's
+   compile) written by a raw P4Runtime client (primary for the time, 1,000
+   updates per request, one thread per ToR), read back from both switches
+   and compared with what they must hold (verified); then deleted the same
+   way (the reference for withdrawal and session loss).
+2. **Learning.** Timed from gobgpd's receipt of the first route until the
+   controller's desired state holds them all (committed), both ToRs
+   acknowledged the writes (acked), and both switches read back exactly
+   what they must hold (verified, the same comparison as the raw writer's).
+3. **Withdrawal.** Peer A withdraws every route (one DeletePath), timed the
+   same way from the first withdrawal received.
+4. **Learning again**, then **session loss**: peer A's session shut
+   (DisablePeer), timed from that call until none of its routes is left on
+   either ToR; peer B's routes counted on both switches before and after.
+
+``learn.over_raw``: per learning, the raw writer's seconds until verified
+over the learning's (the raw writer of the same round), median over all.
+Then ``--big`` routes (half IPv4, half IPv6 hosts: BMv2's host_route table
+holds 65,536) learned the same way from ``BIG_PEERS`` peers at once (a
+gobgpd takes routes through its API in quadratic time, so one would need
+minutes just to be loaded): time to installed, peak RSS of this process
+(the controller, its source, the bench) and of the gobgpds.
+
+**From one new route to the first routed frame.** A VM on tor1 sends a
+frame every millisecond through the anycast gateway to an IP nobody
+announces yet (dropped: no route); the peer then announces that IP (one
+AddPath); timed from just before the AddPath until the first frame routed to
+it leaves tor1's uplink (VXLAN, VNI 50000, to the peer's router MAC, that
+IP), on the wire. ``--samples`` times, a new IP each, with none of the
+peer's routes installed, with ``--routes``, and with ``--big``.
+
+The controller, its EVPN source, the peers' API clients, the raw writer and
+the probes run in this one process, as the other benchmarks do.
 
 Result: bench/results/evpn_irb.json. It reports; it asserts nothing on speed.
 """
@@ -37,38 +64,43 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import socket
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import grpc
 from common import percentile, require_switch, summary, switches, write_result
 from dataplane_load import process_cpu_seconds
+from p4vtep.compiler import SwitchState
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.evpn import gobgp_api, gobgp_codec
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.routes import MacIpRoute
-from p4vtep.evpn.speaker import GoBgpSpeaker, wait_for
+from p4vtep.evpn.speaker import ESTABLISHED, GoBgpSpeaker, ReceiveClock, wait_for
 from p4vtep.model.fabric import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
 from p4vtep.runtime import entities
-from p4vtep.runtime.client import SwitchConnection
+from p4vtep.runtime.client import SwitchConnection, _update_errors
+from p4vtep.runtime.protos import p4runtime_pb2
 from p4vtep.sources.evpn import EvpnSource
 from p4vtep.state.sqlite_store import Store
 from p4vtep.switch.bmv2 import VethSet
-from p4vtep.switch.reconciler import SwitchReader, diff
+from p4vtep.switch.reconciler import Diff, SwitchReader, diff
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 
 ASN = 65000
 L3VNI, PEER_VNI = 50000, 7000  # the peer's hosts: a subnet (L2 VNI) no ToR hosts
 PEER_VTEP, PEER_RMAC = "10.0.9.10", "02:fe:00:00:00:09"
+OTHER_VTEP, OTHER_RMAC = "10.0.9.11", "02:fe:00:00:00:0b"  # peer B
 PEER_RTS = (f"{ASN}:{PEER_VNI}", f"{ASN}:{L3VNI}")
 ANYCAST = "00:00:5e:00:01:01"
 UPLINK_MAC = "00:5e:00:00:01:01"
@@ -76,14 +108,25 @@ SUBNETS = {5000: "10.50", 5001: "10.51"}  # VRF red's two subnets (/16)
 PROBER = Vm("prober", "02:aa:00:00:00:01", ("10.50.200.1",), 5000, "s1", 4000)
 OTHER = Vm("other", "02:aa:00:00:00:02", ("10.51.200.2",), 5001, "s2", 4000)
 BATCH = 1000
+BIG_PEERS = 4  # peer A and three more, each sending a quarter of --big
+RAW_ELECTION_ID = 1 << 20  # above the controller's: primary while it writes
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 
 
-def peer_ip(i: int) -> str:
-    """The i-th host behind the peer (10.70.0.1 ...)."""
+def peer_ip(i: int, v6_from: int | None = None) -> str:
+    """The i-th host behind peer A: 10.70.0.1 ...; from ``v6_from`` on,
+    IPv6 (2001:db8:70::1 ...)."""
+    if v6_from is not None and i >= v6_from:
+        return f"2001:db8:70::{i - v6_from + 1:x}"
     n = i + 1
-    return f"10.70.{n >> 8}.{n & 255}"
+    return f"10.{70 + (n >> 16)}.{(n >> 8) & 255}.{n & 255}"
+
+
+def other_ip(i: int) -> str:
+    """The i-th host behind peer B."""
+    n = i + 1
+    return f"10.72.{n >> 8}.{n & 255}"
 
 
 def probe_ip(i: int) -> str:
@@ -92,11 +135,11 @@ def probe_ip(i: int) -> str:
     return f"10.71.{n >> 8}.{n & 255}"
 
 
-def peer_route(ip: str, i: int) -> MacIpRoute:
-    mac = f"02:70:00:{(i >> 16) & 255:02x}:{(i >> 8) & 255:02x}:{i & 255:02x}"
+def peer_route(ip: str, i: int, vtep: str = PEER_VTEP, rmac: str = PEER_RMAC) -> MacIpRoute:
+    first = 0x70 if vtep == PEER_VTEP else 0x72
+    mac = f"02:{first:02x}:00:{(i >> 16) & 255:02x}:{(i >> 8) & 255:02x}:{i & 255:02x}"
     return MacIpRoute(
-        f"{PEER_VTEP}:{PEER_VNI}", mac, PEER_VNI, PEER_VTEP, ip, PEER_RTS,
-        l3vni=L3VNI, router_mac=PEER_RMAC,
+        f"{vtep}:{PEER_VNI}", mac, PEER_VNI, vtep, ip, PEER_RTS, l3vni=L3VNI, router_mac=rmac,
     )  # fmt: skip
 
 
@@ -120,9 +163,10 @@ def background(count: int) -> list[Vm]:
 
 
 @contextmanager
-def speaker_namespaces() -> Iterator[tuple[str, str, str, str]]:
+def speaker_namespaces() -> Iterator[tuple[str, str, str, str, str]]:
     """Two namespaces joined by a veth, for the controller's speaker and the
-    peer's: (controller's ns, its IP, peer's ns, its IP). Removed on exit."""
+    peers': (controller's ns, its IP, peers' ns, peer A's IP, peer B's IP).
+    Removed on exit."""
     tag = os.getpid() % 100000
     ctl_ns, peer_ns = f"p4vq-c{tag}", f"p4vq-p{tag}"
     net = f"10.97.{tag % 250}"
@@ -139,13 +183,15 @@ def speaker_namespaces() -> Iterator[tuple[str, str, str, str]]:
             ip("-n", ns, "addr", "add", f"{net}.{host}/24", "dev", "bgp0")
             ip("-n", ns, "link", "set", "bgp0", "up")
             ip("-n", ns, "link", "set", "lo", "up")
-        yield ctl_ns, f"{net}.1", peer_ns, f"{net}.2"
+        for host in range(3, 4 + BIG_PEERS):
+            ip("-n", peer_ns, "addr", "add", f"{net}.{host}/24", "dev", "bgp0")
+        yield ctl_ns, f"{net}.1", peer_ns, f"{net}.2", f"{net}.3"
     finally:
         for ns in (ctl_ns, peer_ns):
             subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
 
 
-def make_fabric(addresses: list[str], ctl_ip: str, peer_address: str) -> Fabric:
+def make_fabric(addresses: list[str], ctl_ip: str, *peers: str) -> Fabric:
     fabric = Fabric()
     for t, address in enumerate(addresses, start=1):
         name = f"tor{t}"
@@ -162,7 +208,7 @@ def make_fabric(addresses: list[str], ctl_ip: str, peer_address: str) -> Fabric:
     fabric.evpn = EvpnConfig(
         asn=ASN,
         router_id=ctl_ip,
-        peers=(EvpnPeer(peer_address, ASN),),
+        peers=tuple(EvpnPeer(peer, ASN) for peer in peers),
         vnis=tuple(VniRouting(v, None, (f"{ASN}:{v}",), (f"{ASN}:{v}",)) for v in SUBNETS),
     ).for_fabric(fabric)
     return fabric
@@ -173,10 +219,11 @@ def _ignore(*_: object) -> None:
 
 
 class Peer:
-    """The other VTEP's speaker: a gobgpd fed routes through its API; what
-    it hears from the controller is ignored."""
+    """Another VTEP's speaker: a gobgpd fed routes through its API; what it
+    hears from the controller is ignored."""
 
     def __init__(self, ns: str, address: str, ctl_ip: str) -> None:
+        self.ctl_ip = ctl_ip
         self.speaker = GoBgpSpeaker(
             EvpnConfig(
                 asn=ASN, router_id=address, peers=(EvpnPeer(ctl_ip, ASN),), vnis=(), listen_port=-1
@@ -216,33 +263,92 @@ class Peer:
             api.DeletePathRequest(table_type=api.GLOBAL, family=gobgp_codec.evpn_family())
         )
 
+    def shut(self) -> None:
+        """Close the session (a NOTIFICATION, Cease): the controller's side
+        loses every route it had from us."""
+        self.stub.DisablePeer(self.api.DisablePeerRequest(address=self.ctl_ip))
+        assert wait_for(lambda: not self.up(), 30, 0.01), "session still up"
+
+    def open(self) -> None:
+        """Let the session come up again: the whole table is sent."""
+        self.stub.EnablePeer(self.api.EnablePeerRequest(address=self.ctl_ip))
+
+    def up(self) -> bool:
+        return any(p.state == ESTABLISHED for p in self.speaker.peers())
+
+    def peak_rss_mib(self) -> float:
+        return peak_rss_mib(self.speaker.pid)
+
+
+def peak_rss_mib(pid: int | None) -> float:
+    """A process's peak resident set (VmHWM), MiB."""
+    if pid is None:
+        return float("nan")
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
 
 def hosts_committed(controller: Controller) -> int:
     return len(controller.desired.learned.hosts.get("red", {}))
 
 
-def read_back(controller: Controller, fabric: Fabric) -> tuple[bool, dict[str, int]]:
-    """Whether every ToR holds exactly what the controller compiles, and how
-    many host routes towards the peer each holds."""
-    p4info = bmv2_pipeline().p4info
-    reader = SwitchReader(p4info)
-    query = entities.table_entry(p4info, "host_route")
-    exact, to_peer = True, {}
-    peer_vtep = socket.inet_aton(PEER_VTEP)
-    for name, tor in fabric.tors.items():
-        _, desired = controller.compile_for(name)
-        with SwitchConnection(tor.address, tor.device_id, election_id=0) as conn:
-            exact &= len(diff(desired, reader.read(conn))) == 0
-            to_peer[name] = sum(
-                1
-                for e in conn.read(query)
-                if e.table_entry.action.action.params
-                and any(p.value == peer_vtep for p in e.table_entry.action.action.params)
-            )
-    return exact, to_peer
+def settle(
+    controller: Controller, want: int, timeout: float = 900, interval: float = 0.005
+) -> float:
+    """Until the controller holds ``want`` host routes and both ToRs have
+    the version that gave them (read once the commit in flight is done:
+    ``desired_view`` waits for it); when it held them (perf_counter)."""
+    committed = until(lambda: hosts_committed(controller) == want, timeout, interval)
+    assert controller.wait_version(controller.desired_view().version, timeout)
+    return committed
 
 
-def until(predicate: Any, timeout: float, interval: float = 0.005) -> float:
+def host_routes_to(conn: SwitchConnection, p4info: Any, vteps: list[str]) -> dict[str, int]:
+    """How many host routes (IPv4 and IPv6) the switch holds towards each VTEP."""
+    wanted = {socket.inet_aton(v): v for v in vteps}
+    counts = dict.fromkeys(vteps, 0)
+    for table in ("host_route", "ipv6_host_route"):
+        for e in conn.read(entities.table_entry(p4info, table)):
+            for param in e.table_entry.action.action.params:
+                vtep = wanted.get(param.value)
+                if vtep is not None:
+                    counts[vtep] += 1
+                    break
+    return counts
+
+
+class Verifier:
+    """Reads both switches back and compares them with what they must hold."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.fabric = fabric
+        self.p4info = bmv2_pipeline().p4info
+        self.reader = SwitchReader(self.p4info)
+
+    def exact(self, expected: dict[str, SwitchState]) -> bool:
+        ok = True
+        for name, tor in self.fabric.tors.items():
+            with SwitchConnection(tor.address, tor.device_id, election_id=0) as conn:
+                ok &= len(diff(expected[name], self.reader.read(conn))) == 0
+        return ok
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Host routes towards peer A and peer B, per ToR."""
+        out = {}
+        for name, tor in self.fabric.tors.items():
+            with SwitchConnection(tor.address, tor.device_id, election_id=0) as conn:
+                out[name] = host_routes_to(conn, self.p4info, [PEER_VTEP, OTHER_VTEP])
+        return out
+
+
+def compiled(controller: Controller) -> dict[str, SwitchState]:
+    """What every ToR must hold now: the controller's whole-state compile."""
+    return {name: controller.compile_for(name)[1] for name in controller.fabric.tors}
+
+
+def until(predicate: Callable[[], bool], timeout: float, interval: float = 0.005) -> float:
     """Poll until ``predicate()``; the time it first held (perf_counter)."""
     deadline = time.perf_counter() + timeout
     while not predicate():
@@ -252,38 +358,160 @@ def until(predicate: Any, timeout: float, interval: float = 0.005) -> float:
     return time.perf_counter()
 
 
-def timed_round(
-    controller: Controller, fabric: Fabric, switch_pids: list[int], send: Any, want: int
-) -> dict[str, Any]:
-    """``send()`` routes (or withdrawals) and time until the controller holds
-    ``want`` host routes of the peer (committed), both ToRs acknowledged
-    them, and both switches read back exactly the compile; with the commits
-    it took and the CPU seconds of this process (controller, source,
-    speaker client) and of the switches until acknowledged."""
-    version = controller.version
-    cpu, switches_cpu = time.process_time(), sum(map(process_cpu_seconds, switch_pids))
-    t0 = time.perf_counter()
-    send()
-    sent = time.perf_counter()
-    committed = until(lambda: hosts_committed(controller) == want, 600)
-    commits = controller.version - version
-    assert controller.wait_version(controller.version, 600)
-    acked = time.perf_counter()
-    own_cpu = time.process_time() - cpu
-    switch_cpu = sum(map(process_cpu_seconds, switch_pids)) - switches_cpu
-    exact, to_peer = read_back(controller, fabric)
-    verified = time.perf_counter()
-    return {
-        "sent_s": sent - t0,
-        "committed_s": committed - t0,
-        "acked_s": acked - t0,
-        "verified_s": verified - t0,
-        "commits": commits,
-        "own_cpu_s": own_cpu,
-        "switches_cpu_s": switch_cpu,
-        "read_back_exact": exact,
-        "host_routes_to_peer": to_peer,
-    }
+class Timed:
+    """One timed change: from ``send()`` until the controller holds ``want``
+    host routes (committed), both ToRs acknowledged (acked), and both read
+    back ``expected`` (verified). Seconds are given from the call and, for
+    a change the controller's gobgpd received path by path, from its
+    receipt of the first path (``clock``): the peer's own work before it
+    (its session coming up, its processing of a DeletePath) is not ours."""
+
+    def __init__(
+        self,
+        controller: Controller,
+        verifier: Verifier,
+        switch_pids: list[int],
+        clock: ReceiveClock,
+    ) -> None:
+        self.controller, self.verifier = controller, verifier
+        self.switch_pids, self.clock = switch_pids, clock
+
+    def run(
+        self, send: Callable[[], None], want: int, expected: dict[str, SwitchState], paths: int
+    ) -> dict[str, Any]:
+        controller = self.controller
+        version = controller.version
+        switches_cpu = sum(map(process_cpu_seconds, self.switch_pids))
+        self.clock.reset()
+        cpu = time.process_time()
+        t0 = time.perf_counter()
+        send()
+        sent = time.perf_counter()
+        committed = settle(controller, want)
+        acked = time.perf_counter()
+        commits = controller.version - version
+        own_cpu = time.process_time() - cpu
+        switch_cpu = sum(map(process_cpu_seconds, self.switch_pids)) - switches_cpu
+        exact = self.verifier.exact(expected)
+        verified = time.perf_counter()
+        out: dict[str, Any] = {
+            "sent_s": sent - t0,
+            "committed_s": committed - t0,
+            "acked_s": acked - t0,
+            "verified_s": verified - t0,
+            "commits": commits,
+            "own_cpu_s": own_cpu,
+            "switches_cpu_s": switch_cpu,
+            "read_back_exact": exact,
+            "paths_received": self.clock.paths,
+            "events_received": self.clock.events,
+        }
+        first, last = self.clock.first, self.clock.last
+        if paths and first is not None and last is not None:
+            start = first - t0  # (seconds after the call)
+            out.update(
+                first_received_s=start,
+                last_received_s=last - t0,
+                delivered_per_s=paths / max(last - first, 1e-6),
+                # the controller's own time: from the first path received
+                committed_from_first_s=out["committed_s"] - start,
+                acked_from_first_s=out["acked_s"] - start,
+                verified_from_first_s=out["verified_s"] - start,
+            )
+        return out
+
+
+class RawWriter:
+    """A raw P4Runtime client writing pre-encoded requests to both ToRs at
+    once (one thread per ToR, one request at a time, 1,000 updates each),
+    as primary: the controller's supervisors step back meanwhile, and
+    reconcile (finding nothing to do) once it closes."""
+
+    def __init__(self, fabric: Fabric, verifier: Verifier) -> None:
+        self.fabric, self.verifier = fabric, verifier
+
+    def requests(self, delta: dict[str, Diff]) -> dict[str, list[p4runtime_pb2.WriteRequest]]:
+        requests = {}
+        for name, tor in self.fabric.tors.items():
+            updates = delta[name].updates()
+            batches = []
+            for start in range(0, len(updates), BATCH):
+                req = p4runtime_pb2.WriteRequest(
+                    device_id=tor.device_id,
+                    atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR,
+                )
+                req.election_id.low = RAW_ELECTION_ID
+                req.updates.extend(updates[start : start + BATCH])
+                batches.append(req)
+            requests[name] = batches
+        return requests
+
+    def run(
+        self,
+        controller: Controller,
+        switch_pids: list[int],
+        steps: list[tuple[dict[str, list[Any]], dict[str, SwitchState]]],
+    ) -> list[dict[str, Any]]:
+        """Each step's requests written and its expected state read back;
+        the timings per step."""
+        conns = {}
+        reconciles = {n: s.status.reconciles for n, s in controller.supervisors.items()}
+        for name, tor in self.fabric.tors.items():
+            conns[name] = SwitchConnection(tor.address, tor.device_id, election_id=RAW_ELECTION_ID)
+            assert conns[name].connect()
+        results = []
+        try:
+            for requests, expected in steps:
+                switches_cpu = sum(map(process_cpu_seconds, switch_pids))
+                cpu = time.process_time()
+                failed: list[str] = []
+                t0 = time.perf_counter()
+
+                def write(
+                    name: str, requests: dict[str, list[Any]] = requests, failed: list[str] = failed
+                ) -> None:
+                    for req in requests[name]:
+                        try:
+                            conns[name].stub.Write(req)
+                        except grpc.RpcError as exc:
+                            errors = _update_errors(exc, req.updates, 0, self.verifier.p4info)
+                            failed.append(f"{name}: {errors[:3]} ({len(errors)} refused)")
+
+                threads = [threading.Thread(target=write, args=(n,)) for n in self.fabric.tors]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                acked = time.perf_counter()
+                own_cpu = time.process_time() - cpu
+                switch_cpu = sum(map(process_cpu_seconds, switch_pids)) - switches_cpu
+                exact = self.verifier.exact(expected)
+                verified = time.perf_counter()
+                results.append(
+                    {
+                        "acked_s": acked - t0,
+                        "verified_s": verified - t0,
+                        "own_cpu_s": own_cpu,
+                        "switches_cpu_s": switch_cpu,
+                        "read_back_exact": exact,
+                        "refused": failed,
+                    }
+                )
+                if failed:
+                    print(f"raw writer: refused updates: {failed}", flush=True)
+        finally:
+            for conn in conns.values():
+                conn.close()
+        # The supervisors are primary again and have read their switches back.
+        until(
+            lambda: all(
+                s.status.primary and s.status.reconciles > reconciles[n]
+                for n, s in controller.supervisors.items()
+            ),
+            60,
+            0.05,
+        )
+        return results
 
 
 class WireWatch:
@@ -386,19 +614,68 @@ def first_frames(
 
 
 def rates(rounds: list[dict[str, Any]], n: int, key: str) -> dict[str, Any]:
-    return summary([n / r[key] for r in rounds])
+    return summary([n / r[key] for r in rounds if key in r])
 
 
-def rounds_summary(rounds: list[dict[str, Any]], n: int) -> dict[str, Any]:
-    keys = ("sent_s", "committed_s", "acked_s", "verified_s", "commits", "own_cpu_s")
-    return {
-        "routes_per_s_acked": rates(rounds, n, "acked_s"),
-        "routes_per_s_verified": rates(rounds, n, "verified_s"),
-        **{key: summary([r[key] for r in rounds]) for key in (*keys, "switches_cpu_s")},
+KEYS = (
+    "sent_s",
+    "first_received_s",
+    "last_received_s",
+    "committed_s",
+    "acked_s",
+    "verified_s",
+    "committed_from_first_s",
+    "acked_from_first_s",
+    "verified_from_first_s",
+    "delivered_per_s",
+    "commits",
+    "own_cpu_s",
+    "switches_cpu_s",
+)
+
+
+def rounds_summary(
+    rounds: list[dict[str, Any]], n: int, raw: list[float] | None = None, start: str = "_from_first"
+) -> dict[str, Any]:
+    """``raw``: per round, the raw writer's seconds until verified, for
+    ``over_raw`` (raw seconds / ours, until verified)."""
+    out: dict[str, Any] = {
+        "routes_per_s_acked": rates(rounds, n, f"acked{start}_s"),
+        "routes_per_s_verified": rates(rounds, n, f"verified{start}_s"),
+        **{k: summary([r[k] for r in rounds]) for k in KEYS if all(k in r for r in rounds)},
         "read_back_exact": [r["read_back_exact"] for r in rounds],
-        "host_routes_to_peer": [r["host_routes_to_peer"] for r in rounds],
         "runs": rounds,
     }
+    if raw is not None:
+        ratios = [t / r[f"verified{start}_s"] for t, r in zip(raw, rounds, strict=True)]
+        out["over_raw"] = summary(ratios)["median"]
+        out["over_raw_spread"] = summary(ratios)
+        acked = [r["raw_acked_s"] / r[f"acked{start}_s"] for r in rounds if "raw_acked_s" in r]
+        if acked:
+            out["over_raw_acked"] = summary(acked)
+    if all("delivered_per_s" in r for r in rounds):
+        learned = [n / r[f"acked{start}_s"] for r in rounds]
+        out["delivered_over_learned"] = summary(
+            [r["delivered_per_s"] / x for r, x in zip(rounds, learned, strict=True)]
+        )
+    return out
+
+
+def say(what: str, n: int, r: dict[str, Any]) -> None:
+    start = r.get("first_received_s")
+    extra = (
+        f", first path received at {start:.2f} s, delivered at {r['delivered_per_s']:.0f}/s"
+        if start is not None
+        else ""
+    )
+    acked = r.get("acked_from_first_s", r["acked_s"])
+    print(
+        f"{n} routes {what}: acked {acked:.2f} s ({n / acked:.0f}/s), verified "
+        f"{r.get('verified_from_first_s', r['verified_s']):.2f} s, {r['commits']} commits{extra};"
+        f" CPU: this process {r['own_cpu_s']:.1f} s, switches {r['switches_cpu_s']:.1f} s;"
+        f" read back exact {r['read_back_exact']}",
+        flush=True,
+    )
 
 
 def say_frames(frames: dict[str, Any]) -> None:
@@ -415,24 +692,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--routes", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--samples", type=int, default=50)
+    parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--vms", type=int, default=1000, help="routed VMs of our own")
+    parser.add_argument("--other", type=int, default=1000, help="peer B's routes")
+    parser.add_argument(
+        "--big", type=int, default=100000, help="routes of the large case (0: none)"
+    )
     args = parser.parse_args()
     require_switch()
     if gobgp_api.MISSING:
         print(f"SKIP: {gobgp_api.MISSING}")
         return
-    n = args.routes
+    n, n_other = args.routes, args.other
     tag = os.getpid() % 10000
+    result: dict[str, Any] = {"routes": n, "vms": args.vms + 2, "rounds": args.rounds}
     with (
         tempfile.TemporaryDirectory() as tmp,
-        speaker_namespaces() as (ctl_ns, ctl_ip, peer_ns, peer_address),
+        speaker_namespaces() as (ctl_ns, ctl_ip, peer_ns, peer_a, peer_b),
         VethSet(f"pq{tag}", 4) as veths,
     ):
         (p1s, p1h), (u1s, u1h), (p2s, _), (u2s, _) = veths.pairs
         ports = {1: {1: p1s, 3: u1s}, 2: {1: p2s, 3: u2s}}
         with switches(2, Path(tmp) / "logs", ports) as sws:
-            fabric = make_fabric([sw.grpc_address for sw in sws], ctl_ip, peer_address)
+            net = peer_a.rsplit(".", 1)[0]
+            extra = [f"{net}.{host}" for host in range(4, 3 + BIG_PEERS)]  # (big case)
+            fabric = make_fabric([sw.grpc_address for sw in sws], ctl_ip, peer_a, peer_b, *extra)
             controller = Controller(
                 fabric, bmv2_pipeline(), Store(Path(tmp) / "state.db"), resync_seconds=3600
             )
@@ -442,68 +726,265 @@ def main() -> None:
                     command_prefix=("ip", "netns", "exec", ctl_ns), listen_addresses=(ctl_ip,)
                 ),
             )
-            peer = Peer(peer_ns, peer_address, ctl_ip)
+            speaker = source.service.speaker
+            peer = Peer(peer_ns, peer_a, ctl_ip)
+            other = Peer(peer_ns, peer_b, ctl_ip)
             source.start(initial_wait=0)
             peer.speaker.start()
+            other.speaker.start()
             try:
                 controller.replace_source("inventory", [*background(args.vms), PROBER, OTHER])
                 controller.start()
                 assert controller.wait_converged(600)
-                assert wait_for(
-                    lambda: any(p.state == "ESTABLISHED" for p in peer.speaker.peers()),
-                    60,
-                ), "no BGP session between the peer and the controller's speaker"
+                assert wait_for(lambda: peer.up() and other.up(), 60), "no BGP sessions"
                 pids = [sw.process.pid for sw in sws if sw.process is not None]
+                verifier = Verifier(fabric)
+                timed = Timed(controller, verifier, pids, speaker.received)
                 frames = [first_frames(peer, p1h, u1h, args.samples, 0, 0)]
                 say_frames(frames[0])
-                timed_round(controller, fabric, pids, peer.withdraw_all, 0)
-                learned, withdrawn = [], []
+                peer.withdraw_all()
+                # Peer B's routes, there throughout.
+                other.announce_all(
+                    other.requests(
+                        [peer_route(other_ip(i), i, OTHER_VTEP, OTHER_RMAC) for i in range(n_other)]
+                    )
+                )
+                settle(controller, n_other, 300)
+                without = compiled(controller)  # what the ToRs hold without peer A
+                assert verifier.exact(without)
                 routes = peer.requests([peer_route(peer_ip(i), i) for i in range(n)])
+                peer.shut()
+                peer.announce_all(routes)  # (loaded while the session is shut)
 
                 def learn() -> dict[str, Any]:
-                    done = timed_round(
-                        controller, fabric, pids, lambda: peer.announce_all(routes), n
+                    return timed.run(peer.open, n + n_other, with_peer, n)
+
+                # A first learning, untimed: what the ToRs hold with peer A's routes.
+                with_peer = {}
+                timed.run(peer.open, n + n_other, without, n)
+                with_peer = compiled(controller)
+                assert verifier.exact(with_peer)
+                counts = verifier.counts()
+                assert all(c == {PEER_VTEP: n, OTHER_VTEP: n_other} for c in counts.values())
+                installing = {t: diff(with_peer[t], without[t]) for t in fabric.tors}
+                removing = {t: diff(without[t], with_peer[t]) for t in fabric.tors}
+                raw = RawWriter(fabric, verifier)
+                raw_requests = (raw.requests(installing), raw.requests(removing))
+                peer.shut()
+                settle(controller, n_other, 300)
+
+                raws: list[list[dict[str, Any]]] = []
+                learned: list[dict[str, Any]] = []
+                withdrawn: list[dict[str, Any]] = []
+                lost: list[dict[str, Any]] = []
+                untouched: list[bool] = []
+                for _ in range(args.rounds):
+                    # (peer A shut, its routes loaded; the switches without them)
+                    raws.append(
+                        raw.run(
+                            controller,
+                            pids,
+                            [(raw_requests[0], with_peer), (raw_requests[1], without)],
+                        )
                     )
-                    learned.append(done)
                     print(
-                        f"{n} routes learned: committed {done['committed_s']:.2f} s "
-                        f"({done['commits']} commits), acked {done['acked_s']:.2f} s "
-                        f"({n / done['acked_s']:.0f} routes/s; CPU: this process "
-                        f"{done['own_cpu_s']:.1f} s, switches {done['switches_cpu_s']:.1f} s), "
-                        f"read back exact {done['read_back_exact']} {done['host_routes_to_peer']}",
+                        f"raw writer: {2 * n} entries installed and read back in "
+                        f"{raws[-1][0]['verified_s']:.2f} s (acked {raws[-1][0]['acked_s']:.2f}"
+                        f" s), deleted in {raws[-1][1]['verified_s']:.2f} s",
                         flush=True,
                     )
-                    return done
-
-                for _ in range(args.rounds):
-                    learn()
-                    withdrawn.append(timed_round(controller, fabric, pids, peer.withdraw_all, 0))
-                    print(f"  withdrawn: acked {withdrawn[-1]['acked_s']:.2f} s", flush=True)
-                learn()  # (installed again, for the probes; another round of learning)
+                    learned.append(learn())
+                    say("learned", n, learned[-1])
+                    withdrawn.append(timed.run(peer.withdraw_all, n_other, without, n))
+                    say("withdrawn", n, withdrawn[-1])
+                    peer.shut()
+                    peer.announce_all(routes)
+                    learned.append(learn())
+                    say("learned", n, learned[-1])
+                    lost.append(timed.run(peer.shut, n_other, without, 0))
+                    counts = verifier.counts()
+                    untouched.append(
+                        all(c == {PEER_VTEP: 0, OTHER_VTEP: n_other} for c in counts.values())
+                    )
+                    say("gone with the session", n, lost[-1])
+                    print(f"  peer B's routes untouched: {untouched[-1]} {counts}", flush=True)
+                # The raw writer's figures beside each of ours, per round.
+                for i, r in enumerate(raws):
+                    for x in learned[2 * i : 2 * i + 2]:
+                        x["raw_acked_s"], x["raw_verified_s"] = r[0]["acked_s"], r[0]["verified_s"]
+                    for x in (withdrawn[i], lost[i]):
+                        x["raw_acked_s"], x["raw_verified_s"] = r[1]["acked_s"], r[1]["verified_s"]
+                result["raw"] = {
+                    "install": {
+                        k: summary([r[0][k] for r in raws])
+                        for k in ("acked_s", "verified_s", "own_cpu_s", "switches_cpu_s")
+                    },
+                    "delete": {
+                        k: summary([r[1][k] for r in raws])
+                        for k in ("acked_s", "verified_s", "own_cpu_s", "switches_cpu_s")
+                    },
+                    "read_back_exact": [x["read_back_exact"] for r in raws for x in r],
+                    "runs": raws,
+                }
+                result["learn"] = rounds_summary(learned, n, [x["raw_verified_s"] for x in learned])
+                result["withdraw"] = rounds_summary(
+                    withdrawn, n, [x["raw_verified_s"] for x in withdrawn]
+                )
+                result["session_loss"] = rounds_summary(
+                    lost, n, [x["raw_verified_s"] for x in lost], start=""
+                )
+                result["session_loss"]["other_peer_untouched"] = untouched
+                result["other_routes"] = n_other
+                # Installed again, for the probes.
+                learned_again = learn()
+                say("learned", n, learned_again)
                 frames.append(first_frames(peer, p1h, u1h, args.samples, args.samples, n))
                 say_frames(frames[1])
-                timed_round(controller, fabric, pids, peer.withdraw_all, 0)
+                peer.shut()
+                settle(controller, n_other, 300)
+                if args.big:
+                    result["big"] = big_case(
+                        args,
+                        controller,
+                        source,
+                        peer,
+                        [Peer(peer_ns, address, ctl_ip) for address in extra],
+                        timed,
+                        verifier,
+                        n_other,
+                        p1h,
+                        u1h,
+                    )
+                    frames.append(result["big"].pop("first_frame"))
             finally:
                 controller.stop()
+                other.speaker.stop()
                 peer.speaker.stop()
                 source.stop()
-    result = {
-        "routes": n,
-        "vms": args.vms + 2,
-        "rounds": args.rounds,
-        # rounds + 1 learnings (the last one stays for the second probes), rounds withdrawals
-        "learn": rounds_summary(learned, n),
-        "withdraw": rounds_summary(withdrawn, n),
-        "first_frame_seconds": frames,
-        "method": {
-            "peer": "gobgpd (iBGP) in a namespace, AddPathStream of 1,000 paths per request",
-            "probe_interval_ms": 1,
-            "tors": 2,
-            "niceness": os.nice(0),
-            "loadavg_after": os.getloadavg(),
-        },
+    result["first_frame_seconds"] = frames
+    result["method"] = {
+        "peer": "gobgpd (iBGP) in a namespace: routes loaded while its session is shut "
+        "(AddPathStream, 1,000 paths per request), then the session opened (EnablePeer)",
+        "withdrawal": "one DeletePath of every path of peer A",
+        "session_loss": "DisablePeer on peer A's side (NOTIFICATION, Cease)",
+        "raw": "pre-encoded WriteRequests of 1,000 updates, one thread per ToR, primary",
+        "timed_from": "learning and withdrawal: the controller's gobgpd's receipt of the "
+        "first path (Path.age); session loss: the DisablePeer call",
+        "commit_window_s": source.service.speaker.options.commit_window,
+        "probe_interval_ms": 1,
+        "tors": 2,
+        "niceness": os.nice(0),
+        "loadavg_after": os.getloadavg(),
     }
     write_result("evpn_irb", result)
+
+
+def big_case(
+    args: argparse.Namespace,
+    controller: Controller,
+    source: EvpnSource,
+    peer: Peer,
+    more: list[Peer],
+    timed: Timed,
+    verifier: Verifier,
+    n_other: int,
+    p1h: str,
+    u1h: str,
+) -> dict[str, Any]:
+    """``--big`` routes (the second half IPv6) learned from peer A and
+    ``more`` peers, their sessions opened at once: time to installed, peak
+    RSS; then the first routed frame after one new route with them
+    installed, and their sessions lost."""
+    big = args.big
+    half = big // 2
+    peers = [peer, *more]
+    for p in more:
+        p.speaker.start()
+        assert wait_for(p.up, 60), "no BGP session"
+        p.shut()
+    peer.withdraw_all()  # (its session is shut: nothing is sent)
+    routes = [peer_route(peer_ip(i, half), i) for i in range(big)]
+    share = -(-big // len(peers))
+    t = time.perf_counter()
+    loaders = [
+        threading.Thread(
+            target=p.announce_all, args=(p.requests(routes[k * share : (k + 1) * share]),)
+        )
+        for k, p in enumerate(peers)
+    ]
+    for thread in loaders:
+        thread.start()
+    for thread in loaders:
+        thread.join()
+    loaded = time.perf_counter() - t
+    del routes, loaders
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    version = controller.version
+    clock = timed.clock
+    clock.reset()
+    t0 = time.perf_counter()
+    for p in peers:
+        p.open()
+    committed = settle(controller, big + n_other, 1800, 0.02)
+    acked = time.perf_counter()
+    commits = controller.version - version
+    assert clock.first is not None
+    assert clock.last is not None
+    start = clock.first - t0
+    # (read back against the controller's compile, made after: untimed)
+    checked = time.perf_counter()
+    exact = verifier.exact(compiled(controller))
+    counts = verifier.counts()
+    verify_s = time.perf_counter() - checked
+    learned = {
+        "routes": big,
+        "ipv6_routes": big - half,
+        "peers": len(peers),
+        "loaded_into_peers_s": loaded,
+        "first_received_s": start,
+        "last_received_s": clock.last - t0,
+        "events_received": clock.events,
+        "delivered_per_s": big / max(clock.last - clock.first, 1e-6),
+        "committed_from_first_s": committed - clock.first,
+        "acked_from_first_s": acked - clock.first,
+        "routes_per_s_acked": big / (acked - clock.first),
+        "read_back_s": verify_s,
+        "commits": commits,
+        "read_back_exact": exact,
+        "host_routes": counts,
+        "rss_peak_mib": {
+            "controller_process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "controller_process_before": rss_before,
+            "gobgpd": peak_rss_mib(source.service.speaker.pid),
+            "peer_gobgpds": [p.peak_rss_mib() for p in peers],
+        },
+    }
+    print(
+        f"{big} routes learned from {len(peers)} peers: acked "
+        f"{learned['acked_from_first_s']:.2f} s ({learned['routes_per_s_acked']:.0f}/s) from "
+        f"the first path received ({start:.2f} s after the sessions were opened), delivered "
+        f"at {learned['delivered_per_s']:.0f}/s, {commits} commits; read back "
+        f"({verify_s:.1f} s) exact {exact} {counts}",
+        flush=True,
+    )
+    print(f"  peak RSS: {learned['rss_peak_mib']}", flush=True)
+    frame = first_frames(peer, p1h, u1h, args.samples, 2 * args.samples, big)
+    say_frames(frame)
+    t0 = time.perf_counter()
+    version = controller.version
+    for p in peers:
+        p.stub.DisablePeer(p.api.DisablePeerRequest(address=p.ctl_ip))
+    settle(controller, n_other, 1800, 0.02)
+    learned["session_loss_acked_s"] = time.perf_counter() - t0
+    learned["session_loss_commits"] = controller.version - version
+    print(
+        f"  sessions lost: gone from both ToRs after {learned['session_loss_acked_s']:.2f} s",
+        flush=True,
+    )
+    for p in more:
+        p.speaker.stop()
+    learned["first_frame"] = frame
+    return learned
 
 
 if __name__ == "__main__":
