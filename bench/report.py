@@ -458,53 +458,91 @@ def section_evpn_irb(out: list[str]) -> None:
         out.append("_Not run yet (`make bench-evpn-irb`)._\n")
         return
     n, learn, withdraw = data["routes"], data["learn"], data["withdraw"]
+    if "raw" not in data:  # (a result from before the raw writer was beside it)
+        out.append("_Re-run `make bench-evpn-irb`: this result has no raw writer._\n")
+        return
+    lost, raw = data["session_loss"], data["raw"]
     out.append(
-        f"A peer (gobgpd, iBGP) sends {n:,} two-label type 2 routes (MAC+IP, labels [7000,\n"
+        f"Peer A (gobgpd, iBGP) holds {n:,} two-label type 2 routes (MAC+IP, labels [7000,\n"
         "50000], router MAC) for hosts of a subnet no ToR hosts: each is a host route of the\n"
         f"VRF on both BMv2 ToRs ({2 * n:,} `host_route` entries), with {data['vms']:,} routed\n"
-        "VMs of our own installed. Timed from just before the first route is sent (one\n"
-        "AddPathStream, 1,000 paths per request) until the controller holds them all\n"
-        "(committed), both ToRs acknowledged the writes (acked) and both switches read back\n"
-        "exactly what the controller compiles (verified); then all withdrawn at once, timed\n"
-        f"the same way. {len(learn['runs'])} learnings, {len(withdraw['runs'])} withdrawals:\n"
+        f"VMs of our own and peer B's {data['other_routes']:,} routes installed. Peer A's\n"
+        "routes are loaded while its session is shut, then the session is opened: it sends\n"
+        "its table at BGP speed. Timed from the first route the controller's speaker received\n"
+        "until both ToRs acknowledged (acked) and both switches read back exactly what they\n"
+        "must hold (verified); a withdrawal of all of them (DeletePath) the same way; a\n"
+        "session loss (the peer's DisablePeer) from the call. Beside each, in the same round,\n"
+        "a raw P4Runtime writer installs and deletes the same entries (pre-encoded, 1,000 per\n"
+        "request, one thread per ToR) and reads them back the same way. Over raw: raw\n"
+        "seconds until verified / ours.\n"
     )
-    out.append("| | learning | withdrawal |")
-    out.append("|---|---|---|")
+    out.append("| | learning | withdrawal | session loss |")
+    out.append("|---|---|---|---|")
     count = "{:,.0f}"
-    for key, what, bold in (
-        ("routes_per_s_acked", "routes per second, until acked", True),
-        ("routes_per_s_verified", "routes per second, until read back", False),
-    ):
-        first = spread(learn[key], fmt=count)
-        out.append(
-            f"| {what} | {f'**{first}**' if bold else first} | {spread(withdraw[key], fmt=count)} |"
-        )
-    for key, what in (
-        ("sent_s", "s until the peer's gobgpd took them all"),
-        ("committed_s", "s until committed"),
-        ("acked_s", "s until acked"),
-        ("verified_s", "s until read back"),
-        ("commits", "commits of learned facts"),
-        ("own_cpu_s", "CPU s of the controller's process, until acked"),
-        ("switches_cpu_s", "CPU s of the two switches, until acked"),
-    ):
-        fmt = "{:.0f}" if key == "commits" else "{:.2f}"
-        out.append(f"| {what} | {spread(learn[key], fmt=fmt)} | {spread(withdraw[key], fmt=fmt)} |")
-    exact = all(learn["read_back_exact"]) and all(withdraw["read_back_exact"])
-    counts = {tuple(sorted(c.values())) for c in learn["host_routes_to_peer"]}
+    rows = [
+        ("routes per second, until acked", "routes_per_s_acked", count),
+        ("routes per second, until read back", "routes_per_s_verified", count),
+        ("s until acked (learning, withdrawal: from the first path received)", None, None),
+        ("commits of learned facts", "commits", "{:.0f}"),
+        ("CPU s of the controller's process, until acked", "own_cpu_s", "{:.2f}"),
+        ("CPU s of the two switches, until acked", "switches_cpu_s", "{:.2f}"),
+    ]
+    for what, key, fmt in rows:
+        if key is None:
+            cells = [
+                spread(learn["acked_from_first_s"]),
+                spread(withdraw["acked_from_first_s"]),
+                spread(lost["acked_s"]),
+            ]
+        else:
+            cells = [spread(x[key], fmt=fmt) for x in (learn, withdraw, lost)]
+        out.append(f"| {what} | " + " | ".join(cells) + " |")
     out.append(
-        f"| read back | {'exact' if all(learn['read_back_exact']) else '**differs**'}, "
-        f"host routes to the peer per ToR: {', '.join(str(c) for c in sorted(counts))} | "
-        f"{'exact' if all(withdraw['read_back_exact']) else '**differs**'} |"
+        f"| raw writer: s until read back | {spread(raw['install']['verified_s'])} | "
+        f"{spread(raw['delete']['verified_s'])} | (the deletion's) |"
+    )
+    ratio = [x.get("over_raw", float("nan")) for x in (learn, withdraw, lost)]
+    out.append(
+        "| **over raw** (median; target >= 0.5) | "
+        + " | ".join(f"**{r:.2f}**" for r in ratio)
+        + " |"
+    )
+    delivered = learn.get("delivered_per_s")
+    if delivered:
+        out.append(
+            f"| the peer's routes reached the speaker at (per s) | {spread(delivered, fmt=count)}"
+            f" | {spread(withdraw['delivered_per_s'], fmt=count)} | - |"
+        )
+    exact = all(all(x["read_back_exact"]) for x in (learn, withdraw, lost)) and all(
+        raw["read_back_exact"]
+    )
+    untouched = all(lost.get("other_peer_untouched", []))
+    out.append(
+        f"| read back | {'exact' if exact else '**differs**'} | | peer B's routes untouched: "
+        f"{'yes' if untouched else '**no**'} |"
     )
     out.append("")
-    if not exact:
-        out.append("**A read-back differed from the compile** (see the JSON).\n")
+    big = data.get("big")
+    if big:
+        rss = big["rss_peak_mib"]
+        out.append(
+            f"{big['routes']:,} routes ({big['ipv6_routes']:,} of them IPv6: BMv2's host_route "
+            f"table holds 65,536) from {big['peers']} peers at once: acked after "
+            f"**{big['acked_from_first_s']:.1f} s** from the first path received "
+            f"({big['routes_per_s_acked']:,.0f} routes/s; delivered at "
+            f"{big['delivered_per_s']:,.0f}/s), {big['commits']} commits, read back "
+            f"{'exact' if big['read_back_exact'] else '**differs**'}; peak RSS: this process "
+            f"(controller, source, bench) **{rss['controller_process']:.0f} MiB** "
+            f"({rss['controller_process_before']:.0f} before), the controller's gobgpd "
+            f"**{rss['gobgpd']:.0f} MiB**; every route gone {big['session_loss_acked_s']:.1f} s "
+            "after the sessions were shut.\n"
+        )
     out.append(
         "From one new route to the first routed frame: a VM on tor1 sends a frame every\n"
         "millisecond through the anycast gateway to an IP no one announces yet (dropped:\n"
         "no route); the peer announces it (one AddPath); timed until the first frame routed\n"
-        "to it (VXLAN, L3 VNI, the peer's router MAC) leaves tor1's uplink:\n"
+        "to it (VXLAN, L3 VNI, the peer's router MAC) leaves tor1's uplink (target with\n"
+        "100,000 installed: p99 <= 25 ms):\n"
     )
     out.append("| peer's routes installed | samples | p50 ms | p99 ms | max ms | missing |")
     out.append("|---|---|---|---|---|---|")
@@ -522,6 +560,11 @@ def section_evpn_irb(out: list[str]) -> None:
             else "No probe reached the wire before its route was sent.\n"
         )
     )
+    loadavg = data["method"].get("loadavg_after")
+    if loadavg:
+        out.append(
+            f"Load average at the end of the run: {', '.join(f'{x:.2f}' for x in loadavg)}.\n"
+        )
 
 
 def section_churn(out: list[str]) -> None:
