@@ -1,17 +1,27 @@
 """A small fabric for controller unit tests: two ToRs, two servers each."""
 
+from collections.abc import Iterable
+from typing import Any
+
+from p4vtep.evpn.config import EvpnConfig, VniRouting
+from p4vtep.evpn.routes import IpPrefixRoute, MacIpRoute
 from p4vtep.model.fabric import Fabric, QosPolicy, Rates, Server, Tor, Uplink, Vm, Vni
+
+TOR1, TOR2 = "10.0.0.1", "10.0.0.2"  # the ToRs' VTEP IPs
+TOR1_RMAC, TOR2_RMAC = "00:aa:00:00:00:01", "00:aa:00:00:00:02"  # their router MACs
+L3VNI = 50000  # routed_fabric's VRF red
 
 
 def two_tor_fabric() -> Fabric:
     fabric = Fabric()
-    for i, name in enumerate(("tor1", "tor2"), start=1):
+    tors = (("tor1", TOR1, TOR1_RMAC), ("tor2", TOR2, TOR2_RMAC))
+    for i, (name, vtep, router_mac) in enumerate(tors, start=1):
         fabric.tors[name] = Tor(
             name,
             f"127.0.0.1:{9559 + i}",
             i,
-            f"10.0.0.{i}",
-            f"00:aa:00:00:00:0{i}",
+            vtep,
+            router_mac,
             (Uplink(3, f"00:5e:00:0{i}:01:01"), Uplink(4, f"00:5e:00:0{i}:01:02")),
         )
         for j in (1, 2):
@@ -48,7 +58,7 @@ def routed_fabric() -> Fabric:
 
     fabric = two_tor_fabric()
     fabric.anycast_gateway_mac = ANYCAST_MAC
-    fabric.vrfs["red"] = Vrf("red", 50000, (StaticRoute("0.0.0.0/0", "192.168.1.3"),))
+    fabric.vrfs["red"] = Vrf("red", L3VNI, (StaticRoute("0.0.0.0/0", "192.168.1.3"),))
     fabric.vnis[5000] = replace(
         fabric.vnis[5000], vrf="red", subnets=(Subnet("192.168.1.0/24", "192.168.1.254"),)
     )
@@ -98,6 +108,50 @@ def dual_stack_vms() -> list[Vm]:
     return [
         replace(vm, ips=(*vm.ips, ipv6[vm.name])) if vm.name in ipv6 else vm for vm in routed_vms()
     ]
+
+
+def evpn_for(fabric: Fabric, vnis: Iterable[int], **options: Any) -> EvpnConfig:
+    """EVPN in AS 65000 for ``vnis`` of ``fabric``, each with the automatic
+    RD and route targets 65000:<VNI> (FRR's convention), the fabric's
+    routing copied in (VRFs, subnets, router MACs: ``for_fabric``);
+    ``options``: the rest of the EvpnConfig (router_id, peers, ...)."""
+    routing = tuple(VniRouting(v, None, (f"65000:{v}",), (f"65000:{v}",)) for v in vnis)
+    return EvpnConfig(asn=65000, vnis=routing, **options).for_fabric(fabric)
+
+
+def symmetric_type2(
+    vtep: str, router_mac: str, mac: str, ip: str, /, **overrides: Any
+) -> MacIpRoute:
+    """``vtep``'s two-label type 2 (router MAC ``router_mac``) for host
+    ``mac`` at ``ip`` in its VNI 9000, which the fabric does not have, into
+    VRF red (L3 VNI 50000): RD <vtep>:3, route targets 65000:9000 and
+    65000:50000; ``overrides``: other field values."""
+    fields = {
+        "rd": f"{vtep}:3",
+        "mac": mac,
+        "vni": 9000,
+        "next_hop": vtep,
+        "ip": ip,
+        "route_targets": ("65000:9000", "65000:50000"),
+        "l3vni": L3VNI,
+        "router_mac": router_mac,
+    }
+    return MacIpRoute(**{**fields, **overrides})
+
+
+def vrf_type5(vtep: str, router_mac: str, prefix: str, /, **overrides: Any) -> IpPrefixRoute:
+    """``vtep``'s interface-less type 5 (router MAC ``router_mac``) for
+    ``prefix`` into VRF red (L3 VNI 50000): RD <vtep>:2, route target
+    65000:50000; ``overrides``: other field values."""
+    fields = {
+        "rd": f"{vtep}:2",
+        "prefix": prefix,
+        "l3vni": L3VNI,
+        "next_hop": vtep,
+        "route_targets": ("65000:50000",),
+        "router_mac": router_mac,
+    }
+    return IpPrefixRoute(**{**fields, **overrides})
 
 
 def add_tor3(fabric: Fabric) -> Fabric:

@@ -43,22 +43,35 @@ the daemons started here are stopped, by the processes started here.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fabric_fixture import L3VNI, evpn_for
 from frr_host import evpn_paths
 from frr_lab import FRR_DIR, _run
 from frr_vrf import FrrTenant, Svi
+from helpers import assert_each_tor_compiles
+from p4vtep.compiler import Encoder, Learned
+from p4vtep.compiler.learned import LearnedPrefix
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PipelineEntries, RemoteVtepHop
 from p4vtep.evpn import gobgp_api
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting, VrfRouting
+from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
+from p4vtep.evpn.speaker import wait_for
+from p4vtep.evpn.view import RemotePrefix
+from p4vtep.model.fabric import Fabric, Vm
 from p4vtep.processes import stop_processes
 
 VM_MAC = "52:54:00:f0:00:07"
@@ -70,6 +83,7 @@ VM_IP6 = "fd00:7::10"
 SUBNET6 = "fd00:7::/64"
 GATEWAY6 = "fd00:7::1"
 FRR_RMAC = "02:fe:00:00:00:02"
+FRR_VNI = 5007  # FRR's own L2 VNI (the default; its VRF's L3 VNI: the fabric's L3VNI)
 OBSERVER_ASN = 65099
 VRF_TABLE = 1001  # the kernel VRF device's table (backend "vrf")
 
@@ -117,8 +131,8 @@ class FrrIrbLab:
     def __init__(
         self,
         asn: int = 65000,
-        l3vni: int = 50000,
-        l2vni: int = 5007,
+        l3vni: int = L3VNI,
+        l2vni: int = FRR_VNI,
         backend: str = "netns",
         shared: SharedVni | None = None,
         ipv6: bool = False,
@@ -148,6 +162,9 @@ class FrrIrbLab:
         self.daemons: dict[str, subprocess.Popen[bytes]] = {}
         self.extra_ns: list[str] = []  # more VMs (add_vm)
         self.vm_ip6: dict[str, str] = {}  # their IPv6 addresses (add_vm)
+        # FRR's VM's addresses and FRR's subnets: IPv4, and IPv6 with ipv6
+        self.vm_ips = (VM_IP, VM_IP6) if ipv6 else (VM_IP,)
+        self.subnets = (SUBNET, SUBNET6) if ipv6 else (SUBNET,)
 
     def __enter__(self) -> FrrIrbLab:
         try:
@@ -329,8 +346,27 @@ router bgp {self.asn}
         commands = [arg for line in ("configure terminal", *lines) for arg in ("-c", line)]
         _run("vtysh", "--vty_socket", str(self.dir), *commands)
 
+    @contextmanager
+    def default_originated(self, family: str) -> Iterator[None]:
+        """FRR's VRF originates a default route of ``family`` (ipv4, ipv6)
+        as a type 5 until the end."""
+        where = (f"router bgp {self.asn} vrf {self.vrf}", "address-family l2vpn evpn")
+        self.configure(*where, f"default-originate {family}")
+        try:
+            yield
+        finally:
+            self.configure(*where, f"no default-originate {family}")
+
     def evpn_routes(self) -> list[dict[str, Any]]:
         return evpn_paths(self.vtysh("show bgp l2vpn evpn json"))
+
+    def evpn_routes_via(self, next_hop: str) -> dict[str, dict[str, Any]]:
+        """FRR's EVPN paths with this next hop, by "RD prefix"."""
+        return {
+            f"{p['rd']} {p['prefix']}": p
+            for p in self.evpn_routes()
+            if any(nh.get("ip") == next_hop for nh in p.get("nexthops", []))
+        }
 
     def evpn_detail(self) -> str:
         return self.vtysh("show bgp l2vpn evpn route detail")
@@ -341,10 +377,28 @@ router bgp {self.asn}
         table = json.loads(self.vtysh(f"show bgp vrf {self.vrf} {family} unicast json") or "{}")
         return dict(table.get("routes", {}))
 
+    def vrf_next_hops(self, family: str = "ipv4") -> dict[str, set[str]]:
+        """FRR's BGP table of the VRF: prefix -> next hops, an IPv4-mapped one
+        in RFC 5952's form (``::ffff:10.0.0.1``; FRR writes ``::ffff:a00:1``)."""
+        return {
+            prefix: {_canonical(nh["ip"]) for path in paths for nh in path.get("nexthops", [])}
+            for prefix, paths in self.vrf_routes(family).items()
+        }
+
     def kernel_routes(self, family: str = "-4") -> list[dict[str, Any]]:
         """The VRF's routing table in the kernel (the VRF's namespace, or the
         VRF device's table); ``family`` "-6" for the IPv6 one."""
         return self.tenant.kernel_routes(family)
+
+    def bgp_kernel_routes(self, family: str = "-4") -> dict[str, set[tuple[str, str]]]:
+        """The VRF's kernel routes FRR's BGP installed: dst -> {(gateway, dev)}
+        (several for an ECMP route); ``family`` "-6" for the IPv6 ones."""
+        out = {}
+        for r in self.kernel_routes(family):
+            if r.get("protocol") == "bgp":
+                hops = r.get("nexthops", [r])
+                out[r["dst"]] = {(h.get("gateway", ""), h.get("dev", "")) for h in hops}
+        return out
 
     def kernel_neighbours(self) -> dict[str, str]:
         """The L3 SVI's neighbour entries: remote VTEP IP -> router MAC."""
@@ -377,10 +431,104 @@ router bgp {self.asn}
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def _canonical(ip: str) -> str:
+    address = ipaddress.ip_address(ip)
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return f"::ffff:{mapped}" if mapped is not None else str(address)
+
+
+# ---- our speaker, peering with FRR, and what it learns compiled ----------------
+
+
+def assert_routed_to_frr(
+    frr: FrrIrbLab,
+    fabric: Fabric,
+    vms: list[Vm],
+    learned: Learned,
+    routes: Iterable[str],
+) -> None:
+    """``learned`` compiled with ``vms`` on ``fabric``: every ToR routes
+    each of ``routes`` (host addresses, prefixes) towards FRR's VTEP and
+    router MAC in its L3 VNI, has an underlay route to FRR's VTEP, and
+    equals its whole compile."""
+    entries = PipelineEntries(bmv2_pipeline().p4info)
+    to_frr = RemoteVtepHop(frr.frr_ip, FRR_RMAC, frr.l3vni)
+    messages = [entries.underlay_route(frr.frr_ip, 32, group_id=1)]
+    for route in routes:
+        if "/" in route:
+            address, length = route.split("/")
+            messages.append(entries.prefix_route(frr.l3vni, address, int(length), to_frr))
+        else:
+            messages.append(entries.host_route(frr.l3vni, route, to_frr))
+    assert_each_tor_compiles(fabric, vms, learned, Encoder(entries), messages)
+
+
+def our_evpn_config(frr: FrrIrbLab, fabric: Fabric, *more_peers: EvpnPeer) -> EvpnConfig:
+    """Our speaker's config against ``frr``: VRF red and VNIs 5000/5001 of
+    ``fabric`` with the automatic RDs and route targets (FRR's convention:
+    65000:VNI, 65000:L3VNI), FRR as iBGP peer (and ``more_peers``), from the
+    controller's address, hold time 3 s."""
+    peers = (EvpnPeer(frr.frr_ip, 65000), *more_peers)
+    return evpn_for(fabric, (5000, 5001), router_id=frr.ctl_ip, peers=peers, hold_time=3)
+
+
+@contextmanager
+def default_route_from_frr(frr: FrrIrbLab, service: EvpnService, prefix: str) -> Iterator[Learned]:
+    """FRR's VRF originates the default route ``prefix`` (0.0.0.0/0, ::/0)
+    as a type 5: yields what our ``service`` learned once it holds that as
+    a prefix route of VRF red towards FRR (checked, in the learned value
+    too); FRR stops, and the route goes (checked)."""
+    default = RemotePrefix("red", prefix, frr.frr_ip, FRR_RMAC, frr.l3vni, frr.frr_ip)
+    with frr.default_originated("ipv6" if ":" in prefix else "ipv4"):
+        assert wait_for(lambda: default in service.view.prefix_routes(), 10), (
+            service.view.prefix_routes()
+        )
+        learned = service.view.learned()
+        assert learned.prefixes["red"][prefix] == LearnedPrefix(
+            "red", prefix, frr.frr_ip, FRR_RMAC, frr.l3vni
+        )
+        yield learned
+    assert wait_for(lambda: default not in service.view.prefix_routes(), 10)
+
+
+@contextmanager
+def advertising(service: EvpnService, *local: Any) -> Iterator[None]:
+    """Our speaker advertises ``local`` (``set_local``'s arguments: our VMs'
+    MACs, each VTEP's VNIs) until the end, then nothing."""
+    service.set_local(*local)
+    try:
+        yield
+    finally:
+        service.set_local([], {})
+
+
+@contextmanager
+def our_speaker(frr: FrrIrbLab, fabric: Fabric, vteps: list[str]) -> Iterator[EvpnService]:
+    """Our EVPN service for ``fabric`` (ToR VTEPs ``vteps``) in the
+    controller's namespace, FRR and the observer's address as its peers,
+    yielded once FRR's session and L3 VNI are up and FRR's VM has spoken
+    (FRR advertises it)."""
+    service = EvpnService(
+        our_evpn_config(frr, fabric, EvpnPeer(frr.observer_ip, OBSERVER_ASN)),
+        vteps,
+        EvpnOptions(
+            command_prefix=("ip", "netns", "exec", frr.ctl_ns), listen_addresses=(frr.ctl_ip,)
+        ),
+    )
+    service.start()
+    try:
+        assert wait_for(frr.session_established, 30), f"no session; logs in {frr.dir}"
+        assert wait_for(frr.l3vni_up, 10), frr.vtysh("show evpn vni")
+        frr.vm_speaks()
+        yield service
+    finally:
+        service.stop()
+
+
 # ---- a GoBGP observer: what we send, as another speaker decodes it -------------
 
 
-def observer_config(frr: FrrIrbLab, l3vni: int = 50000) -> EvpnConfig:
+def observer_config(frr: FrrIrbLab, l3vni: int = L3VNI) -> EvpnConfig:
     """A second GoBGP (eBGP, AS OBSERVER_ASN; it does not listen, it dials
     us from the observer address) that imports anything of VRF red (L3 VNI
     ``l3vni``) and VNIs 5000/5001, and knows none of our MACs (so it
@@ -396,6 +544,24 @@ def observer_config(frr: FrrIrbLab, l3vni: int = 50000) -> EvpnConfig:
         hold_time=3,
         listen_port=-1,
     )
+
+
+@contextmanager
+def observing(frr: FrrIrbLab) -> Iterator[EvpnService]:
+    """The observer (``observer_config`` for FRR's L3 VNI), running in
+    FRR's namespace from the observer's address until the end."""
+    observer = EvpnService(
+        observer_config(frr, frr.l3vni),
+        [],
+        EvpnOptions(
+            command_prefix=("ip", "netns", "exec", frr.frr_ns), local_address=frr.observer_ip
+        ),
+    )
+    observer.start()
+    try:
+        yield observer
+    finally:
+        observer.stop()
 
 
 def observed_paths(observer: EvpnService, ctl_ip: str) -> list[dict[str, Any]]:
@@ -414,51 +580,49 @@ def observed_paths(observer: EvpnService, ctl_ip: str) -> list[dict[str, Any]]:
             kind = path.nlri.type_url.rpartition(".")[2]
             seen: dict[str, Any] = {"kind": kind, "rts": set(), "encap": None, "rmac": None}
             if kind == "EVPNMACIPAdvertisementRoute":
-                n = attr.EVPNMACIPAdvertisementRoute()
-                path.nlri.Unpack(n)
+                n = _unpacked(path.nlri, attr.EVPNMACIPAdvertisementRoute)
                 seen.update(mac=n.mac_address, ip=n.ip_address, labels=list(n.labels))
                 seen["esi"] = bytes([n.esi.type]) + bytes(n.esi.value)
             elif kind == "EVPNIPPrefixRoute":
-                n = attr.EVPNIPPrefixRoute()
-                path.nlri.Unpack(n)
+                n = _unpacked(path.nlri, attr.EVPNIPPrefixRoute)
                 seen.update(
                     prefix=f"{n.ip_prefix}/{n.ip_prefix_len}", gw=n.gw_address, labels=[n.label]
                 )
                 seen["esi"] = bytes([n.esi.type]) + bytes(n.esi.value)
             elif kind == "EVPNInclusiveMulticastEthernetTagRoute":
-                n = attr.EVPNInclusiveMulticastEthernetTagRoute()
-                path.nlri.Unpack(n)
+                n = _unpacked(path.nlri, attr.EVPNInclusiveMulticastEthernetTagRoute)
                 seen.update(originator=n.ip_address)
             for wrapped in path.pattrs:
                 name = wrapped.type_url.rpartition(".")[2]
                 if name == "MpReachNLRIAttribute":
-                    reach = attr.MpReachNLRIAttribute()
-                    wrapped.Unpack(reach)
-                    seen["next_hop"] = reach.next_hops[0]
+                    seen["next_hop"] = _unpacked(wrapped, attr.MpReachNLRIAttribute).next_hops[0]
                 elif name == "PmsiTunnelAttribute":
-                    pmsi = attr.PmsiTunnelAttribute()
-                    wrapped.Unpack(pmsi)
-                    seen["pmsi_label"] = pmsi.label
+                    seen["pmsi_label"] = _unpacked(wrapped, attr.PmsiTunnelAttribute).label
                 elif name == "ExtendedCommunitiesAttribute":
-                    communities = attr.ExtendedCommunitiesAttribute()
-                    wrapped.Unpack(communities)
-                    for c in communities.communities:
-                        ckind = c.type_url.rpartition(".")[2]
-                        if ckind == "TwoOctetAsSpecificExtended":
-                            rt = attr.TwoOctetAsSpecificExtended()
-                            c.Unpack(rt)
-                            seen["rts"].add(f"{rt.asn}:{rt.local_admin}")
-                        elif ckind == "EncapExtended":
-                            encap = attr.EncapExtended()
-                            c.Unpack(encap)
-                            seen["encap"] = encap.tunnel_type
-                        elif ckind == "RouterMacExtended":
-                            rmac = attr.RouterMacExtended()
-                            c.Unpack(rmac)
-                            seen["rmac"] = rmac.mac
-                        elif ckind == "MacMobilityExtended":
-                            mobility = attr.MacMobilityExtended()
-                            c.Unpack(mobility)
-                            seen["seq"] = mobility.sequence_num
+                    for c in _unpacked(wrapped, attr.ExtendedCommunitiesAttribute).communities:
+                        _read_community(c, seen)
             out.append(seen)
     return out
+
+
+def _read_community(community: Any, seen: dict[str, Any]) -> None:
+    """Note an extended community of a path in ``seen``: a route target in
+    "rts", the encapsulation, the router MAC, the MAC mobility number."""
+    attr = gobgp_api.attribute_pb2
+    kind = community.type_url.rpartition(".")[2]
+    if kind == "TwoOctetAsSpecificExtended":
+        rt = _unpacked(community, attr.TwoOctetAsSpecificExtended)
+        seen["rts"].add(f"{rt.asn}:{rt.local_admin}")
+    elif kind == "EncapExtended":
+        seen["encap"] = _unpacked(community, attr.EncapExtended).tunnel_type
+    elif kind == "RouterMacExtended":
+        seen["rmac"] = _unpacked(community, attr.RouterMacExtended).mac
+    elif kind == "MacMobilityExtended":
+        seen["seq"] = _unpacked(community, attr.MacMobilityExtended).sequence_num
+
+
+def _unpacked(wrapped: Any, cls: Any) -> Any:
+    """The ``cls`` message packed in the protobuf Any ``wrapped``."""
+    message = cls()
+    wrapped.Unpack(message)
+    return message

@@ -3,22 +3,35 @@ switch_fabric.py for the BMv2 harness), never from another test module."""
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.api.server import serve
+from p4vtep.compiler import DesiredState, Encoder, Learned, SwitchState, compile_tor
 from p4vtep.controller import Controller
+from p4vtep.evpn import gobgp_api
+from p4vtep.evpn.intake import RouteIntake
+from p4vtep.evpn.routes import InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute
 from p4vtep.evpn.service import EvpnService
+from p4vtep.model.allocation import Allocations
+from p4vtep.model.fabric import Fabric, Vm
+from p4vtep.runtime.p4info import P4Info
 from p4vtep.state.protocol import LeaderInfo
 from p4vtep.switch.bmv2 import free_port
+
+needs_gobgp_api = pytest.mark.skipif(
+    gobgp_api.MISSING is not None, reason=f"{gobgp_api.MISSING}: codec tests skipped"
+)
 
 
 def wait_until(
@@ -42,6 +55,71 @@ def controller_state(controller: Controller) -> tuple[object, ...]:
         {tor: controller.snapshot(tor)[1] for tor in controller.fabric.tors},
         controller.store.load_vms(),
     )
+
+
+def table_entries(
+    state: SwitchState, p4info: P4Info, tables: set[str], actions: set[str]
+) -> dict[bytes, bytes]:
+    """The table entries of a compiled ToR ``state`` in one of ``tables`` or
+    with one of ``actions``, by key (action profile members and groups, the
+    underlay's, are not table entries with an action)."""
+    out = {}
+    for key, data in state.entities.items():
+        entity = state.entity(key)
+        if entity.WhichOneof("entity") != "table_entry":
+            continue
+        te = entity.table_entry
+        if not te.action.HasField("action"):
+            continue  # (an action profile's member or group: the underlay)
+        table, action = p4info.alias_of(te.table_id), p4info.alias_of(te.action.action.action_id)
+        if table in tables or action in actions:
+            out[key] = data
+    return out
+
+
+def assert_each_tor_compiles(
+    fabric: Fabric,
+    vms: list[Vm],
+    learned: Learned,
+    enc: Encoder,
+    holds: Iterable[Any],
+    lacks: Iterable[Any] = (),
+) -> None:
+    """``learned`` (what EVPN learned) given to the controller's incremental
+    state after ``vms`` on ``fabric``: every ToR holds each entry of
+    ``holds`` (messages of the pipeline's entry builders) and none of
+    ``lacks``, and equals its whole compile."""
+    desired = DesiredState(fabric, enc, Allocations())
+    desired.change(vms, [])
+    desired.set_learned(learned)
+    holds, lacks = list(holds), list(lacks)
+    for tor, compiler in desired.tors.items():
+        state = compiler.state
+        for message in holds:
+            key, data = enc.of(message)
+            assert state.get(key) == data, (tor, message)
+        for message in lacks:
+            assert state.get(enc.of(message)[0]) is None, (tor, message)
+        assert state == compile_tor(fabric, vms, tor, desired.alloc, enc, desired.learned)
+
+
+def assert_intake_refuses(
+    intake: RouteIntake,
+    peer: str,
+    route: MacIpRoute | IpPrefixRoute | InclusiveMulticastRoute,
+    reason: str,
+    detail: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``intake`` refuses ``route`` from ``peer``: counted and held with
+    ``reason``, logged once with the reason and ``detail``."""
+    with caplog.at_level(logging.WARNING, logger="p4vtep.evpn.intake"):
+        assert intake.admit(peer, route) is None
+    assert dict(intake.refused) == {reason: 1}
+    assert intake.held_refused == {(peer, route.nlri_key()): (route, reason)}
+    assert len(caplog.records) == 1
+    assert f"({reason})" in caplog.records[0].getMessage()
+    assert detail in caplog.records[0].getMessage()
 
 
 @contextmanager

@@ -8,10 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fabric_fixture import ANYCAST_MAC, routed_fabric, routed_vms
+from helpers import table_entries
 from p4vtep.compiler import DesiredState, Encoder, Learned, LearnedMac, compile_tor
 from p4vtep.compiler.learned import NOTHING, LearnedHost, LearnedPrefix
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
+from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop, RouteHop
 from p4vtep.model.addressing import link_local
 from p4vtep.model.allocation import Allocations, allocate
 from p4vtep.model.fabric import Fabric, StaticRoute, Subnet, Vm, Vrf
@@ -86,19 +87,7 @@ def entities(fabric: Fabric, vms: list[Vm], tor: str, alloc: Allocations, learne
     """The ToR's entities in the routing and ARP/ND tables (and the routing
     entries of the shared ones), by key."""
     state = compile_tor(fabric, vms, tor, alloc, ENC, learned)
-    p4info = ENTRIES.p4info
-    out = {}
-    for key, data in state.entities.items():
-        entity = state.entity(key)
-        if entity.WhichOneof("entity") != "table_entry":
-            continue
-        te = entity.table_entry
-        if not te.action.HasField("action"):
-            continue  # (an action profile's member or group: the underlay)
-        table, action = p4info.alias_of(te.table_id), p4info.alias_of(te.action.action.action_id)
-        if table in TABLES or action in ACTIONS:
-            out[key] = data
-    return out
+    return table_entries(state, ENTRIES.p4info, TABLES, ACTIONS)
 
 
 def built(*messages) -> dict:
@@ -128,6 +117,24 @@ def gateway(vni: int, addresses: tuple[str, ...], l3vni: int = L3VNI) -> list:
     return out
 
 
+def red_routes(web: RouteHop, db: RouteHop, fw: RouteHop) -> list:
+    """VRF red's routes on a ToR: every address of web-1, db-1 and fw
+    towards the hop given for the VM (its VF, or the ToR it is on), the
+    default route of each family via fw and 2001:db8:ff::/48 via db-1."""
+    e = ENTRIES
+    return [
+        e.host_route(L3VNI, "192.168.1.1", web),
+        e.host_route(L3VNI, "2001:db8:1::a", web),
+        e.host_route(L3VNI, "fd00:a:2::11", db),
+        e.host_route(L3VNI, "192.168.2.1", db),
+        e.host_route(L3VNI, "192.168.1.3", fw),
+        e.host_route(L3VNI, "2001:db8:1::3", fw),
+        e.prefix_route(L3VNI, "0.0.0.0", 0, fw),
+        e.prefix_route(L3VNI, "::", 0, fw),
+        e.prefix_route(L3VNI, "2001:db8:ff::", 48, db),
+    ]
+
+
 def test_a_dual_stack_vrf_on_each_tor():
     """ND beside ARP for every VM address of a hosted VNI; an IPv6 host route
     beside the IPv4 one for every VM of the VRF; the IPv6 gateway answered
@@ -151,16 +158,7 @@ def test_a_dual_stack_vrf_on_each_tor():
         e.arp_suppression(5000, "192.168.1.3", FW_MAC),
         e.nd_suppression(5000, "2001:db8:1::3", FW_MAC),
         e.arp_suppression(6000, "192.168.1.1", B1_MAC),  # (tenant B, L2 only: as before)
-        # every VM of the VRF, each address
-        e.host_route(L3VNI, "192.168.1.1", web),
-        e.host_route(L3VNI, "2001:db8:1::a", web),
-        e.host_route(L3VNI, "fd00:a:2::11", on_tor2),
-        e.host_route(L3VNI, "192.168.2.1", on_tor2),
-        e.host_route(L3VNI, "192.168.1.3", on_tor2),
-        e.host_route(L3VNI, "2001:db8:1::3", on_tor2),
-        e.prefix_route(L3VNI, "0.0.0.0", 0, on_tor2),
-        e.prefix_route(L3VNI, "::", 0, on_tor2),
-        e.prefix_route(L3VNI, "2001:db8:ff::", 48, on_tor2),
+        *red_routes(web=web, db=on_tor2, fw=on_tor2),
     )
     db = LocalVmHop(1, 20, alloc.vm["tor2"]["db-1"], alloc.vni[5001], DB_MAC)
     fw = LocalVmHop(2, 30, alloc.vm["tor2"]["fw"], alloc.vni[5000], FW_MAC)
@@ -179,15 +177,7 @@ def test_a_dual_stack_vrf_on_each_tor():
         e.nd_suppression(5000, "2001:db8:1::3", FW_MAC),
         e.arp_suppression(5001, "192.168.2.1", DB_MAC),
         e.nd_suppression(5001, "fd00:a:2::11", DB_MAC),
-        e.host_route(L3VNI, "192.168.1.1", on_tor1),
-        e.host_route(L3VNI, "2001:db8:1::a", on_tor1),
-        e.host_route(L3VNI, "fd00:a:2::11", db),
-        e.host_route(L3VNI, "192.168.2.1", db),
-        e.host_route(L3VNI, "192.168.1.3", fw),
-        e.host_route(L3VNI, "2001:db8:1::3", fw),
-        e.prefix_route(L3VNI, "0.0.0.0", 0, fw),
-        e.prefix_route(L3VNI, "::", 0, fw),
-        e.prefix_route(L3VNI, "2001:db8:ff::", 48, db),
+        *red_routes(web=on_tor1, db=db, fw=fw),
     )
 
 

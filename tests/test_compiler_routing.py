@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fabric_fixture import ANYCAST_MAC, routed_fabric, routed_vms
+from helpers import table_entries
 from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
@@ -24,21 +25,8 @@ def routing_entities(fabric: Fabric, vms: list[Vm], tor: str, alloc: Allocations
     """The ToR's entities in the routing tables (and the routing entries of the
     shared ones), by key."""
     state = compile_tor(fabric, vms, tor, alloc, ENC)
-    routing_tables = {"host_route", "prefix_route"}
-    p4info = ENTRIES.p4info
-    out = {}
-    for key, data in state.entities.items():
-        entity = state.entity(key)
-        if entity.WhichOneof("entity") != "table_entry":
-            continue
-        te = entity.table_entry
-        table = p4info.alias_of(te.table_id)
-        if not te.action.HasField("action"):
-            continue  # (an action profile's member or group: the underlay)
-        action = p4info.alias_of(te.action.action.action_id)
-        if table in routing_tables or action in ("to_router", "set_l3vni_params"):
-            out[key] = data
-    return out
+    tables, actions = {"host_route", "prefix_route"}, {"to_router", "set_l3vni_params"}
+    return table_entries(state, ENTRIES.p4info, tables, actions)
 
 
 def built(*messages) -> dict:

@@ -26,6 +26,23 @@ def assert_check(check: demo.Check) -> None:
     assert check.ok, f"{check.name}: {check.detail}"
 
 
+def assert_c2_route_installed(fabric, ip: str) -> None:
+    """The controller holds c2's type 2 for ``ip`` (one of c2's addresses)
+    in frr1's routed VNI: frr1's VTEP and router MAC, tenant A's VRF by its
+    L3 VNI 50000 (the route's second label), installed."""
+    plan = fabric.frr_plan
+    routes = fabric.api.EvpnRoutes(demo.pb.EvpnRoutesRequest(vni=plan.routed_vni), timeout=5)
+    [c2] = [r for r in routes.routes if r.type == 2 and list(r.ips) == [ip]]
+    assert (c2.mac, c2.vtep, c2.vrf, c2.l3vni, c2.router_mac, c2.installed) == (
+        plan.routed_vm_mac,
+        plan.vtep_ip,
+        "tenant-a",
+        50000,
+        plan.router_mac,
+        True,
+    )
+
+
 def test_the_frr_host_peers_with_the_controller(fabric):
     assert_check(fabric.check_evpn_session())
 
@@ -45,17 +62,7 @@ def test_a_vm_and_the_frr_hosts_vm_in_the_other_subnet_route_to_each_other(fabri
     assert_check(fabric.check_evpn_routing())
     # c2's route as the controller took it: a two-label type 2 (its L2 VNI
     # and the L3 VNI) with frr1's router MAC, in the VRF, installed.
-    plan = fabric.frr_plan
-    routes = fabric.api.EvpnRoutes(demo.pb.EvpnRoutesRequest(vni=plan.routed_vni), timeout=5)
-    [c2] = [r for r in routes.routes if r.type == 2 and list(r.ips) == [plan.routed_vm_ip]]
-    assert (c2.mac, c2.vtep, c2.vrf, c2.l3vni, c2.router_mac, c2.installed) == (
-        plan.routed_vm_mac,
-        plan.vtep_ip,
-        "tenant-a",
-        50000,
-        plan.router_mac,
-        True,
-    )
+    assert_c2_route_installed(fabric, fabric.frr_plan.routed_vm_ip)
 
 
 def test_the_tenants_ipv6_vms_and_the_frr_hosts_vm_route_to_each_other(fabric):
@@ -71,16 +78,7 @@ def test_the_tenants_ipv6_vms_and_the_frr_hosts_vm_route_to_each_other(fabric):
     # MAC, in the VRF, installed (FRR sent it without the ND extended
     # community, which GoBGP would have taken as a withdrawal).
     plan = fabric.frr_plan
-    routes = fabric.api.EvpnRoutes(demo.pb.EvpnRoutesRequest(vni=plan.routed_vni), timeout=5)
-    [c2] = [r for r in routes.routes if r.type == 2 and list(r.ips) == [plan.routed_vm_ip6]]
-    assert (c2.mac, c2.vtep, c2.vrf, c2.l3vni, c2.router_mac, c2.installed) == (
-        plan.routed_vm_mac,
-        plan.vtep_ip,
-        "tenant-a",
-        50000,
-        plan.router_mac,
-        True,
-    )
+    assert_c2_route_installed(fabric, plan.routed_vm_ip6)
     # FRR's subnet of its own as a type 5 into the VRF.
     prefixes = fabric.api.EvpnRoutes(demo.pb.EvpnRoutesRequest(vni=50000), timeout=5).routes
     assert any(

@@ -2,14 +2,15 @@
 their canonical form, the GoBGP encoding of MAC+IPv6 (type 2) and IPv6
 prefix (type 5) routes down to the bytes gobgpd puts on the wire (the
 gateway IP of an interface-less IPv6 type 5 is ``::``, never GoBGP's
-``::ffff:0.0.0.0``), what the intake takes and refuses, what the learned
-table gives the compiler, what the advertiser sends for dual-stack VMs and
-subnets, what the ToRs get compiled from it, and how the API and CLI show
-it."""
+``::ffff:0.0.0.0``), the gateway's link-local address in the intake, what
+the learned table gives the compiler, what the advertiser sends for
+dual-stack VMs and subnets, what the ToRs get compiled from it, and how the
+API and CLI show it. What the intake takes and refuses of IPv6 routes, and
+their GoBGP API round trip, are tests/test_evpn_irb.py's (for both
+families)."""
 
 from __future__ import annotations
 
-import logging
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
@@ -19,12 +20,20 @@ from typing import Any
 import pytest
 from fabric_fixture import (
     ANYCAST_MAC,
+    L3VNI,
+    TOR1,
+    TOR1_RMAC,
+    TOR2,
+    TOR2_RMAC,
     dual_stack_fabric,
     dual_stack_vms,
+    evpn_for,
     routed_fabric,
+    symmetric_type2,
     two_tor_fabric,
+    vrf_type5,
 )
-from helpers import api_client
+from helpers import api_client, needs_gobgp_api
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.cli import main as cli_main
 from p4vtep.compiler import DesiredState, Encoder, compile_tor
@@ -34,7 +43,7 @@ from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries, RemoteVtepHop
 from p4vtep.evpn import gobgp_api, status
 from p4vtep.evpn.advertiser import Advertiser, Route, desired_routes
-from p4vtep.evpn.config import EvpnConfig, VniRouting, VrfRouting
+from p4vtep.evpn.config import EvpnConfig, VrfRouting
 from p4vtep.evpn.intake import Admitted, RouteIntake
 from p4vtep.evpn.routes import IpPrefixRoute, MacIpRoute, RouteError
 from p4vtep.evpn.service import EvpnService
@@ -44,9 +53,6 @@ from p4vtep.model.addressing import link_local
 from p4vtep.model.allocation import Allocations
 from p4vtep.state.sqlite_store import Store
 
-L3VNI = 50000
-TOR1, TOR2 = "10.0.0.1", "10.0.0.2"
-TOR1_RMAC, TOR2_RMAC = "00:aa:00:00:00:01", "00:aa:00:00:00:02"
 FRR, FRR_RMAC = "192.0.2.10", "02:fe:00:00:00:10"
 PEER = "192.0.2.1"
 HOST_MAC = "52:54:00:f0:00:09"
@@ -55,22 +61,22 @@ GATEWAY1, GATEWAY2 = "2001:db8:1::1", "2001:db8:2::1"
 GATEWAY_LLA = link_local(ANYCAST_MAC)
 ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
 ENC = Encoder(ENTRIES)
+RED = VrfRouting("red", L3VNI, None, ("65000:50000",), ("65000:50000",))
+
+
+# Our web-1's (00:00:0a:00:00:01, VNI 5000 on tor1) MAC+IPv6 route: both
+# labels, both route targets, tor1's router MAC.
+WEB_IP6 = MacIpRoute(f"{TOR1}:5000", "00:00:0a:00:00:01", 5000, TOR1, "2001:db8:1::a",
+                     ("65000:5000", "65000:50000"), l3vni=L3VNI, router_mac=TOR1_RMAC)  # fmt: skip
 
 
 def evpn_config(**vrf: object) -> EvpnConfig:
-    """Automatic RDs and route targets, VNIs 5000/5001 routed in red, 6000 L2."""
-    base = EvpnConfig(
-        asn=65000,
-        router_id="10.0.0.254",
-        peers=(),
-        vnis=tuple(
-            VniRouting(v, None, (f"65000:{v}",), (f"65000:{v}",)) for v in (5000, 5001, 6000)
-        ),
-        listen_port=-1,
-    )
-    red = VrfRouting("red", L3VNI, None, ("65000:50000",), ("65000:50000",))
-    base = replace(base, vrfs=(replace(red, **vrf),))  # type: ignore[arg-type]
-    return base.for_fabric(dual_stack_fabric())
+    """Automatic RDs and route targets, VNIs 5000/5001 routed in red (RED
+    with ``vrf``'s fields), 6000 L2; not listening."""
+    vrfs = (replace(RED, **vrf),)  # type: ignore[arg-type]
+    fabric = dual_stack_fabric()
+    return evpn_for(fabric, (5000, 5001, 6000), router_id="10.0.0.254", vrfs=vrfs, peers=(),
+                    listen_port=-1)  # fmt: skip
 
 
 CONFIG = evpn_config()
@@ -78,18 +84,7 @@ CONFIG = evpn_config()
 
 def host6(**overrides: object) -> MacIpRoute:
     """FRR's two-label MAC+IPv6 route for a host in VNI 9000 (not ours), VRF red."""
-    fields: dict[str, object] = {
-        "rd": f"{FRR}:3",
-        "mac": HOST_MAC,
-        "vni": 9000,
-        "next_hop": FRR,
-        "ip": "2001:db8:9::10",
-        "route_targets": ("65000:9000", "65000:50000"),
-        "l3vni": L3VNI,
-        "router_mac": FRR_RMAC,
-    }
-    fields.update(overrides)
-    return MacIpRoute(**fields)  # type: ignore[arg-type]
+    return symmetric_type2(FRR, FRR_RMAC, HOST_MAC, "2001:db8:9::10", **overrides)
 
 
 def in_5000(ip: str, **overrides: object) -> MacIpRoute:
@@ -98,16 +93,8 @@ def in_5000(ip: str, **overrides: object) -> MacIpRoute:
 
 
 def prefix6(**overrides: object) -> IpPrefixRoute:
-    fields: dict[str, object] = {
-        "rd": f"{FRR}:2",
-        "prefix": "2001:db8:9::/64",
-        "l3vni": L3VNI,
-        "next_hop": FRR,
-        "route_targets": ("65000:50000",),
-        "router_mac": FRR_RMAC,
-    }
-    fields.update(overrides)
-    return IpPrefixRoute(**fields)  # type: ignore[arg-type]
+    """FRR's IPv6 subnet into VRF red."""
+    return vrf_type5(FRR, FRR_RMAC, "2001:db8:9::/64", **overrides)
 
 
 # ---- values -------------------------------------------------------------------
@@ -160,31 +147,6 @@ def test_an_ipv4_type_5_gateway_stays_ipv4() -> None:
 
 # ---- the GoBGP encoding -------------------------------------------------------
 
-needs_api = pytest.mark.skipif(
-    gobgp_api.MISSING is not None, reason=f"{gobgp_api.MISSING}: codec tests skipped"
-)
-
-
-@needs_api
-@pytest.mark.parametrize(
-    "route",
-    [
-        host6(),
-        in_5000("2001:db8:1::50", mobility_seq=3),
-        MacIpRoute(f"{FRR}:1", HOST_MAC, 5000, FRR, "2001:db8:1::50", ("65000:5000",)),
-        prefix6(),
-        prefix6(prefix="::/0"),
-        prefix6(prefix="2001:db8:9::/48", gateway_ip="2001:db8:9::1"),
-        prefix6(gateway_ip="::ffff:192.0.2.10"),
-    ],
-)
-def test_ipv6_routes_survive_the_gobgp_api_encoding(route: MacIpRoute | IpPrefixRoute) -> None:
-    from p4vtep.evpn import gobgp_codec
-
-    path = gobgp_codec.encode(route)
-    assert gobgp_codec.decode(path) == route
-    assert gobgp_codec.decode_key(path) == route.nlri_key()
-
 
 def _nlri(path: Any, cls: Any) -> Any:
     message = cls()
@@ -192,7 +154,7 @@ def _nlri(path: Any, cls: Any) -> Any:
     return message
 
 
-@needs_api
+@needs_gobgp_api
 def test_the_api_fields_of_ipv6_type_2_and_type_5() -> None:
     from p4vtep.evpn import gobgp_codec
 
@@ -214,7 +176,7 @@ def test_the_api_fields_of_ipv6_type_2_and_type_5() -> None:
     assert n4.gw_address == "0.0.0.0"
 
 
-@needs_api
+@needs_gobgp_api
 @pytest.mark.parametrize("text", ["::", "0.0.0.0", "<nil>", ""])
 def test_a_received_ipv6_type_5_with_a_zero_gateway_is_interface_less(text: str) -> None:
     """GoBGP hands a received gateway as Go's text of it: "::" for 16 zero
@@ -282,17 +244,7 @@ def test_gobgpd_puts_our_ipv6_routes_on_the_wire_with_a_zero_gateway(
         f"{TOR1}:{L3VNI & 0xFFFF}", SUBNET1, L3VNI, TOR1, ("65000:50000",), TOR1_RMAC
     )
     gobgpd.speaker.announce(ours)
-    host = MacIpRoute(
-        f"{TOR1}:5000",
-        "00:00:0a:00:00:01",
-        5000,
-        TOR1,
-        "2001:db8:1::a",
-        ("65000:5000", "65000:50000"),
-        l3vni=L3VNI,
-        router_mac=TOR1_RMAC,
-    )
-    gobgpd.speaker.announce(host)
+    gobgpd.speaker.announce(WEB_IP6)
     # The pitfall: an IPv6 prefix with the gateway text "0.0.0.0".
     pitfall = gobgp_codec.encode(replace(ours, rd="65000:7"))
     n5 = _nlri(pitfall, attr.EVPNIPPrefixRoute)
@@ -337,96 +289,6 @@ def test_gobgpd_puts_our_ipv6_routes_on_the_wire_with_a_zero_gateway(
 
 
 # ---- intake -------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("route", "admitted"),
-    [
-        # symmetric, a VNI not hosted here: its host route only
-        (host6(), Admitted("red", bridged=False)),
-        # symmetric in a VNI we host: its MAC (and ND entry) and its host route
-        (in_5000("2001:db8:1::50"), Admitted("red", bridged=True)),
-        # single label in a routed VNI we host: asymmetric on receive
-        (
-            MacIpRoute(f"{FRR}:1", HOST_MAC, 5000, FRR, "2001:db8:1::50", ("65000:5000",)),
-            Admitted("red"),
-        ),
-        # single label in an L2-only VNI: bridged, its IPv6 address for ND
-        (
-            MacIpRoute(f"{FRR}:1", HOST_MAC, 6000, FRR, "2001:db8:1::50", ("65000:6000",)),
-            Admitted(),
-        ),
-        # link-local (or multicast...) in a VNI we host: the MAC alone; the
-        # address is neither routed nor given to ND suppression
-        (in_5000("fe80::5054:ff:fef0:9"), Admitted(None, bridged=True, neighbour=False)),
-        (
-            MacIpRoute(f"{FRR}:1", HOST_MAC, 5000, FRR, "fe80::5054:ff:fef0:9", ("65000:5000",)),
-            Admitted(neighbour=False),
-        ),
-        (
-            MacIpRoute(f"{FRR}:1", HOST_MAC, 6000, FRR, "ff02::1", ("65000:6000",)),
-            Admitted(neighbour=False),
-        ),
-        # type 5: prefixes, the default route, a zero gateway in either spelling
-        (prefix6(), Admitted("red")),
-        (prefix6(prefix="::/0"), Admitted("red")),
-        (prefix6(gateway_ip="::ffff:0.0.0.0"), Admitted("red")),
-        (prefix6(gateway_ip="::"), Admitted("red")),
-    ],
-)
-def test_the_intake_takes_ipv6_hosts_and_prefixes(
-    route: MacIpRoute | IpPrefixRoute, admitted: Admitted
-) -> None:
-    intake = RouteIntake.build(CONFIG, (TOR1, TOR2))
-    assert intake.admit(PEER, route) == admitted
-    assert not intake.refused
-
-
-@pytest.mark.parametrize(
-    ("route", "reason", "detail"),
-    [
-        # the reasons of IPv4 routes, for IPv6 ones
-        (host6(router_mac=None), "no-router-mac", "no Router's MAC extended community"),
-        (prefix6(router_mac=None), "no-router-mac", "no Router's MAC"),
-        (host6(router_mac=TOR1_RMAC), "own-router-mac", "router MAC of one of our ToRs"),
-        (prefix6(router_mac=ANYCAST_MAC), "own-router-mac", "anycast gateway MAC"),
-        (host6(l3vni=70000), "unknown-vrf", "L3 VNI 70000"),
-        (prefix6(l3vni=70000), "unknown-vrf", "L3 VNI 70000"),
-        (prefix6(route_targets=("65001:50000",)), "no-route-target", "into VRF red"),
-        (host6(next_hop=TOR2), "own-vtep", "next hop 10.0.0.2"),
-        (prefix6(next_hop="::ffff:10.0.0.1"), "own-vtep", "next hop 10.0.0.1"),
-        (prefix6(gateway_ip="2001:db8:9::1"), "overlay-index", "gateway IP 2001:db8:9::1"),
-        (prefix6(gateway_ip="192.0.2.10"), "overlay-index", "gateway IP ::ffff:192.0.2.10"),
-        (prefix6(esi="00:11:22:33:44:55:66:77:88:99"), "overlay-index", "is not supported"),
-        # our anycast gateway's IPv6 address, and its link-local one (in a
-        # VNI with an IPv6 subnet): the ToRs answer them
-        (host6(ip=GATEWAY2), "gateway-ip", f"{GATEWAY2} is the anycast gateway IP of VNI 5001"),
-        (in_5000(GATEWAY1), "gateway-ip", "anycast gateway IP of VNI 5000"),
-        (in_5000(GATEWAY_LLA), "gateway-ip", f"{GATEWAY_LLA} is the anycast gateway IP"),
-        # never routed: link-local, multicast, unspecified..., with nothing
-        # else to use the route for (its VNI is not ours)
-        (host6(ip="fe80::1"), "ipv6-scope", "fe80::1 is link-local (fe80::/10): never routed"),
-        (host6(ip="ff02::1:ff00:1"), "ipv6-scope", "is multicast (ff00::/8)"),
-        (host6(ip="::ffff:192.0.2.1"), "ipv6-scope", "IPv4-mapped"),
-        (prefix6(prefix="fe80::/64"), "ipv6-scope", "fe80::/64 lies in link-local (fe80::/10)"),
-        (prefix6(prefix="ff00::/8"), "ipv6-scope", "multicast"),
-        # (the rest of ::/8 too, which the data plane drops as ipv6_scope)
-        (host6(ip="::10.0.0.1"), "ipv6-scope", "::a00:1 is reserved (::/8)"),
-    ],
-)
-def test_the_intake_refuses_ipv6_routes_by_reason(
-    route: MacIpRoute | IpPrefixRoute,
-    reason: str,
-    detail: str,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    intake = RouteIntake.build(CONFIG, (TOR1, TOR2))
-    with caplog.at_level(logging.WARNING, logger="p4vtep.evpn.intake"):
-        assert intake.admit(PEER, route) is None
-    assert dict(intake.refused) == {reason: 1}
-    assert intake.held_refused == {(PEER, route.nlri_key()): (route, reason)}
-    assert [r.getMessage() for r in caplog.records if f"({reason})" in r.getMessage()]
-    assert detail in caplog.records[0].getMessage()
 
 
 def test_the_gateway_link_local_address_is_ours_only_where_there_is_ipv6() -> None:
@@ -555,16 +417,7 @@ ON_TORS = {TOR1: [5000, 6000], TOR2: [5000, 5001]}
 def test_we_advertise_each_ipv6_address_of_a_routed_vm_with_both_labels() -> None:
     routes = desired_routes(CONFIG, [WEB, B1], {TOR1: [5000, 6000]})
     mac_ips = {r.ip: r for r in routes.values() if isinstance(r, MacIpRoute) and r.ip is not None}
-    assert mac_ips["2001:db8:1::a"] == MacIpRoute(
-        f"{TOR1}:5000",
-        WEB.mac,
-        5000,
-        TOR1,
-        "2001:db8:1::a",
-        ("65000:5000", "65000:50000"),
-        l3vni=L3VNI,
-        router_mac=TOR1_RMAC,
-    )
+    assert mac_ips["2001:db8:1::a"] == WEB_IP6
     assert mac_ips["192.168.1.1"] == replace(mac_ips["2001:db8:1::a"], ip="192.168.1.1")
     # In an L2-only VNI: one label, no router MAC, as for IPv4.
     assert mac_ips["2001:db8:6::1"] == MacIpRoute(

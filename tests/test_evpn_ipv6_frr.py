@@ -18,42 +18,45 @@ is a network namespace, see there); each test leaves it as it found it.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import replace
 
 import pytest
-from fabric_fixture import ANYCAST_MAC, dual_stack_fabric, dual_stack_vms
+from fabric_fixture import (
+    ANYCAST_MAC,
+    TOR1,
+    TOR1_RMAC,
+    TOR2,
+    TOR2_RMAC,
+    dual_stack_fabric,
+    dual_stack_vms,
+)
 from frr_irb_lab import (
     FRR_RMAC,
-    OBSERVER_ASN,
+    FRR_VNI,
+    L3VNI,
     SUBNET,
     SUBNET6,
     VM_IP,
     VM_IP6,
     VM_MAC,
     FrrIrbLab,
+    advertising,
+    assert_routed_to_frr,
+    default_route_from_frr,
     observed_paths,
-    observer_config,
+    observing,
+    our_speaker,
 )
 from frr_lab import needs_frr
-from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.compiler.learned import Learned, LearnedHost, LearnedPrefix
-from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.dataplane.entries import PipelineEntries, RemoteVtepHop
 from p4vtep.evpn import gobgp_api, gobgp_codec, status
-from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
-from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
 from p4vtep.evpn.view import LocalMac, RemoteHost, RemotePrefix
-from p4vtep.model.allocation import Allocations
 
 pytestmark = [pytest.mark.evpn, needs_frr()]
 
-L3VNI, FRR_VNI = 50000, 5007
-TOR1, TOR2 = "10.0.0.1", "10.0.0.2"
-TOR1_RMAC, TOR2_RMAC = "00:aa:00:00:00:01", "00:aa:00:00:00:02"
 # FRR's spelling of our VTEPs as the next hop of IPv6 routes
 MAPPED1, MAPPED2 = f"::ffff:{TOR1}", f"::ffff:{TOR2}"
 # Our VMs, dual-stack (dual_stack_fabric): web-1 on tor1 (VNI 5000), db-1
@@ -63,84 +66,27 @@ DB = LocalMac(5001, "00:00:0a:00:01:01", TOR2, frozenset({"192.168.2.1", "2001:d
 FW = LocalMac(5000, "00:00:0a:00:00:03", TOR2, frozenset({"192.168.1.3", "2001:db8:1::3"}))
 OURS = ([WEB, DB, FW], {TOR1: [5000], TOR2: [5000, 5001]})
 ND_REFUSED = "unknown evpn subtype: 8"  # gobgpd's log, with "treated as withdraw"
-ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
-ENC = Encoder(ENTRIES)
-
-
-def our_config(frr: FrrIrbLab) -> EvpnConfig:
-    """dual_stack_fabric's VRF red and VNIs, automatic RDs and route targets."""
-    return EvpnConfig(
-        asn=65000,
-        router_id=frr.ctl_ip,
-        peers=(EvpnPeer(frr.frr_ip, 65000), EvpnPeer(frr.observer_ip, OBSERVER_ASN)),
-        vnis=tuple(VniRouting(v, None, (f"65000:{v}",), (f"65000:{v}",)) for v in (5000, 5001)),
-        hold_time=3,
-    ).for_fabric(dual_stack_fabric())
 
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[tuple[FrrIrbLab, EvpnService]]:
-    with FrrIrbLab(l3vni=L3VNI, l2vni=FRR_VNI, ipv6=True) as frr:
-        service = EvpnService(
-            our_config(frr),
-            [TOR1, TOR2],
-            EvpnOptions(
-                command_prefix=("ip", "netns", "exec", frr.ctl_ns),
-                listen_addresses=(frr.ctl_ip,),
-            ),
-        )
-        service.start()
-        try:
-            assert wait_for(frr.session_established, 30), f"no session; logs in {frr.dir}"
-            assert wait_for(frr.l3vni_up, 10), frr.vtysh("show evpn vni")
-            frr.vm_speaks()
-            yield frr, service
-        finally:
-            service.stop()
+    with (
+        FrrIrbLab(ipv6=True) as frr,
+        our_speaker(frr, dual_stack_fabric(), [TOR1, TOR2]) as service,
+    ):
+        yield frr, service
 
 
-def canonical(ip: str) -> str:
-    """FRR writes an IPv4-mapped next hop as ``::ffff:a00:1``; RFC 5952
-    section 5 (and p4vtep) as ``::ffff:10.0.0.1``."""
-    address = ipaddress.ip_address(ip)
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return f"::ffff:{address.ipv4_mapped}"
-    return str(address)
-
-
-def frr_vrf6(frr: FrrIrbLab) -> dict[str, set[str]]:
-    """FRR's VRF IPv6 table: prefix -> next hops."""
-    return {
-        prefix: {canonical(nh["ip"]) for path in paths for nh in path.get("nexthops", [])}
-        for prefix, paths in frr.vrf_routes("ipv6").items()
-    }
-
-
-def kernel6(frr: FrrIrbLab) -> dict[str, set[tuple[str, str]]]:
-    """The VRF's IPv6 kernel routes FRR's BGP installed: dst -> {(gateway, dev)}."""
-    out = {}
-    for r in frr.kernel_routes("-6"):
-        if r.get("protocol") == "bgp":
-            hops = r.get("nexthops", [r])
-            out[r["dst"]] = {(h.get("gateway", ""), h.get("dev", "")) for h in hops}
-    return out
-
-
-def frr_paths(frr: FrrIrbLab, next_hop: str) -> dict[str, dict[str, Any]]:
-    """FRR's EVPN paths with this next hop, by "RD prefix"."""
-    return {
-        f"{p['rd']} {p['prefix']}": p
-        for p in frr.evpn_routes()
-        if any(nh.get("ip") == next_hop for nh in p.get("nexthops", []))
-    }
+def imported6(frr: FrrIrbLab) -> dict[str, set[str]]:
+    """FRR's VRF IPv6 table but its own subnet: prefix -> next hops."""
+    return {k: v for k, v in frr.vrf_next_hops("ipv6").items() if k != SUBNET6}
 
 
 def test_frr_imports_our_ipv6_hosts_and_subnets_via_our_vteps_as_mapped_ipv6(
     lab: tuple[FrrIrbLab, EvpnService],
 ) -> None:
     frr, service = lab
-    service.set_local(*OURS)
-    try:
+    with advertising(service, *OURS):
         want = {
             "2001:db8:1::a/128": {MAPPED1},
             "2001:db8:2::a/128": {MAPPED2},
@@ -149,15 +95,14 @@ def test_frr_imports_our_ipv6_hosts_and_subnets_via_our_vteps_as_mapped_ipv6(
             "2001:db8:2::/64": {MAPPED2},
             "::/0": {MAPPED2},  # (from the ToR of its next hop, fw)
         }
-        assert wait_for(lambda: {k: v for k, v in frr_vrf6(frr).items() if k != SUBNET6} == want,
-                        15), frr_vrf6(frr)  # fmt: skip
+        assert wait_for(lambda: imported6(frr) == want, 15), frr.vrf_next_hops("ipv6")
         # Our MAC+IPv6 routes as FRR shows them: both labels, both route
         # targets, our router MAC; IPv6 type 5 for subnets and ::/0.
         detail = frr.evpn_detail()
         assert f"Route [2]:[0]:[48]:[{WEB.mac}]:[128]:[2001:db8:1::a] VNI 5000/{L3VNI}" in detail
         assert f"Route [5]:[0]:[64]:[2001:db8:1::] VNI {L3VNI}" in detail
         assert f"Route [5]:[0]:[0]:[::] VNI {L3VNI}" in detail
-        tor1 = frr_paths(frr, TOR1)
+        tor1 = frr.evpn_routes_via(TOR1)
         assert tor1[f"{TOR1}:5000 [2]:[0]:[48]:[{WEB.mac}]:[128]:[2001:db8:1::a]"][
             "extendedCommunity"
         ]["string"] == (f"RT:65000:5000 RT:65000:50000 ET:8 Rmac:{TOR1_RMAC}")
@@ -167,8 +112,8 @@ def test_frr_imports_our_ipv6_hosts_and_subnets_via_our_vteps_as_mapped_ipv6(
         # zebra installed them in the VRF's IPv6 table, via ::ffff:<VTEP> on
         # the L3 VNI's SVI, whose neighbour entry for it is our router MAC.
         svi = f"br{L3VNI}"
-        assert wait_for(lambda: len(kernel6(frr)) == 6, 10), frr.kernel_routes("-6")
-        assert kernel6(frr) == {
+        assert wait_for(lambda: len(frr.bgp_kernel_routes("-6")) == 6, 10), frr.kernel_routes("-6")
+        assert frr.bgp_kernel_routes("-6") == {
             "2001:db8:1::a": {(MAPPED1, svi)},
             "2001:db8:2::a": {(MAPPED2, svi)},
             "2001:db8:1::3": {(MAPPED2, svi)},
@@ -179,10 +124,8 @@ def test_frr_imports_our_ipv6_hosts_and_subnets_via_our_vteps_as_mapped_ipv6(
         neighbours = frr.kernel_neighbours()
         assert (neighbours[MAPPED1], neighbours[MAPPED2]) == (TOR1_RMAC, TOR2_RMAC)
         assert ANYCAST_MAC not in frr.vtysh("show bgp l2vpn evpn")
-    finally:
-        service.set_local([], {})
-    assert wait_for(lambda: not {k for k in frr_vrf6(frr) if k != SUBNET6}, 10), frr_vrf6(frr)
-    assert wait_for(lambda: not kernel6(frr), 10), frr.kernel_routes("-6")
+    assert wait_for(lambda: not imported6(frr), 10), frr.vrf_next_hops("ipv6")
+    assert wait_for(lambda: not frr.bgp_kernel_routes("-6"), 10), frr.kernel_routes("-6")
 
 
 def test_we_decode_frrs_ipv6_host_and_prefix_into_the_vrf(
@@ -227,22 +170,8 @@ def test_we_decode_frrs_ipv6_host_and_prefix_into_the_vrf(
     assert adj_in_gateways(service, frr.frr_ip) == {SUBNET: "0.0.0.0", SUBNET6: "::"}
 
     # Compiled: on every ToR holding red, towards FRR's VTEP and router MAC.
-    fabric, vms = dual_stack_fabric(), dual_stack_vms()
-    desired = DesiredState(fabric, ENC, Allocations())
-    desired.change(vms, [])
-    desired.set_learned(service.view.learned())
-    to_frr = RemoteVtepHop(frr.frr_ip, FRR_RMAC, L3VNI)
-    for tor in ("tor1", "tor2"):
-        state = desired.tors[tor].state
-        for message in (
-            ENTRIES.host_route(L3VNI, VM_IP6, to_frr),
-            ENTRIES.prefix_route(L3VNI, "fd00:7::", 64, to_frr),
-            ENTRIES.host_route(L3VNI, VM_IP, to_frr),
-            ENTRIES.underlay_route(frr.frr_ip, 32, group_id=1),
-        ):
-            key, data = ENC.of(message)
-            assert state.get(key) == data
-        assert state == compile_tor(fabric, vms, tor, desired.alloc, ENC, desired.learned)
+    fabric, vms, learned = dual_stack_fabric(), dual_stack_vms(), service.view.learned()
+    assert_routed_to_frr(frr, fabric, vms, learned, [VM_IP, VM_IP6, SUBNET, SUBNET6])
 
 
 def adj_in_gateways(service: EvpnService, peer: str) -> dict[str, str]:
@@ -265,20 +194,11 @@ def test_an_ipv6_default_route_from_frr_is_a_prefix_route_to_it(
     lab: tuple[FrrIrbLab, EvpnService],
 ) -> None:
     frr, service = lab
-    default = RemotePrefix("red", "::/0", frr.frr_ip, FRR_RMAC, L3VNI, frr.frr_ip)
-    frr.configure(f"router bgp {frr.asn} vrf {frr.vrf}", "address-family l2vpn evpn",
-                  "default-originate ipv6")  # fmt: skip
-    try:
-        assert wait_for(lambda: default in service.view.prefix_routes(), 10), (
-            service.view.prefix_routes()
-        )
-        assert service.view.learned().prefixes["red"]["::/0"] == LearnedPrefix(
-            "red", "::/0", frr.frr_ip, FRR_RMAC, L3VNI
-        )
-    finally:
-        frr.configure(f"router bgp {frr.asn} vrf {frr.vrf}", "address-family l2vpn evpn",
-                      "no default-originate ipv6")  # fmt: skip
-    assert wait_for(lambda: default not in service.view.prefix_routes(), 10)
+    with default_route_from_frr(frr, service, "::/0") as learned:
+        # compiled, with no static default of ours: ::/0 towards FRR on each ToR
+        fabric = dual_stack_fabric()
+        fabric.vrfs["red"] = replace(fabric.vrfs["red"], routes=())
+        assert_routed_to_frr(frr, fabric, dual_stack_vms(), learned, ["::/0"])
 
 
 def test_an_observer_reads_a_zero_gateway_off_our_ipv6_type_5(
@@ -289,16 +209,7 @@ def test_an_observer_reads_a_zero_gateway_off_our_ipv6_type_5(
     would read "0.0.0.0", i.e. ::ffff:0.0.0.0), our MAC+IPv6 route carries
     both labels and our router MAC; the observer's own intake takes both."""
     frr, service = lab
-    observer = EvpnService(
-        observer_config(frr, L3VNI),
-        [],
-        EvpnOptions(
-            command_prefix=("ip", "netns", "exec", frr.frr_ns), local_address=frr.observer_ip
-        ),
-    )
-    service.set_local([WEB], {TOR1: [5000]})
-    observer.start()
-    try:
+    with advertising(service, [WEB], {TOR1: [5000]}), observing(frr) as observer:
         # web-1: MAC, MAC+IPv4, MAC+IPv6, type 3, type 5 for both subnets of 5000
         assert wait_for(lambda: len(observed_paths(observer, frr.ctl_ip)) == 6, 30), observed_paths(
             observer, frr.ctl_ip
@@ -331,9 +242,6 @@ def test_an_observer_reads_a_zero_gateway_off_our_ipv6_type_5(
             "2001:db8:1::/64",
         }
         assert not observer.intake.refused
-    finally:
-        observer.stop()
-        service.set_local([], {})
 
 
 def gobgpd_log(service: EvpnService) -> str:

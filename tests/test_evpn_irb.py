@@ -1,49 +1,59 @@
 """EVPN for routed tenants (symmetric IRB, RFC 9135 / RFC 9136) without a
 peer: route values and their GoBGP encoding (type 2 with two labels and the
-Router's MAC, type 5), what the intake admits and refuses (by reason), the
-learned table's host and prefix routes (MAC mobility keeps a host route with
-its MAC), the value the compiler is given, and what the advertiser sends."""
+Router's MAC, type 5; IPv4 and IPv6), what the intake admits and refuses (by
+reason; IPv6 routes in a dual-stack tenant too), the learned table's host
+and prefix routes (MAC mobility keeps a host route with its MAC), the value
+the compiler is given, and what the advertiser sends."""
 
 from __future__ import annotations
 
-import logging
+from dataclasses import replace
 
 import pytest
-from fabric_fixture import ANYCAST_MAC, routed_fabric
+from fabric_fixture import (
+    ANYCAST_MAC,
+    L3VNI,
+    TOR1,
+    TOR1_RMAC,
+    TOR2,
+    TOR2_RMAC,
+    dual_stack_fabric,
+    evpn_for,
+    routed_fabric,
+    symmetric_type2,
+    vrf_type5,
+)
+from helpers import assert_intake_refuses, needs_gobgp_api
 from p4vtep.compiler.learned import Learned, LearnedHost, LearnedMac, LearnedPrefix
 from p4vtep.evpn import gobgp_api
 from p4vtep.evpn.advertiser import Advertiser, desired_routes
-from p4vtep.evpn.config import EvpnConfig, VniRouting, VrfRouting
+from p4vtep.evpn.config import EvpnConfig, VrfRouting
 from p4vtep.evpn.intake import Admitted, RouteIntake
 from p4vtep.evpn.routes import InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute, RouteError
 from p4vtep.evpn.table import LearnedTable
 from p4vtep.evpn.view import LocalAdvertisement, LocalMac, RemoteHost, RemotePrefix
+from p4vtep.model.addressing import link_local
+from p4vtep.model.fabric import Fabric
 
-L3VNI = 50000
-TOR1, TOR2 = "10.0.0.1", "10.0.0.2"
-TOR1_RMAC, TOR2_RMAC = "00:aa:00:00:00:01", "00:aa:00:00:00:02"
 FRR, BORDER = "192.0.2.10", "192.0.2.20"
 FRR_RMAC, BORDER_RMAC = "02:fe:00:00:00:10", "02:fe:00:00:00:20"
 PEER = "192.0.2.1"
 HOST_MAC = "52:54:00:f0:00:09"
+HOST6, SUBNET6 = "2001:db8:9::10", "2001:db8:9::/64"  # FRR's host and a prefix, over IPv6
+GATEWAY_LLA = link_local(ANYCAST_MAC)  # the anycast gateway's link-local address
+RTS_5000 = ("65000:5000", "65000:50000")  # a two-label type 2's in VNI 5000
+RED = VrfRouting("red", L3VNI, None, ("65000:50000",), ("65000:50000",))
 
 
-def config(**vrf: object) -> EvpnConfig:
-    """routed_fabric's: VNI 5000 (192.168.1.0/24) and 5001 (192.168.2.0/24)
-    routed in red (L3 VNI 50000, a default route through 192.168.1.3), VNI
-    6000 L2 only; automatic RDs and route targets."""
-    base = EvpnConfig(
-        asn=65000,
-        router_id="10.0.0.254",
-        peers=(),
-        vnis=tuple(
-            VniRouting(v, None, (f"65000:{v}",), (f"65000:{v}",)) for v in (5000, 5001, 6000)
-        ),
+def config(fabric: Fabric | None = None, **vrf: object) -> EvpnConfig:
+    """routed_fabric's (or ``fabric``'s): VNI 5000 (192.168.1.0/24) and 5001
+    (192.168.2.0/24) routed in red (L3 VNI 50000, a default route through
+    192.168.1.3), VNI 6000 L2 only; automatic RDs and route targets (red's
+    made by ``for_fabric``, or given: RED with ``vrf``'s fields)."""
+    vrfs = (replace(RED, **vrf),) if vrf else ()  # type: ignore[arg-type]
+    return evpn_for(
+        fabric or routed_fabric(), (5000, 5001, 6000), router_id="10.0.0.254", peers=(), vrfs=vrfs
     )
-    red = VrfRouting("red", L3VNI, None, ("65000:50000",), ("65000:50000",))
-    if vrf:
-        base = EvpnConfig(**{**base.__dict__, "vrfs": (VrfRouting(**{**red.__dict__, **vrf}),)})
-    return base.for_fabric(routed_fabric())
 
 
 CONFIG = config()
@@ -51,31 +61,17 @@ CONFIG = config()
 
 def symmetric(**overrides: object) -> MacIpRoute:
     """FRR's two-label type 2 for a host in VNI 9000 (not ours), VRF red."""
-    fields: dict[str, object] = {
-        "rd": f"{FRR}:3",
-        "mac": HOST_MAC,
-        "vni": 9000,
-        "next_hop": FRR,
-        "ip": "192.168.9.10",
-        "route_targets": ("65000:9000", "65000:50000"),
-        "l3vni": L3VNI,
-        "router_mac": FRR_RMAC,
-    }
-    fields.update(overrides)
-    return MacIpRoute(**fields)  # type: ignore[arg-type]
+    return symmetric_type2(FRR, FRR_RMAC, HOST_MAC, "192.168.9.10", **overrides)
+
+
+def single_label(vni: int, ip: str) -> MacIpRoute:
+    """FRR's one-label type 2 for its host at ``ip`` in ``vni`` (MAC-VRF route target only)."""
+    return MacIpRoute(f"{FRR}:1", HOST_MAC, vni, FRR, ip, (f"65000:{vni}",))
 
 
 def prefix(**overrides: object) -> IpPrefixRoute:
-    fields: dict[str, object] = {
-        "rd": f"{BORDER}:2",
-        "prefix": "0.0.0.0/0",
-        "l3vni": L3VNI,
-        "next_hop": BORDER,
-        "route_targets": ("65000:50000",),
-        "router_mac": BORDER_RMAC,
-    }
-    fields.update(overrides)
-    return IpPrefixRoute(**fields)  # type: ignore[arg-type]
+    """The border's default route into VRF red."""
+    return vrf_type5(BORDER, BORDER_RMAC, "0.0.0.0/0", **overrides)
 
 
 # ---- config -------------------------------------------------------------------
@@ -122,12 +118,7 @@ def test_route_values_are_canonical() -> None:
         symmetric(router_mac="02:fe")
 
 
-needs_api = pytest.mark.skipif(
-    gobgp_api.MISSING is not None, reason=f"{gobgp_api.MISSING}: codec tests skipped"
-)
-
-
-@needs_api
+@needs_gobgp_api
 @pytest.mark.parametrize(
     "route",
     [
@@ -138,6 +129,15 @@ needs_api = pytest.mark.skipif(
         prefix(gateway_ip="192.168.9.1"),
         prefix(esi="01:02:03:04:05:06:07:08:09:0a"),
         prefix(prefix="fd00::/64"),
+        # over IPv6: MAC+IPv6 with two labels, one, a mobility number; IPv6
+        # type 5, ::/0, an overlay index in the prefix's family
+        symmetric(ip=HOST6),
+        symmetric(vni=5000, ip="2001:db8:1::50", route_targets=RTS_5000, mobility_seq=3),
+        single_label(5000, "2001:db8:1::50"),
+        prefix(prefix=SUBNET6),
+        prefix(prefix="::/0"),
+        prefix(prefix="2001:db8:9::/48", gateway_ip="2001:db8:9::1"),
+        prefix(prefix=SUBNET6, gateway_ip="::ffff:192.0.2.10"),
     ],
 )
 def test_irb_routes_survive_the_gobgp_api_encoding(route: MacIpRoute | IpPrefixRoute) -> None:
@@ -148,7 +148,7 @@ def test_irb_routes_survive_the_gobgp_api_encoding(route: MacIpRoute | IpPrefixR
     assert gobgp_codec.decode_key(path) == route.nlri_key()
 
 
-@needs_api
+@needs_gobgp_api
 def test_the_encoding_carries_two_labels_and_the_router_mac() -> None:
     from p4vtep.evpn import gobgp_codec
 
@@ -185,7 +185,7 @@ def test_the_encoding_carries_two_labels_and_the_router_mac() -> None:
     assert (p5.esi.type, bytes(p5.esi.value).strip(b"\0")) == (0, b"")
 
 
-@needs_api
+@needs_gobgp_api
 def test_a_type_2_with_three_labels_is_malformed() -> None:
     from p4vtep.evpn import gobgp_codec
 
@@ -202,107 +202,158 @@ def test_a_type_2_with_three_labels_is_malformed() -> None:
 # ---- intake -------------------------------------------------------------------
 
 
+# The tenant of IPv6 routes: dual_stack_fabric's (routed_fabric with an IPv6
+# subnet beside each IPv4 one, gateways ::1).
+DUAL_STACK = config(dual_stack_fabric())
+
+
 @pytest.mark.parametrize(
-    ("route", "admitted"),
+    ("tenant", "route", "admitted"),
     [
         # symmetric, L2 VNI not hosted here: its host route only
-        (symmetric(), Admitted("red", bridged=False)),
-        # symmetric in a VNI we host: its MAC and its host route
-        (
-            symmetric(vni=5000, ip="192.168.1.50", route_targets=("65000:5000", "65000:50000")),
-            Admitted("red", bridged=True),
-        ),
+        (CONFIG, symmetric(), Admitted("red", bridged=False)),
+        (DUAL_STACK, symmetric(ip=HOST6), Admitted("red", bridged=False)),
+        # symmetric in a VNI we host: its MAC (and ARP or ND entry) and its host route
+        (CONFIG, symmetric(vni=5000, ip="192.168.1.50", route_targets=RTS_5000),
+         Admitted("red", bridged=True)),
+        (DUAL_STACK, symmetric(vni=5000, ip="2001:db8:1::50", route_targets=RTS_5000),
+         Admitted("red", bridged=True)),
         # symmetric in a VNI we host, for a VRF we do not have: its MAC alone
         (
+            CONFIG,
             symmetric(vni=5000, l3vni=70000, route_targets=("65000:5000", "65000:70000")),
             Admitted(None, bridged=True),
         ),
-        # symmetric, an IPv6 host in a VNI we host: its MAC and its host route
-        (
-            symmetric(vni=5000, ip="fd00::9", route_targets=("65000:5000", "65000:50000")),
-            Admitted("red", bridged=True),
-        ),
+        # symmetric, an IPv6 host in a VNI we host (of an IPv4-only tenant):
+        # its MAC and its host route
+        (CONFIG, symmetric(vni=5000, ip="fd00::9", route_targets=RTS_5000),
+         Admitted("red", bridged=True)),
         # ... a link-local one: its MAC alone, the address neither routed nor proxied
-        (
-            symmetric(vni=5000, ip="fe80::9", route_targets=("65000:5000", "65000:50000")),
-            Admitted(None, bridged=True, neighbour=False),
-        ),
+        (CONFIG, symmetric(vni=5000, ip="fe80::9", route_targets=RTS_5000),
+         Admitted(None, bridged=True, neighbour=False)),
+        (DUAL_STACK, symmetric(vni=5000, ip="fe80::5054:ff:fef0:9", route_targets=RTS_5000),
+         Admitted(None, bridged=True, neighbour=False)),
         # single label, MAC+IP in a routed VNI we host: asymmetric on receive
-        (
-            MacIpRoute(f"{FRR}:1", HOST_MAC, 5000, FRR, "192.168.1.50", ("65000:5000",)),
-            Admitted("red", bridged=True),
-        ),
-        # single label in an L2-only VNI: bridged only, as before
-        (
-            MacIpRoute(f"{FRR}:1", HOST_MAC, 6000, FRR, "192.168.1.50", ("65000:6000",)),
-            Admitted(None, bridged=True),
-        ),
-        (prefix(), Admitted("red")),
+        (CONFIG, single_label(5000, "192.168.1.50"), Admitted("red", bridged=True)),
+        (DUAL_STACK, single_label(5000, "2001:db8:1::50"), Admitted("red")),
+        # ... link-local or multicast: the MAC alone, neither routed nor proxied
+        (DUAL_STACK, single_label(5000, "fe80::5054:ff:fef0:9"), Admitted(neighbour=False)),
+        # single label in an L2-only VNI: bridged only, as before (an IPv6
+        # address for ND suppression)
+        (CONFIG, single_label(6000, "192.168.1.50"), Admitted(None, bridged=True)),
+        (DUAL_STACK, single_label(6000, "2001:db8:1::50"), Admitted()),
+        (DUAL_STACK, single_label(6000, "ff02::1"), Admitted(neighbour=False)),
+        # type 5: prefixes, the default route, a zero gateway in either spelling
+        (CONFIG, prefix(), Admitted("red")),
+        (DUAL_STACK, prefix(prefix=SUBNET6), Admitted("red")),
+        (DUAL_STACK, prefix(prefix="::/0"), Admitted("red")),
+        (DUAL_STACK, prefix(prefix=SUBNET6, gateway_ip="::ffff:0.0.0.0"),
+         Admitted("red")),
+        (DUAL_STACK, prefix(prefix=SUBNET6, gateway_ip="::"), Admitted("red")),
     ],
-)
+)  # fmt: skip
 def test_the_intake_says_what_a_routed_route_is_for(
-    route: MacIpRoute | IpPrefixRoute, admitted: Admitted
+    tenant: EvpnConfig, route: MacIpRoute | IpPrefixRoute, admitted: Admitted
 ) -> None:
-    intake = RouteIntake.build(CONFIG, (TOR1, TOR2))
+    intake = RouteIntake.build(tenant, (TOR1, TOR2))
     assert intake.admit(PEER, route) == admitted
     assert not intake.refused
 
 
 @pytest.mark.parametrize(
-    ("route", "reason", "detail"),
+    ("tenant", "route", "reason", "detail"),
     [
-        (symmetric(router_mac=None), "no-router-mac", "no Router's MAC extended community"),
-        (prefix(router_mac=None), "no-router-mac", "no Router's MAC"),
-        (symmetric(router_mac=TOR2_RMAC), "own-router-mac", "router MAC of one of our ToRs"),
-        (prefix(router_mac=ANYCAST_MAC), "own-router-mac", "anycast gateway MAC"),
-        (prefix(gateway_ip="192.168.9.1"), "overlay-index", "gateway IP 192.168.9.1"),
-        (prefix(esi="00:11:22:33:44:55:66:77:88:99"), "overlay-index", "is not supported"),
-        (
-            InclusiveMulticastRoute(f"{FRR}:9", L3VNI, FRR, FRR, ("65000:50000",)),
-            "l3vni-type3",
-            "the L3 VNI of VRF red",
-        ),
-        (symmetric(l3vni=70000), "unknown-vrf", "L3 VNI 70000"),
-        (prefix(l3vni=70000), "unknown-vrf", "L3 VNI 70000"),
-        (prefix(route_targets=("65001:50000",)), "no-route-target", "into VRF red"),
-        (prefix(prefix="fe80::/64"), "ipv6-scope", "link-local (fe80::/10): never routed"),
-        (symmetric(next_hop=TOR1), "own-vtep", "next hop 10.0.0.1"),
-        (
-            symmetric(vni=5000, mac=ANYCAST_MAC, route_targets=("65000:5000", "65000:50000")),
-            "bad-mac",
-            "anycast gateway MAC",
-        ),
-        (
-            MacIpRoute(f"{FRR}:1", ANYCAST_MAC, 5000, FRR, "192.168.1.254", ("65000:5000",)),
-            "bad-mac",
-            "anycast gateway MAC",
-        ),
-        (symmetric(ip="fe80::9"), "ipv6-scope", "fe80::9 is link-local (fe80::/10)"),
-        (symmetric(ip=None), "unknown-vni", "it has no IP to route in VRF red"),
+        (CONFIG, prefix(gateway_ip="192.168.9.1"), "overlay-index", "gateway IP 192.168.9.1"),
+        (DUAL_STACK, prefix(prefix=SUBNET6, gateway_ip="2001:db8:9::1"), "overlay-index",
+         "gateway IP 2001:db8:9::1"),
+        (DUAL_STACK, prefix(prefix=SUBNET6, gateway_ip="192.0.2.10"), "overlay-index",
+         "gateway IP ::ffff:192.0.2.10"),  # (in the prefix's family)
+        (CONFIG, InclusiveMulticastRoute(f"{FRR}:9", L3VNI, FRR, FRR, ("65000:50000",)),
+         "l3vni-type3", "the L3 VNI of VRF red"),
+        # our VTEPs, in IPv6's spelling too
+        (CONFIG, symmetric(next_hop=TOR1), "own-vtep", "next hop 10.0.0.1"),
+        (DUAL_STACK, symmetric(ip=HOST6, next_hop=TOR2), "own-vtep", "next hop 10.0.0.2"),
+        (DUAL_STACK, prefix(prefix=SUBNET6, next_hop="::ffff:10.0.0.1"), "own-vtep",
+         "next hop 10.0.0.1"),
+        (CONFIG, symmetric(vni=5000, mac=ANYCAST_MAC, route_targets=RTS_5000), "bad-mac",
+         "anycast gateway MAC"),
+        (CONFIG, MacIpRoute(f"{FRR}:1", ANYCAST_MAC, 5000, FRR, "192.168.1.254", ("65000:5000",)),
+         "bad-mac", "anycast gateway MAC"),
+        (CONFIG, symmetric(ip=None), "unknown-vni", "it has no IP to route in VRF red"),
         # A host elsewhere claiming our anycast gateway IP: routed into the
-        # VRF (any of its VNIs' gateways) or bridged into the VNI.
-        (symmetric(ip="192.168.2.254"), "gateway-ip", "anycast gateway IP of VNI 5001"),
-        (
-            MacIpRoute(f"{FRR}:1", HOST_MAC, 5000, FRR, "192.168.1.254", ("65000:5000",)),
-            "gateway-ip",
-            "anycast gateway IP of VNI 5000",
-        ),
+        # VRF (any of its VNIs' gateways) or bridged into the VNI; an IPv6
+        # gateway's link-local address too (in a VNI with an IPv6 subnet):
+        # the ToRs answer them.
+        (CONFIG, symmetric(ip="192.168.2.254"), "gateway-ip", "anycast gateway IP of VNI 5001"),
+        (CONFIG, single_label(5000, "192.168.1.254"), "gateway-ip",
+         "anycast gateway IP of VNI 5000"),
+        (DUAL_STACK, symmetric(ip="2001:db8:2::1"), "gateway-ip",
+         "2001:db8:2::1 is the anycast gateway IP of VNI 5001"),
+        (DUAL_STACK, symmetric(vni=5000, ip="2001:db8:1::1", route_targets=RTS_5000),
+         "gateway-ip", "anycast gateway IP of VNI 5000"),
+        (DUAL_STACK, symmetric(vni=5000, ip=GATEWAY_LLA, route_targets=RTS_5000), "gateway-ip",
+         f"{GATEWAY_LLA} is the anycast gateway IP"),
+        # never routed: link-local, multicast, unspecified..., with nothing
+        # else to use the route for (its VNI is not ours)
+        (CONFIG, symmetric(ip="fe80::9"), "ipv6-scope", "fe80::9 is link-local (fe80::/10)"),
+        (CONFIG, prefix(prefix="fe80::/64"), "ipv6-scope", "link-local (fe80::/10): never routed"),
+        (DUAL_STACK, symmetric(ip="fe80::1"), "ipv6-scope",
+         "fe80::1 is link-local (fe80::/10): never routed"),
+        (DUAL_STACK, symmetric(ip="ff02::1:ff00:1"), "ipv6-scope", "is multicast (ff00::/8)"),
+        (DUAL_STACK, symmetric(ip="::ffff:192.0.2.1"), "ipv6-scope", "IPv4-mapped"),
+        (DUAL_STACK, prefix(prefix="fe80::/64"), "ipv6-scope",
+         "fe80::/64 lies in link-local (fe80::/10)"),
+        (DUAL_STACK, prefix(prefix="ff00::/8"), "ipv6-scope", "multicast"),
+        # (the rest of ::/8 too, which the data plane drops as ipv6_scope)
+        (DUAL_STACK, symmetric(ip="::10.0.0.1"), "ipv6-scope", "::a00:1 is reserved (::/8)"),
     ],
-)
+)  # fmt: skip
 def test_the_intake_refuses_routed_routes_by_reason(
+    tenant: EvpnConfig,
     route: MacIpRoute | IpPrefixRoute | InclusiveMulticastRoute,
     reason: str,
     detail: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    intake = RouteIntake.build(CONFIG, (TOR1, TOR2))
-    with caplog.at_level(logging.WARNING, logger="p4vtep.evpn.intake"):
-        assert intake.admit(PEER, route) is None
-    assert dict(intake.refused) == {reason: 1}
-    assert intake.held_refused == {(PEER, route.nlri_key()): (route, reason)}
-    assert len(caplog.records) == 1
-    assert f"({reason})" in caplog.records[0].getMessage()
-    assert detail in caplog.records[0].getMessage()
+    intake = RouteIntake.build(tenant, (TOR1, TOR2))
+    assert_intake_refuses(intake, PEER, route, reason, detail, caplog)
+
+
+# Each family's routes: FRR's host in VNI 9000 (symmetric) and the border's
+# prefix (prefix), and the tenant they come to.
+FAMILIES = {
+    "ipv4": (CONFIG, "192.168.9.10", "0.0.0.0/0"),
+    "ipv6": (DUAL_STACK, HOST6, SUBNET6),
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize(
+    ("kind", "fields", "reason", "detail"),
+    [
+        ("host", {"router_mac": None}, "no-router-mac", "no Router's MAC extended community"),
+        ("prefix", {"router_mac": None}, "no-router-mac", "no Router's MAC"),
+        ("host", {"router_mac": TOR1_RMAC}, "own-router-mac", "router MAC of one of our ToRs"),
+        ("host", {"router_mac": TOR2_RMAC}, "own-router-mac", "router MAC of one of our ToRs"),
+        ("prefix", {"router_mac": ANYCAST_MAC}, "own-router-mac", "anycast gateway MAC"),
+        ("prefix", {"esi": "00:11:22:33:44:55:66:77:88:99"}, "overlay-index", "is not supported"),
+        ("host", {"l3vni": 70000}, "unknown-vrf", "L3 VNI 70000"),
+        ("prefix", {"l3vni": 70000}, "unknown-vrf", "L3 VNI 70000"),
+        ("prefix", {"route_targets": ("65001:50000",)}, "no-route-target", "into VRF red"),
+    ],
+)
+def test_the_intake_refuses_a_route_of_either_family_by_reason(
+    family: str,
+    kind: str,
+    fields: dict[str, object],
+    reason: str,
+    detail: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tenant, host_ip, subnet = FAMILIES[family]
+    route = symmetric(ip=host_ip, **fields) if kind == "host" else prefix(prefix=subnet, **fields)
+    intake = RouteIntake.build(tenant, (TOR1, TOR2))
+    assert_intake_refuses(intake, PEER, route, reason, detail, caplog)
 
 
 # ---- the learned table ----------------------------------------------------------

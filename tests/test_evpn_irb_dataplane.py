@@ -1,7 +1,8 @@
 """Symmetric IRB between a p4vtep ToR (BMv2) and an FRR 8.4 VTEP, data plane:
 a VM in a subnet behind the ToR and a host in another subnet behind Linux
 route to each other over the VRF's L3 VNI, and a routed VM migrates from the
-ToR to the FRR host and back.
+ToR to the FRR host and back; over IPv4, and over IPv6 with the tenant
+dual-stack on both sides.
 
     [ns vma] a1 192.168.2.1 (vlan 10) ─ port 1 ┐
     host     probe 192.168.2.2 (vlan 20) port 2 ├ [tor1 BMv2] port 3 ══ up0 [ns frr] zebra+bgpd
@@ -12,17 +13,29 @@ ToR to the FRR host and back.
                                         ── vm0 192.168.7.10 [ns vm]; br5000 192.168.1.254
                                         (the fabric's anycast gateway) ── mv0 [ns vm·mv]
 
+In the IPv6 lab every one of them has an IPv6 address beside its IPv4 one
+(a1 2001:db8:2::11, the probe 2001:db8:2::12, the mover 2001:db8:1::13;
+FRR's VM fd00:7::10 behind fd00:7::1; FRR's br5000 2001:db8:1::1, the
+anycast gateway), and the tests route IPv6: FRR's VRF imports our IPv6
+routes with next hop ``::ffff:<our VTEP>``, the ToR takes FRR's into
+``ipv6_host_route``/``ipv6_prefix_route``; the outer header is IPv4 either
+way. FRR's hosts do not forward IPv6 (net.ipv6.conf.all.forwarding=0, set
+by frr_irb_lab.py): a host that does answers neighbour solicitations as a
+router, FRR then puts the ND extended community on its MAC+IPv6 route and
+GoBGP takes that route as withdrawn (docs/evpn.md, "Two GoBGP pitfalls";
+tests/test_evpn_ipv6_frr.py pins it).
+
 The fabric file names FRR only as a BGP peer. FRR programs the Linux side
 itself from what it learned from us: with the namespace VRF backend (this
 kernel has no VRF devices) the VRF is a network namespace whose VXLAN devices
 keep FRR's namespace as their underlay (frr_irb_lab.py); with ``vrf`` (a
-kernel VRF device, the usual layout) the same tests run where the kernel has
+kernel VRF device, the usual layout) the IPv4 tests run where the kernel has
 VRF devices, and skip with the reason where it has not.
 
 Every frame is checked exactly (scapy), both directions: what the ToR sends
-onto the wire (outer header, VNI 50000, FRR's router MAC, TTL - 1), what
-reaches FRR's VM (TTL - 2: routed by both VTEPs), what FRR sends (its router
-MAC to ours, TTL - 1), what the ToR delivers.
+onto the wire (outer header, VNI 50000, FRR's router MAC, TTL or hop limit
+- 1), what reaches FRR's VM (- 2: routed by both VTEPs), what FRR sends (its
+router MAC to ours, - 1), what the ToR delivers.
 """
 
 from __future__ import annotations
@@ -31,20 +44,28 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from fabric_fixture import ANYCAST_MAC
-from frr_irb_lab import FRR_RMAC, VM_IP, VM_MAC, FrrIrbLab, SharedVni, kernel_vrf_missing
+from frr_irb_lab import (
+    FRR_RMAC,
+    FRR_VNI,
+    L3VNI,
+    VM_MAC,
+    FrrIrbLab,
+    SharedVni,
+    kernel_vrf_missing,
+    our_evpn_config,
+)
 from frr_lab import needs_frr, start_evpn_controller
 from netns_socket import Capture, send_frame
 from p4vtep.compiler import Encoder
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
-from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
 from p4vtep.model.fabric import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
@@ -54,6 +75,7 @@ from p4vtep.sources.evpn import EvpnSource
 from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
 from p4vtep.switch.reconciler import SwitchReader
 from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.layers.vxlan import VXLAN
 from scapy.packet import Packet, Raw
@@ -62,25 +84,68 @@ from vm_netns import vm_behind_port
 
 pytestmark = [pytest.mark.evpn, needs_frr(), *needs_switch()]
 
-L3VNI, FRR_VNI = 50000, 5007
 TOR_VTEP, TOR_MAC = "10.0.0.1", "00:aa:00:00:00:01"  # (TOR_MAC: its router MAC too)
 UP_MAC = "00:5e:00:00:99:01"  # FRR's underlay interface, the ToR's next hop
-A1 = Vm("a1", "00:00:0a:00:02:01", ("192.168.2.1",), 5001, "s1", 10)
-PROBE = Vm("probe", "00:00:0a:00:02:02", ("192.168.2.2",), 5001, "s2", 20)
-MOVER = Vm("mover", "00:00:0a:00:01:03", ("192.168.1.3",), 5000, "s4", 30)
+# The ToR's VMs, dual-stack as in the IPv6 lab (the IPv4 lab's have their
+# IPv4 address only: Family.vm).
+A1 = Vm("a1", "00:00:0a:00:02:01", ("192.168.2.1", "2001:db8:2::11"), 5001, "s1", 10)
+PROBE = Vm("probe", "00:00:0a:00:02:02", ("192.168.2.2", "2001:db8:2::12"), 5001, "s2", 20)
+MOVER = Vm("mover", "00:00:0a:00:01:03", ("192.168.1.3", "2001:db8:1::13"), 5000, "s4", 30)
 # Keeps the mover's subnet (VNI 5000) on the ToR while the mover is away.
-STAY = Vm("stay", "00:00:0a:00:01:04", ("192.168.1.4",), 5000, "s2", 21)
+STAY = Vm("stay", "00:00:0a:00:01:04", ("192.168.1.4", "2001:db8:1::14"), 5000, "s2", 21)
 GATEWAYS = {5000: "192.168.1.254", 5001: "192.168.2.254"}
-SHARED = SharedVni(5000, 24, GATEWAYS[5000], ANYCAST_MAC)  # FRR serves 192.168.1.0/24 too
+GATEWAYS6 = {5000: "2001:db8:1::1", 5001: "2001:db8:2::1"}
 OUTER_TTL = 64  # p4src/include/defines.p4
 VXLAN_PORT = 4789
 ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
 ENC = Encoder(ENTRIES)
 
 
+@dataclass(frozen=True)
+class Family:
+    """The address family a lab's tests route: IPv4 (the tenant IPv4 only),
+    or IPv6 (the tenant dual-stack on both sides)."""
+
+    name: str  # "ipv4" or "ipv6", as FRR's show commands spell it
+    index: int  # of a VM's addresses (A1..., FrrIrbLab.vm_ips: IPv4 first)
+    our_subnet: str  # VNI 5001's: a1's and the probe's
+    our_vtep: str  # our VTEP as the next hop of this family's routes in FRR's VRF
+
+    @property
+    def dual_stack(self) -> bool:
+        return self.name == "ipv6"
+
+    @property
+    def ip_flag(self) -> str:
+        """``ip`` and ``ping``'s option for the family: -4 or -6."""
+        return "-6" if self.dual_stack else "-4"
+
+    def ip(self, vm: Vm) -> str:
+        """``vm``'s address of this family."""
+        return vm.ips[self.index]
+
+    def vm(self, vm: Vm) -> Vm:
+        """``vm`` as this lab's tenant has it."""
+        return vm if self.dual_stack else replace(vm, ips=vm.ips[:1])
+
+    def subnets(self, vni: int, n: int) -> tuple[Subnet, ...]:
+        """VRF red's subnets of ``vni`` (192.168.<n>.0/24, 2001:db8:<n>::/64)."""
+        ipv4 = Subnet(f"192.168.{n}.0/24", GATEWAYS[vni])
+        return (ipv4, Subnet(f"2001:db8:{n}::/64", GATEWAYS6[vni])) if self.dual_stack else (ipv4,)
+
+    def gateways(self, vni: int) -> list[str]:
+        """The gateway addresses of ``vni``'s subnets, the IPv6 one first."""
+        return [GATEWAYS6[vni], GATEWAYS[vni]] if self.dual_stack else [GATEWAYS[vni]]
+
+
+IPV4 = Family("ipv4", 0, "192.168.2.0/24", TOR_VTEP)
+IPV6 = Family("ipv6", 1, "2001:db8:2::/64", f"::ffff:{TOR_VTEP}")
+
+
 @dataclass
 class Lab:
     frr: FrrIrbLab
+    family: Family
     switch: Bmv2Switch
     fabric: Fabric
     store: Path
@@ -101,6 +166,11 @@ class Lab:
         assert self.source is not None
         return self.source.service
 
+    @property
+    def frr_vm_ip(self) -> str:
+        """FRR's VM's address of the family routed."""
+        return self.frr.vm_ips[self.family.index]
+
     def start_controller(self) -> None:
         """As the CLI does: the EVPN source first, then the supervisors."""
         self.controller, self.source = start_evpn_controller(
@@ -114,42 +184,47 @@ class Lab:
             self.source.stop()
 
 
-def _fabric(grpc: str, frr: FrrIrbLab) -> Fabric:
-    """One ToR, VRF red (L3 VNI 50000) with two routed subnets; FRR is only
-    a BGP peer."""
+def _fabric(grpc: str, frr: FrrIrbLab, family: Family) -> Fabric:
+    """One ToR, VRF red (L3 VNI 50000) with two routed subnets (two
+    dual-stack ones for IPv6); FRR is only a BGP peer."""
     fabric = Fabric()
     fabric.tors["tor1"] = Tor("tor1", grpc, 1, TOR_VTEP, TOR_MAC, (Uplink(3, UP_MAC),))
     for port in (1, 2, 4):
         fabric.servers[f"s{port}"] = Server(f"s{port}", "tor1", port)
     fabric.anycast_gateway_mac = ANYCAST_MAC
     fabric.vrfs["red"] = Vrf("red", L3VNI)
-    for vni, net in ((5000, "192.168.1"), (5001, "192.168.2")):
-        fabric.vnis[vni] = Vni(
-            vni, f"red-{vni}", vrf="red", subnets=(Subnet(f"{net}.0/24", GATEWAYS[vni]),)
-        )
-    fabric.evpn = EvpnConfig(
-        asn=65000,
-        router_id=frr.ctl_ip,
-        peers=(EvpnPeer(frr.frr_ip, 65000),),
-        vnis=tuple(VniRouting(v, None, (f"65000:{v}",), (f"65000:{v}",)) for v in (5000, 5001)),
-        hold_time=3,
-    ).for_fabric(fabric)
+    for vni, n in ((5000, 1), (5001, 2)):
+        fabric.vnis[vni] = Vni(vni, f"red-{vni}", vrf="red", subnets=family.subnets(vni, n))
+    fabric.evpn = our_evpn_config(frr, fabric)
     return fabric
 
 
-@pytest.fixture(scope="module", params=["netns", "vrf"])
+# The IPv6 lab on the namespace backend only: this kernel has no VRF
+# devices to try FRR's kernel-VRF IPv6 routing on.
+LABS = [
+    pytest.param(("netns", IPV4), id="netns-ipv4"),
+    pytest.param(("vrf", IPV4), id="vrf-ipv4"),
+    pytest.param(("netns", IPV6), id="netns-ipv6"),
+]
+
+
+@pytest.fixture(scope="module", params=LABS)
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    backend = request.param
+    backend, family = request.param
     if backend == "vrf" and (why := kernel_vrf_missing()):
         pytest.skip(f"FRR's kernel-VRF data plane not run: {why}")
-    tmp = tmp_path_factory.mktemp(f"evpn-irb-dp-{backend}")
+    tmp = tmp_path_factory.mktemp(f"evpn-irb-dp-{backend}-{family.name}")
     tag = os.getpid() % 10000
     relays: list[subprocess.Popen[bytes]] = []
     vma, mvt = f"p4vj-a{tag}", f"p4vj-m{tag}"
+    gateways6 = GATEWAYS6 if family.dual_stack else {}  # (none in the IPv4 lab)
+    # FRR serves 192.168.1.0/24 (and 2001:db8:1::/64) too, with the anycast gateway.
+    shared = SharedVni(5000, 24, GATEWAYS[5000], ANYCAST_MAC, gateways6.get(5000))
     with (
-        FrrIrbLab(l3vni=L3VNI, l2vni=FRR_VNI, backend=backend, shared=SHARED) as frr,
+        FrrIrbLab(l3vni=L3VNI, l2vni=FRR_VNI, backend=backend, shared=shared,
+                  ipv6=family.dual_stack) as frr,
         VethSet(f"pj{tag}", 4) as veths,
-    ):
+    ):  # fmt: skip
         (s1, h1), (s2, h2), (s3, h3), (s4, h4) = veths.pairs
         switch = Bmv2Switch(
             "tor1", 1, free_port(), free_port(), {1: s1, 2: s2, 3: s3, 4: s4}, log_dir=tmp
@@ -157,19 +232,22 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         lab = None
         try:
             frr.attach_underlay(h3, UP_MAC, TOR_VTEP, TOR_MAC)
-            relays.append(vm_behind_port(vma, h1, A1, GATEWAYS[5001]))
-            relays.append(vm_behind_port(mvt, h4, MOVER, GATEWAYS[5000]))
-            frr.add_vm("mv", MOVER.mac, MOVER.ips[0])  # (down: the mover starts on the ToR)
+            relays.append(vm_behind_port(vma, h1, family.vm(A1), GATEWAYS[5001],
+                                         gateways6.get(5001)))  # fmt: skip
+            relays.append(vm_behind_port(mvt, h4, family.vm(MOVER), GATEWAYS[5000],
+                                         gateways6.get(5000)))  # fmt: skip
+            # (down: the mover starts on the ToR; its IPv4 address, and IPv6 in the IPv6 lab)
+            frr.add_vm("mv", MOVER.mac, *family.vm(MOVER).ips)
             switch.start()
-            lab = Lab(frr, switch, _fabric(switch.grpc_address, frr), tmp / "state.db", s3,
-                      {1: h1, 2: h2, 4: h4}, vma, mvt)  # fmt: skip
+            lab = Lab(frr, family, switch, _fabric(switch.grpc_address, frr, family),
+                      tmp / "state.db", s3, {1: h1, 2: h2, 4: h4}, vma, mvt)  # fmt: skip
             lab.start_controller()
             for vm in (A1, PROBE, MOVER, STAY):
-                lab.ctl.attach(vm)
+                lab.ctl.attach(family.vm(vm))
             assert lab.ctl.wait_converged(30)
             assert wait_for(frr.session_established, 30), f"no session; logs in {frr.dir}"
             assert wait_for(frr.l3vni_up, 10), frr.vtysh("show evpn vni")
-            frr.vm_speaks()
+            frr.vm_speaks()  # (in the IPv6 lab both families: FRR advertises both MAC+IP routes)
             yield lab
         finally:
             if lab is not None:
@@ -201,17 +279,13 @@ def read_back(lab: Lab) -> None:
     read_back_matches(SimpleNamespace(fabric=lab.fabric), lab.ctl)
 
 
-def kernel_via(frr: FrrIrbLab) -> dict[str, set[str]]:
-    """FRR's VRF kernel routes installed by BGP: destination -> gateways."""
-    return frr.tenant.bgp_routes()
-
-
-def frr_mac_paths(frr: FrrIrbLab, mac: str) -> dict[str, dict]:
-    """FRR's MAC+IP paths for ``mac``, by next hop."""
+def frr_mac_paths(frr: FrrIrbLab, mac: str, ip: str) -> dict[str, dict]:
+    """FRR's MAC+IP paths for ``mac`` and ``ip``, by next hop."""
+    length = 128 if ":" in ip else 32
     return {
         nh["ip"]: path
         for path in frr.evpn_routes()
-        if f"[{mac}]:[32]:" in path["prefix"]
+        if f"[{mac}]:[{length}]:[{ip}]" in path["prefix"]
         for nh in path.get("nexthops", [])
     }
 
@@ -223,6 +297,11 @@ def mobility_seq(path: dict) -> int:
     return 0
 
 
+def forwarding(frr: FrrIrbLab, ns: str) -> str:
+    """Whether the host in ``ns`` forwards IPv6 ("0": no, a host)."""
+    return frr.in_ns(ns, "sysctl", "-n", "net.ipv6.conf.all.forwarding").strip()
+
+
 # ---- frames --------------------------------------------------------------------
 
 PAYLOAD = b"p4vtep symmetric IRB" * 3
@@ -230,19 +309,26 @@ PAYLOAD = b"p4vtep symmetric IRB" * 3
 
 def routed(src_mac: str, dst_mac: str, src_ip: str, dst_ip: str, tag: int,
            vlan: int | None = None) -> Packet:  # fmt: skip
+    """A UDP packet tagged ``tag`` (source port 3000 + tag; the IPv4 id or
+    the IPv6 flow label too), TTL or hop limit 64, in the family of ``dst_ip``."""
     head = Ether(src=src_mac, dst=dst_mac)
     if vlan is not None:
         head = head / Dot1Q(vlan=vlan)
-    return (
-        head
-        / IP(src=src_ip, dst=dst_ip, ttl=64, id=tag)
-        / UDP(sport=3000 + tag, dport=5001)
-        / Raw(PAYLOAD)
-    )
+    if ":" in dst_ip:
+        packet = IPv6(src=src_ip, dst=dst_ip, hlim=64, fl=tag)
+    else:
+        packet = IP(src=src_ip, dst=dst_ip, ttl=64, id=tag)
+    return head / packet / UDP(sport=3000 + tag, dport=5001) / Raw(PAYLOAD)
 
 
-def hop(sent: Packet, hops: int) -> IP:
-    """The sent IPv4 packet after ``hops`` routers: TTL less, checksum anew."""
+def hop(sent: Packet, hops: int) -> IP | IPv6:
+    """The sent IP packet after ``hops`` routers: TTL (hop limit) less, an
+    IPv4 header checksum anew (IPv6 has none; the UDP checksum covers
+    neither)."""
+    if IPv6 in sent:
+        inner6 = sent[IPv6].copy()
+        inner6.hlim -= hops
+        return inner6
     inner = sent[IP].copy()
     inner.ttl -= hops
     inner.chksum = None
@@ -250,7 +336,7 @@ def hop(sent: Packet, hops: int) -> IP:
 
 
 def tagged(frame: Ether, tag: int) -> bool:
-    return IP in frame and UDP in frame and frame[UDP].sport == 3000 + tag
+    return (IP in frame or IPv6 in frame) and UDP in frame and frame[UDP].sport == 3000 + tag
 
 
 def inner_of(frame: Ether) -> Ether:
@@ -300,25 +386,38 @@ def check_frr_encap(got: Ether, frr: FrrIrbLab, inner: Packet) -> None:
 
 
 def test_each_side_installs_the_others_routes_towards_its_router_mac(lab: Lab) -> None:
-    frr = lab.frr
+    frr, family = lab.frr, lab.family
     to_frr = RemoteVtepHop(frr.frr_ip, FRR_RMAC, L3VNI)
-    # FRR's host and subnet on the ToR, towards FRR's VTEP and router MAC.
-    assert wait_for(lambda: switch_holds(lab, ENC.host_route(L3VNI, VM_IP, to_frr)), 20), (
+    # FRR's hosts are hosts: they do not forward IPv6 (GoBGP would drop
+    # their MAC+IPv6 routes, the router flag's ND community on them).
+    assert forwarding(frr, frr.vm_ns) == "0"
+    # FRR's host and subnet on the ToR (host_route and prefix_route, or
+    # their ipv6_ tables), towards FRR's VTEP and router MAC.
+    assert wait_for(lambda: switch_holds(lab, ENC.host_route(L3VNI, lab.frr_vm_ip, to_frr)), 20), (
         lab.evpn.view.learned(),
         dict(lab.evpn.intake.refused),
     )
-    assert wait_for(
-        lambda: switch_holds(lab, ENC.of(ENTRIES.prefix_route(L3VNI, "192.168.7.0", 24, to_frr))),
-        10,
-    )
+    address, length = frr.subnets[family.index].split("/")
+    frr_subnet = ENC.of(ENTRIES.prefix_route(L3VNI, address, int(length), to_frr))
+    assert wait_for(lambda: switch_holds(lab, frr_subnet), 10)
     assert switch_holds(lab, ENC.underlay_route(frr.frr_ip, 32, 1))
     read_back(lab)
-    # Ours in FRR's VRF, in the kernel: the hosts and subnet 192.168.2.0/24
-    # via our VTEP, our router MAC as the VTEP's neighbour entry on the L3
-    # SVI, and an FDB entry for it towards our VTEP.
-    want = {A1.ips[0]: {TOR_VTEP}, PROBE.ips[0]: {TOR_VTEP}, "192.168.2.0/24": {TOR_VTEP}}
-    assert wait_for(lambda: want.items() <= kernel_via(frr).items(), 15), frr.kernel_routes()
-    assert wait_for(lambda: frr.kernel_neighbours().get(TOR_VTEP) == TOR_MAC, 10), (
+    # Ours in FRR's VRF: its BGP table and the kernel's routing table hold
+    # our hosts and subnet 192.168.2.0/24 (2001:db8:2::/64) via our VTEP
+    # (::ffff:<our VTEP> for IPv6) on the L3 SVI, whose neighbour entry is
+    # our router MAC, with an FDB entry for it towards our VTEP.
+    via, svi = family.our_vtep, f"br{L3VNI}"
+    hosts = [family.ip(vm) for vm in (A1, PROBE, MOVER, STAY)]
+    host_len = 128 if family.dual_stack else 32
+    rib = {f"{ip}/{host_len}": {via} for ip in hosts} | {family.our_subnet: {via}}
+    assert wait_for(lambda: rib.items() <= frr.vrf_next_hops(family.name).items(), 15), (
+        frr.vrf_next_hops(family.name)
+    )
+    want = {ip: {(via, svi)} for ip in hosts} | {family.our_subnet: {(via, svi)}}
+    assert wait_for(lambda: want.items() <= frr.bgp_kernel_routes(family.ip_flag).items(), 15), (
+        frr.kernel_routes(family.ip_flag)
+    )
+    assert wait_for(lambda: frr.kernel_neighbours().get(via) == TOR_MAC, 10), (
         frr.kernel_neighbours()
     )
     assert any(e["mac"] == TOR_MAC and e["dst"] == TOR_VTEP for e in frr.kernel_fdb(L3VNI)), (
@@ -330,14 +429,14 @@ def test_each_side_installs_the_others_routes_towards_its_router_mac(lab: Lab) -
 
 
 def test_a_routed_frame_from_the_tor_to_frrs_subnet_exactly(lab: Lab) -> None:
-    frr = lab.frr
-    sent = routed(PROBE.mac, ANYCAST_MAC, PROBE.ips[0], VM_IP, 1, vlan=PROBE.vlan)
+    frr, family = lab.frr, lab.family
+    sent = routed(PROBE.mac, ANYCAST_MAC, family.ip(PROBE), lab.frr_vm_ip, 1, vlan=PROBE.vlan)
     with Capture(None, lab.wire) as wire, Capture(frr.vm_ns, "vm0") as vm:
         send_frame(None, lab.ifaces[2], bytes(sent))
         out = wire.wait_for(lambda f: VXLAN in f and tagged(inner_of(f), 1), outgoing=True)
         got = vm.wait_for(lambda f: tagged(f, 1), outgoing=False)
     assert len(out) == 1, out
-    check_tor_encap(out[0], frr, hop(sent, 1))  # routed once: TTL 63 in the tunnel
+    check_tor_encap(out[0], frr, hop(sent, 1))  # routed once: TTL (hop limit) 63 in the tunnel
     # FRR's VRF routed it again into its subnet: from its SVI, TTL 62.
     assert [bytes(f) for f in got] == [
         bytes(Ether(src=frr.svi_mac(FRR_VNI), dst=VM_MAC) / hop(sent, 2))
@@ -345,8 +444,8 @@ def test_a_routed_frame_from_the_tor_to_frrs_subnet_exactly(lab: Lab) -> None:
 
 
 def test_a_routed_frame_from_frrs_subnet_to_the_tor_exactly(lab: Lab) -> None:
-    frr = lab.frr
-    sent = routed(VM_MAC, frr.svi_mac(FRR_VNI), VM_IP, PROBE.ips[0], 2)
+    frr, family = lab.frr, lab.family
+    sent = routed(VM_MAC, frr.svi_mac(FRR_VNI), lab.frr_vm_ip, family.ip(PROBE), 2)
     with Capture(None, lab.wire) as wire, Capture(None, lab.ifaces[2]) as probe:
         send_frame(frr.vm_ns, "vm0", bytes(sent))
         into = wire.wait_for(lambda f: VXLAN in f and tagged(inner_of(f), 2), outgoing=False)
@@ -360,21 +459,26 @@ def test_a_routed_frame_from_frrs_subnet_to_the_tor_exactly(lab: Lab) -> None:
 
 
 def test_ping_across_subnets_both_ways(lab: Lab) -> None:
-    frr = lab.frr
-    # a1 (192.168.2.1 behind the ToR) <-> FRR's VM (192.168.7.10 behind Linux)
-    out = frr.in_ns(lab.vma, "ping", "-c", "3", "-W", "2", VM_IP, check=False)
+    frr, family = lab.frr, lab.family
+    # a1 (192.168.2.1 or 2001:db8:2::11, behind the ToR) <-> FRR's VM
+    # (192.168.7.10 or fd00:7::10, behind Linux); replies with TTL (hop
+    # limit) 62: routed by both VTEPs.
+    ping = ("ping", family.ip_flag, "-c", "3", "-W", "2")
+    out = frr.in_ns(lab.vma, *ping, lab.frr_vm_ip, check=False)
     assert "3 received" in out, out
-    out = frr.in_ns(frr.vm_ns, "ping", "-c", "3", "-W", "2", A1.ips[0], check=False)
+    assert " ttl=62 " in out, out
+    out = frr.in_ns(frr.vm_ns, *ping, family.ip(A1), check=False)
     assert "3 received" in out, out
-    assert " ttl=62 " in out  # (routed by both VTEPs)
+    assert " ttl=62 " in out, out
 
 
 def _probe_to_mover_reaches(lab: Lab, ns: str | None, iface: str, want_vlan: int | None,
                             tag: int, hops: int) -> list[Ether]:  # fmt: skip
-    """The probe (192.168.2.2 on the ToR) sends to the mover's IP; what the
+    """The probe (on the ToR) sends to the mover's address; what the
     mover's interface ``iface`` in ``ns`` receives of it, and checks that
     it is the sent packet after ``hops`` routers from the anycast MAC."""
-    sent = routed(PROBE.mac, ANYCAST_MAC, PROBE.ips[0], MOVER.ips[0], tag, vlan=PROBE.vlan)
+    ips = lab.family.ip(PROBE), lab.family.ip(MOVER)
+    sent = routed(PROBE.mac, ANYCAST_MAC, *ips, tag, vlan=PROBE.vlan)
     with Capture(ns, iface) as there:
         send_frame(None, lab.ifaces[2], bytes(sent))
         got = there.wait_for(lambda f: tagged(f, tag), outgoing=False, timeout=2)
@@ -385,42 +489,54 @@ def _probe_to_mover_reaches(lab: Lab, ns: str | None, iface: str, want_vlan: int
 
 
 def test_a_routed_vm_migrates_to_the_frr_host_and_back(lab: Lab) -> None:
-    """The mover (192.168.1.3, VNI 5000, which FRR serves too with the same
-    anycast gateway) moves ToR -> FRR host -> ToR. Its host route follows on
-    both sides: our type 2 withdrawn and FRR's advertised (with the MAC
-    mobility number) and back; the ToR's host_route entry towards FRR's VTEP
-    and back to the VM; FRR's kernel route towards our VTEP and back; the
-    probe (another subnet) reaches the mover wherever it runs."""
-    frr, ctl = lab.frr, lab.ctl
-    mover_ip = MOVER.ips[0]
+    """The mover (192.168.1.3, and 2001:db8:1::13 in the IPv6 lab; VNI
+    5000, which FRR serves too with the same anycast gateway) moves ToR ->
+    FRR host -> ToR. Its host route of the family follows on both sides:
+    our MAC+IP route withdrawn and FRR's advertised (with the MAC mobility
+    number) and back; the ToR's host route entry towards FRR's VTEP and
+    back to the VM; FRR's kernel route towards our VTEP and back; the probe
+    (another subnet) reaches the mover wherever it runs, TTL (hop limit)
+    62 behind FRR."""
+    frr, ctl, family = lab.frr, lab.ctl, lab.family
+    mover_ip = family.ip(MOVER)
+    via_us = {(family.our_vtep, f"br{L3VNI}")}  # (FRR's kernel route: via our VTEP on the L3 SVI)
     to_frr = ENC.host_route(L3VNI, mover_ip, RemoteVtepHop(frr.frr_ip, FRR_RMAC, L3VNI))
+
+    def frr_paths() -> dict[str, dict]:
+        return frr_mac_paths(frr, MOVER.mac, mover_ip)
+
+    def kernel_route() -> set[tuple[str, str]] | None:
+        return frr.bgp_kernel_routes(family.ip_flag).get(mover_ip)
+
     assert switch_holds(lab, ENC.host_route(L3VNI, mover_ip, _local_hop(lab)))
-    assert wait_for(lambda: TOR_VTEP in frr_mac_paths(frr, MOVER.mac), 10), frr.vtysh(
+    assert wait_for(lambda: TOR_VTEP in frr_paths(), 10), frr.vtysh(
         "show bgp l2vpn evpn route type macip"
     )
-    assert wait_for(lambda: kernel_via(frr).get(mover_ip) == {TOR_VTEP}, 10), frr.kernel_routes()
+    assert wait_for(lambda: kernel_route() == via_us, 10), frr.kernel_routes(family.ip_flag)
     # on the ToR: routed once, delivered on the mover's VLAN
     assert wait_for(
         lambda: _probe_to_mover_reaches(lab, lab.mvt, lab.ifaces[4], MOVER.vlan, 10, 1), 5
     )
 
     # To the FRR host: the VM stops on the ToR, starts behind FRR's bridge
-    # and speaks to its gateway (FRR's SVI); FRR advertises its MAC with a
+    # and speaks to its gateways (FRR's SVI); FRR advertises its MAC with a
     # higher sequence number (a move: we stop advertising it, the MAC goes
     # to FRR's VTEP) or the same (a conflict: FRR 8.4 did that in
     # test_evpn_dataplane.py's lab; ours stay). Either way the
     # inventory follows: the VM is detached here. FRR's MAC+IP route comes
     # when the VM speaks after our MAC+IP route is gone (until then zebra
-    # keeps the neighbour entry it made for ours, which ARP does not
+    # keeps the neighbour entry it made for ours, which ARP and ND do not
     # override).
     conflicts = lab.evpn.table.refused["conflict"]
     start = time.monotonic()
     frr.in_ns(lab.mvt, "ip", "link", "set", "vm", "down")
     frr.vm_up("mv")
     mv_ns = f"{frr.vm_ns}mv"
+    assert forwarding(frr, mv_ns) == "0"  # (a host: no router flag, see the module's doc)
 
     def mover_speaks() -> None:
-        frr.in_ns(mv_ns, "ping", "-c", "1", "-W", "1", GATEWAYS[5000], check=False)
+        for gateway in family.gateways(5000):
+            frr.in_ns(mv_ns, "ping", "-c", "1", "-W", "1", gateway, check=False)
 
     mover_speaks()
     assert wait_for(
@@ -432,22 +548,25 @@ def test_a_routed_vm_migrates_to_the_frr_host_and_back(lab: Lab) -> None:
     ), frr.vtysh(f"show evpn mac vni 5000 mac {MOVER.mac}")
     how = "conflict" if lab.evpn.table.refused["conflict"] > conflicts else "higher number"
     ctl.detach(MOVER.name)
-    assert wait_for(lambda: TOR_VTEP not in frr_mac_paths(frr, MOVER.mac), 10)
-    assert wait_for(lambda: mover_speaks() or frr.frr_ip in frr_mac_paths(frr, MOVER.mac), 15), (
-        frr.vtysh(f"show evpn arp-cache vni 5000 ip {mover_ip}")
+    assert wait_for(lambda: TOR_VTEP not in frr_paths(), 10)
+    assert wait_for(lambda: mover_speaks() or frr.frr_ip in frr_paths(), 15), frr.vtysh(
+        f"show evpn arp-cache vni 5000 ip {mover_ip}"
     )
-    there_seq = mobility_seq(frr_mac_paths(frr, MOVER.mac)[frr.frr_ip])
+    path = frr_paths()[frr.frr_ip]
+    there_seq = mobility_seq(path)
+    # (FRR's route carries no ND extended community: the mover is a host.)
+    assert "ND:" not in path.get("extendedCommunity", {}).get("string", ""), path
     # Our type 2 is withdrawn; the ToR's host route goes to FRR's VTEP and
     # router MAC (and the MAC to its VTEP), FRR's kernel route to its bridge.
     assert wait_for(lambda: switch_holds(lab, to_frr), 15), lab.evpn.view.host_routes()
     assert wait_for(lambda: _probe_to_mover_reaches(lab, mv_ns, "mv0", None, 11, 2), 10)
     there = time.monotonic() - start
     assert switch_holds(lab, ENC.mac_to_remote_vtep(5000, MOVER.mac, frr.frr_ip))
-    assert wait_for(lambda: set(frr_mac_paths(frr, MOVER.mac)) == {frr.frr_ip}, 10)
-    assert wait_for(lambda: mover_ip not in kernel_via(frr), 10), frr.kernel_routes()
+    assert wait_for(lambda: set(frr_paths()) == {frr.frr_ip}, 10)
+    assert wait_for(lambda: kernel_route() is None, 10), frr.kernel_routes(family.ip_flag)
     read_back(lab)
     # ... and exactly: from the ToR into FRR's VRF, then FRR's anycast SVI.
-    sent = routed(PROBE.mac, ANYCAST_MAC, PROBE.ips[0], mover_ip, 12, vlan=PROBE.vlan)
+    sent = routed(PROBE.mac, ANYCAST_MAC, family.ip(PROBE), mover_ip, 12, vlan=PROBE.vlan)
     with Capture(None, lab.wire) as wire:
         send_frame(None, lab.ifaces[2], bytes(sent))
         out = wire.wait_for(lambda f: VXLAN in f and tagged(inner_of(f), 12), outgoing=True)
@@ -459,26 +578,26 @@ def test_a_routed_vm_migrates_to_the_frr_host_and_back(lab: Lab) -> None:
     # route points at the VM again and FRR's kernel route at our VTEP.
     start = time.monotonic()
     frr.in_ns(lab.mvt, "ip", "link", "set", "vm", "up")
-    ctl.attach(MOVER)
+    ctl.attach(family.vm(MOVER))
     frr.vm_up("mv", False)
     assert wait_for(lambda: switch_holds(lab, ENC.host_route(L3VNI, mover_ip, _local_hop(lab))), 15)
-    assert wait_for(lambda: set(frr_mac_paths(frr, MOVER.mac)) == {TOR_VTEP}, 15), (
+    assert wait_for(lambda: set(frr_paths()) == {TOR_VTEP}, 15), (
         lab.evpn.view.advertisements(),
         frr.vtysh("show bgp l2vpn evpn route type macip"),
     )
     ours = {a.mac: a.seq for a in lab.evpn.view.advertisements()}[MOVER.mac]
     assert ours == there_seq + 1
-    assert mobility_seq(frr_mac_paths(frr, MOVER.mac)[TOR_VTEP]) == ours
-    assert wait_for(lambda: kernel_via(frr).get(mover_ip) == {TOR_VTEP}, 10), frr.kernel_routes()
+    assert mobility_seq(frr_paths()[TOR_VTEP]) == ours
+    assert wait_for(lambda: kernel_route() == via_us, 10), frr.kernel_routes(family.ip_flag)
     # FRR's VM reaches the mover on the ToR again: routed by FRR into the L3
     # VNI, by the ToR onto the mover's VLAN (TTL 62).
-    sent = routed(VM_MAC, frr.svi_mac(FRR_VNI), VM_IP, mover_ip, 13)
+    sent = routed(VM_MAC, frr.svi_mac(FRR_VNI), lab.frr_vm_ip, mover_ip, 13)
     assert wait_for(lambda: _frr_vm_reaches_mover(lab, sent), 10)
     back = time.monotonic() - start
     read_back(lab)
     print(
-        f"\nrouted migration: to the FRR host {there:.2f} s (FRR's MAC first with a {how}, its "
-        f"MAC+IP with sequence {there_seq}), back {back:.2f} s (ours with {ours})"
+        f"\nrouted {family.name} migration: to the FRR host {there:.2f} s (FRR's MAC first with "
+        f"a {how}, its MAC+IP with sequence {there_seq}), back {back:.2f} s (ours with {ours})"
     )
 
 

@@ -14,119 +14,60 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from fabric_fixture import ANYCAST_MAC, routed_fabric, routed_vms
+from fabric_fixture import ANYCAST_MAC, TOR1, TOR1_RMAC, TOR2, TOR2_RMAC, routed_fabric, routed_vms
 from frr_irb_lab import (
     FRR_RMAC,
-    OBSERVER_ASN,
+    FRR_VNI,
+    L3VNI,
     SUBNET,
     VM_IP,
     VM_MAC,
     FrrIrbLab,
+    advertising,
+    assert_routed_to_frr,
+    default_route_from_frr,
     observed_paths,
-    observer_config,
+    observing,
+    our_speaker,
 )
 from frr_lab import needs_frr
-from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.compiler.learned import Learned, LearnedHost, LearnedPrefix
-from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.dataplane.entries import PipelineEntries, RemoteVtepHop
 from p4vtep.evpn import status
-from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
-from p4vtep.evpn.options import EvpnOptions
 from p4vtep.evpn.service import EvpnService
 from p4vtep.evpn.speaker import wait_for
 from p4vtep.evpn.view import LocalMac, RemoteHost, RemotePrefix
-from p4vtep.model.allocation import Allocations
 
 pytestmark = [pytest.mark.evpn, needs_frr()]
 
-L3VNI, FRR_VNI = 50000, 5007
-TOR1, TOR2 = "10.0.0.1", "10.0.0.2"
-TOR1_RMAC, TOR2_RMAC = "00:aa:00:00:00:01", "00:aa:00:00:00:02"
 # Our VMs (routed_vms): web-1 on tor1 (VNI 5000), db-1 on tor2 (VNI 5001),
 # fw on tor2 (VNI 5000, the next hop of red's default route).
 WEB = LocalMac(5000, "00:00:0a:00:00:01", TOR1, frozenset({"192.168.1.1"}))
 DB = LocalMac(5001, "00:00:0a:00:01:01", TOR2, frozenset({"192.168.2.1"}))
 FW = LocalMac(5000, "00:00:0a:00:00:03", TOR2, frozenset({"192.168.1.3"}))
 OURS = ([WEB, DB, FW], {TOR1: [5000], TOR2: [5000, 5001]})
-ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
-ENC = Encoder(ENTRIES)
-
-
-def our_config(frr: FrrIrbLab) -> EvpnConfig:
-    """routed_fabric's VRF red and VNIs with the automatic RDs and route
-    targets (FRR's convention: 65000:VNI, 65000:L3VNI)."""
-    return EvpnConfig(
-        asn=65000,
-        router_id=frr.ctl_ip,
-        peers=(EvpnPeer(frr.frr_ip, 65000), EvpnPeer(frr.observer_ip, OBSERVER_ASN)),
-        vnis=tuple(VniRouting(v, None, (f"65000:{v}",), (f"65000:{v}",)) for v in (5000, 5001)),
-        hold_time=3,
-    ).for_fabric(routed_fabric())
 
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[tuple[FrrIrbLab, EvpnService]]:
-    with FrrIrbLab(l3vni=L3VNI, l2vni=FRR_VNI) as frr:
-        service = EvpnService(
-            our_config(frr),
-            [TOR1, TOR2],
-            EvpnOptions(
-                command_prefix=("ip", "netns", "exec", frr.ctl_ns),
-                listen_addresses=(frr.ctl_ip,),
-            ),
-        )
-        service.start()
-        try:
-            assert wait_for(frr.session_established, 30), f"no session; logs in {frr.dir}"
-            assert wait_for(frr.l3vni_up, 10), frr.vtysh("show evpn vni")
-            frr.vm_speaks()
-            yield frr, service
-        finally:
-            service.stop()
-
-
-def frr_paths(frr: FrrIrbLab, next_hop: str) -> dict[str, dict[str, Any]]:
-    """FRR's EVPN paths with this next hop, by "RD prefix"."""
-    return {
-        f"{p['rd']} {p['prefix']}": p
-        for p in frr.evpn_routes()
-        if any(nh.get("ip") == next_hop for nh in p.get("nexthops", []))
-    }
-
-
-def frr_vrf(frr: FrrIrbLab) -> dict[str, set[str]]:
-    """FRR's VRF table: prefix -> next hops."""
-    return {
-        prefix: {nh["ip"] for path in paths for nh in path.get("nexthops", [])}
-        for prefix, paths in frr.vrf_routes().items()
-    }
-
-
-def kernel(frr: FrrIrbLab) -> dict[str, set[tuple[str, str]]]:
-    """The VRF's kernel routes installed by FRR's BGP: dst -> {(gateway, dev)}
-    (several for an ECMP route)."""
-    out = {}
-    for r in frr.kernel_routes():
-        if r.get("protocol") == "bgp":
-            hops = r.get("nexthops", [r])
-            out[r["dst"]] = {(h.get("gateway", ""), h.get("dev", "")) for h in hops}
-    return out
+    with (
+        FrrIrbLab() as frr,
+        our_speaker(frr, routed_fabric(), [TOR1, TOR2]) as service,
+    ):
+        yield frr, service
 
 
 def test_frr_takes_our_type_2_as_vni_l2_l3_with_our_router_mac_and_imports_our_type_5(
     lab: tuple[FrrIrbLab, EvpnService],
 ) -> None:
     frr, service = lab
-    service.set_local(*OURS)
-    try:
+    with advertising(service, *OURS):
         mac_ip = f"{TOR1}:5000 [2]:[0]:[48]:[{WEB.mac}]:[32]:[192.168.1.1]"
         # 3 VMs x (MAC, MAC+IP), type 3 for 3 (ToR, VNI), type 5 for 3 subnets
         # (192.168.1.0/24 from both ToRs) and the default route
         assert wait_for(
-            lambda: len(frr_paths(frr, TOR1)) + len(frr_paths(frr, TOR2)) == 6 + 3 + 4, 10
+            lambda: len(frr.evpn_routes_via(TOR1)) + len(frr.evpn_routes_via(TOR2)) == 6 + 3 + 4, 10
         ), frr.vtysh("show bgp l2vpn evpn")
-        tor1 = frr_paths(frr, TOR1)
+        tor1 = frr.evpn_routes_via(TOR1)
         assert tor1[mac_ip]["extendedCommunity"]["string"] == (
             f"RT:65000:5000 RT:65000:50000 ET:8 Rmac:{TOR1_RMAC}"
         )
@@ -143,7 +84,10 @@ def test_frr_takes_our_type_2_as_vni_l2_l3_with_our_router_mac_and_imports_our_t
         ] == (f"RT:65000:50000 ET:8 Rmac:{TOR1_RMAC}")
         # Type 3 for the L2 VNIs only, never the L3 VNI.
         type3 = [
-            p for hop in (TOR1, TOR2) for p in frr_paths(frr, hop).values() if p["routeType"] == 3
+            p
+            for hop in (TOR1, TOR2)
+            for p in frr.evpn_routes_via(hop).values()
+            if p["routeType"] == 3
         ]
         assert sorted(p["extendedCommunity"]["string"] for p in type3) == [
             "RT:65000:5000 ET:8",
@@ -161,9 +105,9 @@ def test_frr_takes_our_type_2_as_vni_l2_l3_with_our_router_mac_and_imports_our_t
             "192.168.2.0/24": {TOR2},
             "0.0.0.0/0": {TOR2},
         }
-        assert wait_for(lambda: {k: v for k, v in frr_vrf(frr).items() if k in want} == want, 10), (
-            frr_vrf(frr)
-        )
+        assert wait_for(
+            lambda: {k: v for k, v in frr.vrf_next_hops().items() if k in want} == want, 10
+        ), frr.vrf_next_hops()
         assert {k: v for k, v in frr.rmacs().items() if k != "numRmacs"} == {
             TOR1_RMAC: {"routerMac": TOR1_RMAC, "vtepIp": TOR1},
             TOR2_RMAC: {"routerMac": TOR2_RMAC, "vtepIp": TOR2},
@@ -171,8 +115,8 @@ def test_frr_takes_our_type_2_as_vni_l2_l3_with_our_router_mac_and_imports_our_t
         # ... and zebra installed them in the VRF's kernel table, towards our
         # VTEPs over the L3 VNI's SVI.
         svi = f"br{L3VNI}"
-        assert wait_for(lambda: len(kernel(frr)) == 6, 10), frr.kernel_routes()
-        assert kernel(frr) == {
+        assert wait_for(lambda: len(frr.bgp_kernel_routes()) == 6, 10), frr.kernel_routes()
+        assert frr.bgp_kernel_routes() == {
             "192.168.1.1": {(TOR1, svi)},
             "192.168.2.1": {(TOR2, svi)},
             "192.168.1.3": {(TOR2, svi)},
@@ -182,10 +126,8 @@ def test_frr_takes_our_type_2_as_vni_l2_l3_with_our_router_mac_and_imports_our_t
         }
         # Nothing of ours carries the anycast gateway MAC.
         assert ANYCAST_MAC not in frr.vtysh("show bgp l2vpn evpn")
-    finally:
-        service.set_local([], {})
-    assert wait_for(lambda: not frr_paths(frr, TOR1) and not frr_paths(frr, TOR2), 10)
-    assert wait_for(lambda: not kernel(frr), 10), frr.kernel_routes()
+    assert wait_for(lambda: not frr.evpn_routes_via(TOR1) and not frr.evpn_routes_via(TOR2), 10)
+    assert wait_for(lambda: not frr.bgp_kernel_routes(), 10), frr.kernel_routes()
 
 
 def test_we_decode_frrs_two_label_type_2_and_type_5_into_the_vrf(
@@ -221,67 +163,25 @@ def test_we_decode_frrs_two_label_type_2_and_type_5_into_the_vrf(
     }
 
     # Compiled: on every ToR holding red, towards FRR's VTEP and router MAC.
-    fabric, vms = routed_fabric(), routed_vms()
-    desired = DesiredState(fabric, ENC, Allocations())
-    desired.change(vms, [])
-    desired.set_learned(service.view.learned())
-    to_frr = RemoteVtepHop(frr.frr_ip, FRR_RMAC, L3VNI)
-    for tor in ("tor1", "tor2"):
-        state = desired.tors[tor].state
-        for message in (
-            ENTRIES.host_route(L3VNI, VM_IP, to_frr),
-            ENTRIES.prefix_route(L3VNI, "192.168.7.0", 24, to_frr),
-            ENTRIES.underlay_route(frr.frr_ip, 32, group_id=1),
-        ):
-            key, data = ENC.of(message)
-            assert state.get(key) == data
-        assert state == compile_tor(fabric, vms, tor, desired.alloc, ENC, desired.learned)
+    learned = service.view.learned()
+    assert_routed_to_frr(frr, routed_fabric(), routed_vms(), learned, [VM_IP, SUBNET])
 
 
 def test_a_default_route_from_frr_is_a_prefix_route_to_it(
     lab: tuple[FrrIrbLab, EvpnService],
 ) -> None:
     frr, service = lab
-    default = RemotePrefix("red", "0.0.0.0/0", frr.frr_ip, FRR_RMAC, L3VNI, frr.frr_ip)
-    frr.configure(f"router bgp {frr.asn} vrf {frr.vrf}", "address-family l2vpn evpn",
-                  "default-originate ipv4")  # fmt: skip
-    try:
-        assert wait_for(lambda: default in service.view.prefix_routes(), 10), (
-            service.view.prefix_routes()
-        )
-        learned = service.view.learned()
-        assert learned.prefixes["red"]["0.0.0.0/0"] == LearnedPrefix(
-            "red", "0.0.0.0/0", frr.frr_ip, FRR_RMAC, L3VNI
-        )
-        fabric, vms = routed_fabric(), routed_vms()
-        fabric.vrfs["red"] = replace(fabric.vrfs["red"], routes=())  # (no static default)
-        desired = DesiredState(fabric, ENC, Allocations())
-        desired.change(vms, [])
-        desired.set_learned(learned)
-        key, data = ENC.of(
-            ENTRIES.prefix_route(L3VNI, "0.0.0.0", 0, RemoteVtepHop(frr.frr_ip, FRR_RMAC, L3VNI))
-        )
-        assert desired.tors["tor1"].state.get(key) == data
-    finally:
-        frr.configure(f"router bgp {frr.asn} vrf {frr.vrf}", "address-family l2vpn evpn",
-                      "no default-originate ipv4")  # fmt: skip
-    assert wait_for(lambda: default not in service.view.prefix_routes(), 10)
+    fabric = routed_fabric()
+    fabric.vrfs["red"] = replace(fabric.vrfs["red"], routes=())  # (no static default)
+    with default_route_from_frr(frr, service, "0.0.0.0/0") as learned:
+        assert_routed_to_frr(frr, fabric, routed_vms(), learned, ["0.0.0.0/0"])
 
 
 def test_an_observer_sees_the_exact_attributes_of_what_we_send(
     lab: tuple[FrrIrbLab, EvpnService],
 ) -> None:
     frr, service = lab
-    observer = EvpnService(
-        observer_config(frr),
-        [],
-        EvpnOptions(
-            command_prefix=("ip", "netns", "exec", frr.frr_ns), local_address=frr.observer_ip
-        ),
-    )
-    service.set_local([WEB], {TOR1: [5000]})
-    observer.start()
-    try:
+    with advertising(service, [WEB], {TOR1: [5000]}), observing(frr) as observer:
         assert wait_for(lambda: len(observed_paths(observer, frr.ctl_ip)) == 4, 30), observed_paths(
             observer, frr.ctl_ip
         )
@@ -339,9 +239,6 @@ def test_an_observer_sees_the_exact_attributes_of_what_we_send(
             ("192.168.1.0/24", TOR1)
         }
         assert not observer.intake.refused
-    finally:
-        observer.stop()
-        service.set_local([], {})
 
 
 def test_frr_with_one_of_our_macs_as_router_mac_is_refused_and_its_routes_dropped(
