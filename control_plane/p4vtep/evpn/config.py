@@ -35,6 +35,7 @@ advertise (symmetric IRB type 2 and type 5) and what to accept.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -51,6 +52,9 @@ from .routes import (
     canonical_rt,
     unicast_mac,
 )
+
+# (asked for every received host route: the anycast MAC's, computed once)
+_link_local = functools.lru_cache(maxsize=16)(link_local)
 
 if TYPE_CHECKING:
     from ..model.fabric import Fabric
@@ -182,7 +186,7 @@ class EvpnConfig:
         ``vni`` and the VNIs routed in VRF ``vrf``; None when it is none's.
         A VNI with an IPv6 subnet has the gateway's link-local address too
         (fe80:: and the EUI-64 of the anycast MAC, the same in every VNI)."""
-        lla = link_local(self.anycast_mac) if self.anycast_mac is not None else None
+        lla = _link_local(self.anycast_mac) if self.anycast_mac is not None else None
         for routing in self.vnis:
             if (routing.vni == vni or (vrf is not None and routing.vrf == vrf)) and (
                 ip in routing.gateways

@@ -17,6 +17,9 @@ from .routes import (
     IpPrefixRoute,
     MacIpRoute,
     RouteError,
+    canonical_ip,
+    canonical_mac,
+    canonical_rd,
     parse_admin_value,
 )
 
@@ -37,10 +40,17 @@ def _type_name(wrapped: Any) -> str:
 
 
 def _unpack(wrapped: Any, cls: Any) -> Any:
-    message = cls()
-    if not wrapped.Unpack(message):
+    # (Any.Unpack, without its descriptor lookups: a received route has a
+    # dozen of these)
+    if _type_name(wrapped) != cls.__name__:
         raise RouteError(f"expected {cls.__name__}, got {wrapped.type_url}")
-    return message
+    return cls.FromString(wrapped.value)
+
+
+# Decoded extended communities by their encoding: a peer's routes share
+# theirs (route targets, router MAC, encapsulation), so most are decoded once.
+_COMMUNITIES: dict[bytes, tuple[tuple[str, ...], int, bool, str | None]] = {}
+_COMMUNITIES_MAX = 4096
 
 
 def evpn_family() -> Any:
@@ -178,6 +188,8 @@ def _decode_rd(wrapped: Any) -> str:
 
 
 def _decode_esi(esi: Any) -> str:
+    if not esi.type and not any(esi.value):
+        return SINGLE_HOMED_ESI  # (single-homed: nearly every route)
     raw = bytes([esi.type]) + bytes(esi.value)
     if len(raw) == 1:
         raw += bytes(9)  # GoBGP leaves the value empty for ESI 0
@@ -193,15 +205,17 @@ def decode_key(path: Any) -> tuple[object, ...] | None:
     name = _type_name(path.nlri)
     if name == attr.EVPNMACIPAdvertisementRoute.__name__:
         n = _unpack(path.nlri, attr.EVPNMACIPAdvertisementRoute)
-        mac = MacIpRoute(
-            rd=_decode_rd(n.rd),
-            mac=n.mac_address,
-            vni=1,
-            next_hop="0.0.0.0",
-            ip=_ip_or_none(n.ip_address),
-            ethernet_tag=n.ethernet_tag,
+        ip = _ip_or_none(n.ip_address)
+        # (MacIpRoute.nlri_key of the route, its fields in MacIpRoute's forms)
+        if not 0 <= n.ethernet_tag <= 0xFFFFFFFF:
+            raise RouteError(f"Ethernet tag {n.ethernet_tag} is outside 32 bits")
+        return (
+            2,
+            canonical_rd(_decode_rd(n.rd)),
+            n.ethernet_tag,
+            canonical_mac(n.mac_address),
+            canonical_ip(ip) if ip is not None else None,
         )
-        return mac.nlri_key()
     if name == attr.EVPNInclusiveMulticastEthernetTagRoute.__name__:
         n = _unpack(path.nlri, attr.EVPNInclusiveMulticastEthernetTagRoute)
         im = InclusiveMulticastRoute(
@@ -237,6 +251,37 @@ def _ip_or_none(text: str) -> str | None:
     return text if text and text not in ("<nil>", "0.0.0.0", "::") else None
 
 
+def _communities(
+    communities: Any,
+) -> tuple[tuple[str, ...], int, bool, str | None]:
+    """(route targets, MAC mobility sequence, sticky, router MAC) of an
+    ExtendedCommunitiesAttribute."""
+    attr = gobgp_api.attribute_pb2
+    targets: list[str] = []
+    seq, sticky = 0, False
+    router_mac: str | None = None
+    for community in communities.communities:
+        ckind = _type_name(community)
+        if ckind == "TwoOctetAsSpecificExtended":
+            c = _unpack(community, attr.TwoOctetAsSpecificExtended)
+            if c.sub_type == EC_SUBTYPE_ROUTE_TARGET:
+                targets.append(f"{c.asn}:{c.local_admin}")
+        elif ckind == "FourOctetAsSpecificExtended":
+            c = _unpack(community, attr.FourOctetAsSpecificExtended)
+            if c.sub_type == EC_SUBTYPE_ROUTE_TARGET:
+                targets.append(f"{c.asn}:{c.local_admin}")
+        elif ckind == "IPv4AddressSpecificExtended":
+            c = _unpack(community, attr.IPv4AddressSpecificExtended)
+            if c.sub_type == EC_SUBTYPE_ROUTE_TARGET:
+                targets.append(f"{c.address}:{c.local_admin}")
+        elif ckind == "MacMobilityExtended":
+            c = _unpack(community, attr.MacMobilityExtended)
+            seq, sticky = c.sequence_num, c.is_sticky
+        elif ckind == "RouterMacExtended":
+            router_mac = _unpack(community, attr.RouterMacExtended).mac
+    return tuple(targets), seq, sticky, router_mac
+
+
 def decode(path: Any) -> EvpnRoute | None:
     """A received (announced) path as a route; None for route types we do not
     use. Raises RouteError for a malformed one (the caller counts it)."""
@@ -255,25 +300,14 @@ def decode(path: Any) -> EvpnRoute | None:
         elif kind == "NextHopAttribute":
             next_hop = next_hop or _unpack(wrapped, attr.NextHopAttribute).next_hop
         elif kind == "ExtendedCommunitiesAttribute":
-            for community in _unpack(wrapped, attr.ExtendedCommunitiesAttribute).communities:
-                ckind = _type_name(community)
-                if ckind == "TwoOctetAsSpecificExtended":
-                    c = _unpack(community, attr.TwoOctetAsSpecificExtended)
-                    if c.sub_type == EC_SUBTYPE_ROUTE_TARGET:
-                        targets.append(f"{c.asn}:{c.local_admin}")
-                elif ckind == "FourOctetAsSpecificExtended":
-                    c = _unpack(community, attr.FourOctetAsSpecificExtended)
-                    if c.sub_type == EC_SUBTYPE_ROUTE_TARGET:
-                        targets.append(f"{c.asn}:{c.local_admin}")
-                elif ckind == "IPv4AddressSpecificExtended":
-                    c = _unpack(community, attr.IPv4AddressSpecificExtended)
-                    if c.sub_type == EC_SUBTYPE_ROUTE_TARGET:
-                        targets.append(f"{c.address}:{c.local_admin}")
-                elif ckind == "MacMobilityExtended":
-                    c = _unpack(community, attr.MacMobilityExtended)
-                    seq, sticky = c.sequence_num, c.is_sticky
-                elif ckind == "RouterMacExtended":
-                    router_mac = _unpack(community, attr.RouterMacExtended).mac
+            decoded = _COMMUNITIES.get(wrapped.value)
+            if decoded is None:
+                decoded = _communities(_unpack(wrapped, attr.ExtendedCommunitiesAttribute))
+                if len(_COMMUNITIES) >= _COMMUNITIES_MAX:
+                    _COMMUNITIES.clear()
+                _COMMUNITIES[wrapped.value] = decoded
+            found, seq, sticky, router_mac = decoded
+            targets.extend(found)
         elif kind == "PmsiTunnelAttribute":
             pmsi = _unpack(wrapped, attr.PmsiTunnelAttribute)
     if not next_hop:

@@ -33,6 +33,7 @@ receive: routed to the host in its own VNI).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import Iterable
@@ -86,6 +87,10 @@ class RouteIntake:
     held_refused: dict[tuple[str, tuple[object, ...]], tuple[EvpnRoute, str]] = field(
         default_factory=dict
     )
+
+    @functools.cached_property
+    def _own_macs(self) -> frozenset[str]:
+        return self.config.own_macs()
 
     @classmethod
     def build(cls, config: EvpnConfig, own_vteps: Iterable[str]) -> RouteIntake:
@@ -191,7 +196,7 @@ class RouteIntake:
     def _router_mac(self, route: MacIpRoute | IpPrefixRoute) -> tuple[str, str] | None:
         if route.router_mac is None:
             return NO_ROUTER_MAC, "no Router's MAC extended community (RFC 9135 8.1)"
-        if route.router_mac in self.config.own_macs():
+        if route.router_mac in self._own_macs:
             what = (
                 "this fabric's anycast gateway MAC"
                 if route.router_mac == self.config.anycast_mac

@@ -183,7 +183,11 @@ class Published:
     def _choose(self, vrf: str, ip: str) -> None:
         """The host route given out for (VRF, IP): the lowest claim's."""
         claims = self.claims[vrf, ip]
-        best = min(claims, key=host_rank) if claims else None
+        best: LearnedHost | None
+        if len(claims) == 1:
+            (best,) = claims  # (one claim, the common case: no ranking)
+        else:
+            best = min(claims, key=host_rank) if claims else None
         if not claims:
             del self.claims[vrf, ip]
         hosts = self.hosts.get(vrf)

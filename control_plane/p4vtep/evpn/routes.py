@@ -25,8 +25,10 @@ writes an IPv4 VTEP that way as the next hop of the IPv6 routes it imports
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
+import socket
 from dataclasses import dataclass
 
 from ..model.addressing import NOT_IPV6_HOST_RANGES, ipv6_text
@@ -65,6 +67,12 @@ def _ip_text(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
 def canonical_ip(text: str) -> str:
     """An IPv4 or IPv6 address, IPv6 in RFC 5952's form (IPv4-mapped ones
     as ``::ffff:192.0.2.1``, section 5)."""
+    if type(text) is str and ":" not in text:
+        try:  # (an IPv4 address already in its one form: every received host's)
+            if socket.inet_ntop(socket.AF_INET, socket.inet_pton(socket.AF_INET, text)) == text:
+                return text
+        except OSError:
+            pass
     try:
         return _ip_text(ipaddress.ip_address(str(text).strip()))
     except ValueError:
@@ -88,6 +96,7 @@ def canonical_ipv4(text: str) -> str:
         raise RouteError(f"{text!r} is not an IPv4 address") from None
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical_vtep(text: str) -> str:
     """A VTEP's IPv4 address; also given as IPv4-mapped IPv6
     (``::ffff:10.0.0.1``: FRR's spelling, see the module's docstring)."""
@@ -114,6 +123,8 @@ def ipv6_scope(ip: str) -> str | None:
     """Why an IPv6 address is never a routed host's ("fe80::/10:
     link-local", from ``NEVER_ROUTED_IPV6``); None for an IPv4 address or
     any other IPv6 one."""
+    if ":" not in ip:
+        return None  # (IPv4)
     address = ipaddress.ip_address(ip)
     if address.version == 4:
         return None
@@ -182,10 +193,12 @@ def parse_admin_value(text: str, what: str) -> AdminValue:
     return AdminValue(1, str(ip), assigned)
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical_rd(text: str) -> str:
     return str(parse_admin_value(text, "route distinguisher"))
 
 
+@functools.lru_cache(maxsize=4096)
 def canonical_rt(text: str) -> str:
     return str(parse_admin_value(text, "route target"))
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 
@@ -60,10 +60,10 @@ OnWithdraw = Callable[[str, tuple[object, ...]], None]
 OnPeerState = Callable[[str, bool], None]
 
 
-@dataclass(frozen=True)
-class Received:
+class Received(NamedTuple):
     """One path of a gobgpd event from peer ``source``: a ``route``, the NLRI
-    key of a ``withdrawn`` one, or why it is ``malformed``."""
+    key of a ``withdrawn`` one, or why it is ``malformed``. (A named tuple:
+    one is made per route received.)"""
 
     source: str
     route: EvpnRoute | None = None

@@ -39,6 +39,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..compiler.learned import (
     Learned,
@@ -97,9 +98,9 @@ class _Before:
     prefixes: dict[PrefixKey, RemotePrefix | None]
 
 
-@dataclass(frozen=True)
-class Learn:
-    """A validated route from peer ``source`` (``LearnedTable.learn``)."""
+class Learn(NamedTuple):
+    """A validated route from peer ``source`` (``LearnedTable.learn``). (A
+    named tuple: one is made per route received.)"""
 
     source: str
     route: EvpnRoute
@@ -108,8 +109,7 @@ class Learn:
     neighbour: bool = True
 
 
-@dataclass(frozen=True)
-class Unlearn:
+class Unlearn(NamedTuple):
     """Peer ``source`` withdrew the route with this NLRI key."""
 
     source: str

@@ -56,6 +56,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Iterable
 
 from ..compiler.learned import Learned
 from ..controller import Controller
@@ -294,11 +295,12 @@ class EvpnSource:
         learned = self.learned()
         # Our VMs whose MAC a learned fact holds (they moved away): looked
         # up in the VNIs whose learned MACs changed since the last commit.
-        vnis = (
-            self._ours.keys()
-            if self._committed is None
-            else learned.since(self._committed).macs & self._ours.keys()
-        )
+        if self._committed is None:
+            vnis: Iterable[int] = self._ours.keys()
+        elif learned is self._committed:
+            vnis = ()  # (nothing changed since: the same value)
+        else:
+            vnis = learned.since(self._committed).macs & self._ours.keys()
         for vni in vnis:
             held = learned.macs.get(vni)
             if not held:
