@@ -69,6 +69,21 @@ class DesiredState:
                 out[name] = vm
         return out
 
+    def view_items(self, tor: str) -> Iterator[tuple[str, Vm]]:
+        """``view(tor).items()`` without copying every VM (pinned VMs last):
+        to be used up before the desired state changes."""
+        pinned = self._pinned[tor]
+        if not pinned:
+            yield from self.vms.items()
+            return
+        for name, vm in self.vms.items():
+            if name not in pinned:
+                yield name, vm
+        for name in pinned:
+            seen = self.seen_by(tor, name)
+            if seen is not None:
+                yield name, seen
+
     def members(self, tor: str, vni: int) -> list[Vm]:
         """The VMs of a VNI as this ToR must see them."""
         out = dict(self.by_vni.get(vni, {}))
@@ -208,15 +223,17 @@ class DesiredState:
 
     def _view_changed(self, tor: str, name: str, old: Vm | None, new: Vm | None) -> None:
         """What ``tor`` sees of VM ``name`` changed: allocate or free its index
-        there (now, when the change is committed), then update the entities."""
+        there (now, when the change is committed) and update the entities (a
+        VM that arrives gets its index first, one that leaves loses it after:
+        the compiler finds its flood copy by it)."""
         servers = self.fabric.servers
         was_here = old is not None and servers[old.server].tor == tor
         is_here = new is not None and servers[new.server].tor == tor
         if is_here:
             self.alloc.vm_space(tor).get(name)
-        elif was_here:
-            self.alloc.vm_space(tor).release(name)
         self.tors[tor].apply(name, old, new)
+        if was_here and not is_here:
+            self.alloc.vm_space(tor).release(name)
 
 
 def steps_under(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Generator, Hashable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..model.fabric import Vm
 from . import flooding, local_vm, ports, remote_vm, routing, underlay
@@ -56,15 +56,18 @@ class TorCompiler:
         # VNIs whose flood groups must be rebuilt: done once when the state
         # is next read, so a burst of changes in a big VNI rebuilds them once.
         self._stale_vnis: set[int] = set()
+        # The keys each unit holds: a VM's ("vm", name) unit by the VM's
+        # name (most units are VMs' units: no tuple kept per VM and ToR for
+        # its unit's name), every other unit by itself.
         self.units: dict[Unit, tuple[Key, ...]] = {}
+        self.vm_units: dict[str, tuple[Key, ...]] = {}
         self.local: dict[int, dict[str, Vm]] = {}  # VNI -> its VMs on this ToR
         self.remote: dict[int, Counter[str]] = {}  # VNI here -> other ToR -> its VMs there
         self.vrfs: set[str] = set()  # VRFs held here: those of the routed VNIs hosted here
-        self.copies: dict[int, dict[str, tuple[int, int]]] = {}  # VNI -> VM -> (port, index)
-        # The same copies per VNI, kept sorted and encoded as they come and
-        # go: a flood group is their concatenation (sorting and looking up
-        # thousands of copies on every rebuild of a big VNI's groups cost
-        # most of a churn pass).
+        # Per VNI here, its VMs' copies (port, VM index), kept sorted and
+        # encoded as they come and go: a flood group is their concatenation
+        # (sorting and looking up thousands of copies on every rebuild of a
+        # big VNI's groups cost most of a churn pass).
         self.ordered: dict[int, flooding.OrderedCopies] = {}
         # Entities changed since a supervisor last took them: key -> what it held then.
         self.dirty: dict[Key, bytes | None] = {}
@@ -106,17 +109,25 @@ class TorCompiler:
         before any is written, so a key passing from one unit to another (a
         VM's MAC entry and the learned entry it shadows) ends up written."""
         for unit, items in units.items():
+            held, name = self._holder(unit)
             new_keys = {key for key, _ in items}
-            for key in self.units.get(unit, ()):
+            for key in held.get(name, ()):
                 if key not in new_keys:
                     self._put(key, None)
         for unit, items in units.items():
             for key, data in items:
                 self._put(key, data)
+            held, name = self._holder(unit)
             if items:
-                self.units[unit] = tuple(key for key, _ in items)
+                held[name] = tuple([key for key, _ in items])
             else:
-                self.units.pop(unit, None)
+                held.pop(name, None)
+
+    def _holder(self, unit: Unit) -> tuple[dict[Any, tuple[Key, ...]], Any]:
+        """Where a unit's keys are kept, and under what."""
+        if type(unit) is tuple and len(unit) == 2 and unit[0] == "vm":
+            return self.vm_units, unit[1]
+        return self.units, unit
 
     def _add_units(self, units: dict[Unit, list[Encoded]]) -> SwitchState:
         """``_set_units`` for units whose keys nobody holds yet (a build from
@@ -131,9 +142,10 @@ class TorCompiler:
             if not meters
             else {key: data for key, data in added if key[0] != METER_KIND}
         )
-        self.units.update(
-            (unit, tuple([key for key, _ in items])) for unit, items in units.items() if items
-        )
+        for unit, items in units.items():
+            if items:
+                held, name = self._holder(unit)
+                held[name] = tuple([key for key, _ in items])
         self._state.entities.update(entities)
         self._state.meters.update(meters)
         return SwitchState(entities, meters)
@@ -154,9 +166,9 @@ class TorCompiler:
     def owner(self, key: Key) -> str | None:
         """The VM an entity serves (to blame refused writes), if any."""
         self.state  # noqa: B018 -- (builds it if needed)
-        for unit, keys in self.units.items():
-            if key in keys and isinstance(unit, tuple) and unit[0] == "vm":
-                return str(unit[1])
+        for name, keys in self.vm_units.items():
+            if key in keys:
+                return name
         return None
 
     # --- builders, fed from the indexes --------------------------------------
@@ -348,19 +360,28 @@ class TorCompiler:
         step yields nothing: everything is in the changes)."""
         self.built = True
         fabric = self.d.fabric
-        view = self.d.view(self.name)
         tor_of = {name: server.tor for name, server in fabric.servers.items()}
         self.local, self.remote = {}, {}
-        for name, vm in view.items():
+        for name, vm in self.d.view_items(self.name):
             if tor_of[vm.server] == self.name:
                 self.local.setdefault(vm.vni, {})[name] = vm
-        for vm in view.values():
-            tor = tor_of[vm.server]
-            if tor != self.name and vm.vni in self.local:
-                self.remote.setdefault(vm.vni, Counter())[tor] += 1
-        for vni in self.local:
-            self.remote.setdefault(vni, Counter())
         self.vrfs = routing.vrfs_of(fabric, self.local)
+        # The VMs with entities here (in a VNI hosted here, or routed in a
+        # VRF held here), in the view's order: a list, not a copy of the
+        # whole view (with many ToRs, most VMs have nothing on this one, and
+        # every ToR building at once held a copy of every VM).
+        routed = {vni for vni, spec in fabric.vnis.items() if spec.vrf in self.vrfs}
+        vms: list[Vm] = []
+        for vni in self.local:
+            self.remote[vni] = Counter()
+        for _, vm in self.d.view_items(self.name):
+            if vm.vni in self.local:
+                vms.append(vm)
+                tor = tor_of[vm.server]
+                if tor != self.name:
+                    self.remote[vm.vni][tor] += 1
+            elif vm.vni in routed:
+                vms.append(vm)
         vrf_units: dict[Unit, list[Encoded]] = {
             unit: items for vrf in sorted(self.vrfs) for unit, items in self._vrf_units(vrf).items()
         }
@@ -383,8 +404,8 @@ class TorCompiler:
             self._set_units(units)
             yield SwitchState()
             step: dict[Unit, list[Encoded]] = {}
-            for name, vm in view.items():
-                step[("vm", name)] = vm_items(vm)
+            for vm in vms:
+                step[("vm", vm.name)] = vm_items(vm)
                 if len(step) == vms_per_step:
                     yield self._add_units(step)
                     step = {}
@@ -397,11 +418,13 @@ class TorCompiler:
         learned = self._learned_all()
         units.update(learned)
         # (units no longer built are emptied)
-        gone = set(self.units) - set(units) - {("vm", name) for name in view}
+        names = {vm.name for vm in vms}
+        gone: list[Unit] = [unit for unit in self.units if unit not in units]
+        gone += [("vm", name) for name in self.vm_units if name not in names]
         self._set_units({**{unit: [] for unit in gone}, **units})
         yield SwitchState()
-        for name, vm in view.items():
-            self._set_unit(("vm", name), vm_items(vm))
+        for vm in vms:
+            self._set_unit(("vm", vm.name), vm_items(vm))
         # A key that passed from a VM's unit to a learned one (a MAC a peer
         # took, or the host route that goes with it) was removed again by that
         # VM's step: put the learned and VRF units back. (Keys passing the
@@ -417,13 +440,11 @@ class TorCompiler:
         and encoded here, kept for the changes after)."""
         space = self.d.alloc.vm_space(self.name)
         servers = self.d.fabric.servers
-        self.copies = {
-            vni: {n: (servers[vm.server].port, space[n]) for n, vm in members.items()}
-            for vni, members in self.local.items()
-        }
         self.ordered = {
-            vni: flooding.OrderedCopies(self.enc, copies.values())
-            for vni, copies in self.copies.items()
+            vni: flooding.OrderedCopies(
+                self.enc, ((servers[vm.server].port, space[n]) for n, vm in members.items())
+            )
+            for vni, members in self.local.items()
         }
         return {("vni", vni): self._vni_items(vni) for vni in self.local}
 
@@ -442,7 +463,7 @@ class TorCompiler:
             yield self.snapshot()
             return
         # From nothing, so that every entity is in some part.
-        self._state, self.units, self.dirty = SwitchState(), {}, {}
+        self._state, self.units, self.vm_units, self.dirty = SwitchState(), {}, {}, {}
         epoch = self.epoch
         self._building = True
         finished = False
@@ -478,20 +499,19 @@ class TorCompiler:
         vnis = sorted({vm.vni for vm in (old, new) if vm is not None})
         present_before = {x: x in self.local for x in vnis}
 
-        space = self.d.alloc.vm[self.name]  # (allocated by DesiredState)
+        # (allocated by DesiredState; a VM that leaves this ToR keeps its
+        # index until this is done, so its copy is found by it)
+        space = self.d.alloc.vm[self.name]
         if old is not None and old_local:
             members = self.local[old.vni]
             del members[name]
-            gone = self.copies[old.vni].pop(name)
-            self.ordered[old.vni].remove(gone)
+            self.ordered[old.vni].remove((fabric.servers[old.server].port, space[name]))
             if not members:
                 del self.local[old.vni]
-                del self.copies[old.vni]
                 del self.ordered[old.vni]
         if new is not None and new_local:
             self.local.setdefault(new.vni, {})[name] = new
             port = fabric.servers[new.server].port
-            self.copies.setdefault(new.vni, {})[name] = (port, space[name])
             if new.vni not in self.ordered:
                 self.ordered[new.vni] = flooding.OrderedCopies(enc)
             self.ordered[new.vni].add((port, space[name]))
