@@ -13,7 +13,7 @@ from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..dataplane.limits import TOR_INDEX_MAX, VM_INDEX_MAX, VNI_INDEX_MAX
-from .fabric import Fabric, Vm
+from .fabric import Fabric, Vm, shared
 
 # External VTEPs (learned through EVPN, or static) share the ToRs' index space:
 # both are replica ids of flood copies (VTEP_REPLICA_BASE + index). Their keys
@@ -39,7 +39,9 @@ class IndexSpace:
         self.low = low
         self.high = high
         self._by_key: dict[Hashable, int] = {}
-        self._used: set[int] = set()
+        # Which indices are taken: a byte per index of [low, high] (a set of
+        # ints cost about 40 bytes per index held).
+        self._used = bytearray(high - low + 1)
         self._next = low
         self.changes: dict[Hashable, int | None] = {}  # key -> new index, None: released
 
@@ -52,16 +54,18 @@ class IndexSpace:
         index = self._by_key.get(key)
         if index is not None:
             return index
-        index = self._next
-        while index in self._used:
+        index, low, used = self._next, self.low, self._used
+        while index <= self.high and used[index - low]:
             index += 1
         if index > self.high:
             # Wrap once to reuse freed indices below the cursor.
-            index = next((i for i in range(self.low, self.high + 1) if i not in self._used), -1)
-            if index < 0:
+            free = used.find(0)
+            if free < 0:
                 raise SpaceFull(f"{self.name}: all {self.high - self.low + 1} indices in use")
+            index = low + free
+        index = shared(index)  # (each ToR's space holds the same numbers: one object each)
         self._by_key[key] = index
-        self._used.add(index)
+        used[index - low] = 1
         self._next = index + 1
         self.changes[key] = index
         return index
@@ -79,18 +83,25 @@ class IndexSpace:
     def release(self, key: Hashable) -> None:
         index = self._by_key.pop(key, None)
         if index is not None:
-            self._used.discard(index)
+            self._mark(index, 0)
             self.changes[key] = None
+
+    def _mark(self, index: int, used: int) -> None:
+        # (an index outside [low, high], restored from a store written with
+        # other limits, is never handed out: nothing to mark)
+        if self.low <= index <= self.high:
+            self._used[index - self.low] = used
 
     def restore(self, key: Hashable, index: int) -> None:
         self._by_key[key] = index
-        self._used.add(index)
+        self._mark(index, 1)
 
     def restore_all(self, pairs: Iterable[tuple[Hashable, int]]) -> None:
         """``restore`` each (key, index): a whole stored space at once."""
-        restored = dict(pairs)
+        restored = {key: shared(index) for key, index in pairs}
         self._by_key.update(restored)
-        self._used.update(restored.values())
+        for index in restored.values():
+            self._mark(index, 1)
 
     def missing(self, keys: Iterable[Hashable]) -> int:
         """How many of ``keys`` (distinct) have no index yet. (Membership
