@@ -62,6 +62,7 @@ Result: bench/results/evpn_irb.json. It reports; it asserts nothing on speed.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import resource
 import socket
@@ -555,6 +556,34 @@ class RawWriter:
         return results
 
 
+class GcWatch:
+    """The cyclic collector's pauses in this process meanwhile: how many
+    full (generation 2) collections, and the longest pause of each
+    generation, in seconds (a pause holds every thread of the controller)."""
+
+    def __init__(self) -> None:
+        self.full = 0
+        self.longest = [0.0, 0.0, 0.0]
+        self._started = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        generation = info["generation"]
+        self.longest[generation] = max(
+            self.longest[generation], time.perf_counter() - self._started
+        )
+        self.full += generation == 2
+
+    def __enter__(self) -> GcWatch:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+
 class WireWatch:
     """Arrival times of routed frames to the peer on tor1's uplink, by the
     inner destination IP: VXLAN with the L3 VNI, inner destination MAC the
@@ -619,7 +648,7 @@ def first_frames(
     delays: list[float] = []
     early = 0
     sender = threading.Thread(target=send, daemon=True)
-    with WireWatch(wire) as watch:
+    with WireWatch(wire) as watch, GcWatch() as collector:
         sender.start()
         for i in range(first, first + samples):
             ip = probe_ip(i)
@@ -651,6 +680,8 @@ def first_frames(
         "missing": len(delays) - len(ok),
         "before_route": early,
         "samples": delays,
+        "gc_full_collections": collector.full,
+        "gc_longest_pause_s": collector.longest,
     }
 
 
@@ -720,7 +751,8 @@ def say_frames(frames: dict[str, Any]) -> None:
         f"first routed frame after a new route, {frames['routes_installed']} installed: p50 "
         f"{frames['p50'] * 1e3:.1f} ms, p99 {frames['p99'] * 1e3:.1f} ms, max "
         f"{frames['max'] * 1e3:.1f} ms ({frames['missing']} missing, "
-        f"{frames['before_route']} before the route)",
+        f"{frames['before_route']} before the route; {frames['gc_full_collections']} full "
+        f"collections, longest pause {frames['gc_longest_pause_s'][2] * 1e3:.0f} ms)",
         flush=True,
     )
 
