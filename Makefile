@@ -19,8 +19,9 @@ GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 .PHONY: all deps deps-system deps-python gobgp-api toolchain toolchain-archive p4 p4-if-p4c p4-tofino p4-check \
 	proto proto-api proto-p4runtime regen lint format typecheck unit check check-no-toolchain ptf test \
 	demo demo-cli clean \
-	bench bench-convergence bench-convergence-routed bench-memory bench-move bench-move-routed \
-	bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost bench-server bench-qos bench-report
+	bench bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
+	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost \
+	bench-server bench-qos bench-report
 
 all: test
 
@@ -196,9 +197,9 @@ p4-if-p4c:
 
 # Benchmarks: each writes bench/results/NAME.json; bench-report renders
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.
-bench: bench-convergence bench-convergence-routed bench-memory bench-move bench-move-routed \
-	bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost bench-server bench-qos \
-	bench-report
+bench: bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
+	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost \
+	bench-server bench-qos bench-report
 
 bench-convergence: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py
@@ -206,6 +207,11 @@ bench-convergence: deps
 # the switches on CPU 1, the controller (or the raw writer) on CPU 0.
 bench-convergence-routed: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py --routed --sizes 10000 \
+	  --switch-cpus 1 --bench-cpus 0
+# Issue 37: the same with every VM dual-stack (an IPv6 address in an IPv6
+# subnet of its routed VNI), same pinning.
+bench-convergence-dual-stack: deps
+	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py --dual-stack --sizes 10000 \
 	  --switch-cpus 1 --bench-cpus 0
 bench-memory: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/memory.py

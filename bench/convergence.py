@@ -19,6 +19,12 @@ the controller has a host of its own.
 ``--routed`` (issue 28): every tenant routed, two subnets (VNIs) per VRF, so
 each VM adds a host route on every ToR that holds its VRF; the result goes to
 bench/results/convergence_routed.json.
+
+``--dual-stack`` (issue 37; implies ``--routed``): every routed VNI has an
+IPv6 subnet beside its IPv4 one and every VM an IPv6 address in it too, so
+each VM adds an ND entry and an IPv6 host route beside its ARP entry and
+IPv4 host route. Both arms write and verify the same compile, IPv6 entries
+included; the result goes to bench/results/convergence_dual_stack.json.
 """
 
 from __future__ import annotations
@@ -30,23 +36,25 @@ import os
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import workload
 from common import alternate, ratios, require_switch, summary, switches, write_result
-from dataplane_load import process_cpu_seconds
+from dataplane_load import MachineShare, process_cpu_seconds
 from p4vtep.compiler import Allocations, allocate, compile_tor
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.runtime import codec
-from p4vtep.runtime.client import SwitchConnection
+from p4vtep.runtime.client import P4RuntimeError, SwitchConnection
 from p4vtep.runtime.protos import p4runtime_pb2
 from p4vtep.state.sqlite_store import Store
 from p4vtep.switch.reconciler import Diff, SwitchReader, diff
 
 BATCH = 1000
 VNIS = 100
+IPV6_TABLES = ("nd_suppression", "ipv6_host_route")
 
 # Per round and arm: wall and CPU seconds until every entity was written.
 PHASES: dict[str, list[dict[str, float]]] = {"controller": [], "raw": []}
@@ -72,12 +80,28 @@ class CpuClock:
         return {"wall_s": wall, "bench_process_cpu_s": own, "switches_cpu_s": switches_}
 
 
+def connect_primary(tor, seconds: float = 30.0) -> SwitchConnection:
+    """A primary connection (election id 1). reset()'s stream, with the same
+    id, may not have left the switch yet (seen on a loaded machine with
+    120,000 entities to clear): retried until it has, before any timing."""
+    deadline = time.monotonic() + seconds
+    while True:
+        conn = SwitchConnection(tor.address, tor.device_id, election_id=1)
+        try:
+            assert conn.connect()
+            return conn
+        except P4RuntimeError as exc:
+            conn.close()
+            if "Election id already exists" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def reset(fabric) -> None:
     """Empty pipeline on every ToR (same cookie, so nobody re-pushes)."""
     pipeline = bmv2_pipeline()
     for tor in fabric.tors.values():
-        with SwitchConnection(tor.address, tor.device_id, election_id=1) as conn:
-            assert conn.connect()
+        with connect_primary(tor) as conn:
             conn.clear_multicast_groups()
             conn.set_pipeline(pipeline.p4info.message, pipeline.device_config, pipeline.cookie)
 
@@ -120,6 +144,22 @@ def run_controller(fabric, store_path: Path, compiled, switch_pids: list[int]) -
     return elapsed
 
 
+def ipv6_entities(compiled) -> dict[str, int]:
+    """Per IPv6 table, the entries of every ToR's compile (which both arms
+    write and verify alike)."""
+    p4info = bmv2_pipeline().p4info
+    tables = {p4info.table(name).preamble.id: name for name in IPV6_TABLES}
+    count: Counter[str] = Counter()
+    entity = p4runtime_pb2.Entity()
+    for c in compiled.values():
+        for raw in c.entities.values():
+            entity.ParseFromString(raw)
+            name = tables.get(entity.table_entry.table_id)
+            if name is not None:
+                count[name] += 1
+    return {name: count[name] for name in IPV6_TABLES}
+
+
 def encode_raw(fabric, compiled) -> dict[str, list[p4runtime_pb2.WriteRequest]]:
     requests = {}
     for name, tor in fabric.tors.items():
@@ -143,10 +183,7 @@ def encode_raw(fabric, compiled) -> dict[str, list[p4runtime_pb2.WriteRequest]]:
 
 def run_raw(fabric, compiled, requests, switch_pids: list[int]) -> float:
     reset(fabric)
-    conns = {}
-    for name, tor in fabric.tors.items():
-        conns[name] = SwitchConnection(tor.address, tor.device_id, election_id=1)
-        assert conns[name].connect()
+    conns = {name: connect_primary(tor) for name, tor in fabric.tors.items()}
     clock = CpuClock(switch_pids)
     started = time.perf_counter()
 
@@ -193,10 +230,23 @@ def main() -> None:
         "--routed", action="store_true", help="two routed subnets per tenant (host routes)"
     )
     parser.add_argument(
-        "--result", help="bench/results/NAME.json (convergence, or convergence_routed)"
+        "--dual-stack",
+        action="store_true",
+        help="routed, and every VM an IPv6 address too, in an IPv6 subnet of its VNI",
+    )
+    parser.add_argument(
+        "--result",
+        help="bench/results/NAME.json (convergence, convergence_routed or convergence_dual_stack)",
     )
     args = parser.parse_args()
-    result_name = args.result or ("convergence_routed" if args.routed else "convergence")
+    args.routed = args.routed or args.dual_stack
+    result_name = args.result or (
+        "convergence_dual_stack"
+        if args.dual_stack
+        else "convergence_routed"
+        if args.routed
+        else "convergence"
+    )
     require_switch()
     if args.bench_cpus:  # before any thread starts: threads inherit it
         os.sched_setaffinity(0, set(args.bench_cpus))
@@ -205,18 +255,26 @@ def main() -> None:
         "pinning": {"switches": args.switch_cpus, "bench_process": args.bench_cpus},
         "routed": args.routed,
     }
+    share = MachineShare()
+    share.start()
     with tempfile.TemporaryDirectory() as tmp, switches(2, Path(tmp) / "logs") as sws:
         pids = [sw.process.pid for sw in sws if sw.process is not None]
         if args.switch_cpus:
             for pid in pids:  # every thread of the switch
                 for task in os.listdir(f"/proc/{pid}/task"):
                     os.sched_setaffinity(int(task), set(args.switch_cpus))
-        make_fabric = workload.routed_fabric if args.routed else workload.fabric
-        fabric = make_fabric([sw.grpc_address for sw in sws], VNIS)
+        addresses = [sw.grpc_address for sw in sws]
+        if args.dual_stack:
+            fabric = workload.routed_fabric(addresses, VNIS, dual_stack=True)
+        else:
+            fabric = (workload.routed_fabric if args.routed else workload.fabric)(addresses, VNIS)
         for n in args.sizes:
-            vms = workload.vms(n, len(fabric.tors), VNIS, routed=args.routed)
+            vms = workload.vms(
+                n, len(fabric.tors), VNIS, routed=args.routed, dual_stack=args.dual_stack
+            )
             store_path = Path(tmp) / f"state-{n}.db"
             compiled, entity_count = prepare(fabric, vms, store_path)
+            ipv6 = ipv6_entities(compiled) if args.dual_stack else None
             requests = encode_raw(fabric, compiled)
             # What this process keeps for checking (the expected compile, the
             # raw writer's requests) would not be in a controller's process:
@@ -252,6 +310,8 @@ def main() -> None:
                 "until_written": written,
             }
             r = results["sizes"][str(n)]
+            if ipv6 is not None:
+                r["ipv6_entities"] = ipv6
             print(
                 f"N={n}: {entity_count} entities; "
                 f"controller {r['controller_seconds']['median']:.2f} s, "
@@ -260,6 +320,12 @@ def main() -> None:
                 f"{r['restart_seconds']['median']:.2f} s with writes {list(restart_writes)}",
                 flush=True,
             )
+            if ipv6 is not None:
+                print(
+                    "  of which IPv6 (both arms): "
+                    + ", ".join(f"{table} {count}" for table, count in ipv6.items()),
+                    flush=True,
+                )
             for arm, rounds in written.items():
                 print(
                     f"  {arm} until written: "
@@ -270,6 +336,18 @@ def main() -> None:
                     ),
                     flush=True,
                 )
+    if args.dual_stack:  # (an IPv4-only run's result is as it was)
+        results["dual_stack"] = True
+        # Who else used the 2 cores meanwhile (the ratio is side by side, the
+        # seconds are not comparable across runs on a loaded machine).
+        results["machine_load"] = share.stop()
+        load = results["machine_load"]
+        print(
+            f"load average {load['loadavg_before'][0]:.2f} before, "
+            f"{load['loadavg_after'][0]:.2f} after; everything else took "
+            f"{load['everything_else_cpu_s']:.0f} CPU-s in {load['wall_s']:.0f} s",
+            flush=True,
+        )
     write_result(result_name, results)
 
 

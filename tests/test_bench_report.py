@@ -123,3 +123,71 @@ def test_ipv6_targets_show_what_was_measured_and_leave_the_rest_to_be_measured()
     report.routed_section(out, data)
     assert "| bridged IPv4 local / 9be722a within 5 % | to be measured | to be measured |" in out
     assert any("the p4vtep build at 83c9917" in line for line in out)
+
+
+def _dual_stack_run(ratio: float, writes: list[int], others_cpu: float | None) -> dict:
+    """A convergence_dual_stack run; ``others_cpu``: CPU-s everything else took
+    in its 100 s (None: a run without the record)."""
+    size = {
+        "entities": 122126,
+        "ipv6_entities": {"nd_suppression": 20400, "ipv6_host_route": 20300},
+        "controller_over_raw_throughput": {"median": ratio, "min": ratio, "max": ratio, "n": 1},
+        "restart_writes": writes,
+    }
+    for key in ("controller_seconds", "raw_seconds", "restart_seconds"):
+        size[key] = {"median": 1.0, "min": 1.0, "max": 1.0, "n": 1}
+    result: dict = {"sizes": {"10000": size}, "pinning": {"switches": [1], "bench_process": [0]}}
+    if others_cpu is not None:
+        result["machine_load"] = {
+            "loadavg_before": [0.1],
+            "loadavg_after": [0.2],
+            "everything_else_cpu_s": others_cpu,
+            "wall_s": 100.0,
+            "shared_with_other_processes": others_cpu > 10.0,
+        }
+    return {"label": "x", "load": "-", "result": result}
+
+
+def _memory(kib_v4: float, kib_ds: float) -> dict:
+    def variant(kib: float) -> dict:
+        return {"vms": 10000, "state_mib": kib * 10000 / 1024, "entries_on_switches": 1}
+
+    return {
+        "controller_10k_routed": variant(kib_v4),
+        "controller_10k_routed_dual_stack": variant(kib_ds),
+    }
+
+
+def test_dual_stack_targets_leave_loaded_runs_out_of_the_ratio(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runs = [_dual_stack_run(0.55, [0, 0], 150.0), _dual_stack_run(0.83, [0], 2.0)]
+    results = {"convergence_dual_stack": {"runs": runs}, "memory": _memory(8.94, 11.01)}
+    monkeypatch.setattr(report, "load", results.get)
+    out: list[str] = []
+    report.section_dual_stack(out)
+    rows = {
+        cells[0]: cells[1:]
+        for cells in (
+            [c.strip() for c in line.strip("|").split(" | ")] for line in out if line[:2] == "| "
+        )
+    }
+    ratio = next(v for k, v in rows.items() if k.startswith("10,000 dual-stack routed VMs"))
+    assert ratio == ["0.83", "met"]
+    assert rows["a restart over the installed state writes nothing"] == [
+        "0 writes in 3 restarts",
+        "met",
+    ]
+    memory = next(v for k, v in rows.items() if k.startswith("memory per VM"))
+    assert memory[0] == "11.01 KiB dual-stack, 8.94 KiB IPv4-only"
+    # Both runs are listed, the loaded one with what else ran.
+    assert sum("10,000, 122,126 (40,700)" in line for line in out) == 2
+    assert any("others 150 CPU-s in 100 s" in line for line in out)
+    # Only loaded runs: no verdict on the ratio; a restart that wrote is not met.
+    runs[1] = _dual_stack_run(0.83, [0, 3], 50.0)
+    out = []
+    report.section_dual_stack(out)
+    text = "\n".join(out)
+    assert "not measured on a quiet machine (loaded: 2 runs below) | - |" in text
+    restart = "| a restart over the installed state writes nothing | 3 writes in 4 restarts |"
+    assert f"{restart} **not met** |" in text
