@@ -702,7 +702,7 @@ def section_evpn_irb(out: list[str]) -> None:
     rows = [
         ("routes per second, until acked", "routes_per_s_acked", count),
         ("routes per second, until read back", "routes_per_s_verified", count),
-        ("s until acked (learning, withdrawal: from the first path received)", None, None),
+        ("s until acked (learning, withdrawal: from the first path received)", None, "{:.2f}"),
         ("commits of learned facts", "commits", "{:.0f}"),
         ("CPU s of the controller's process, until acked", "own_cpu_s", "{:.2f}"),
         ("CPU s of the two switches, until acked", "switches_cpu_s", "{:.2f}"),
