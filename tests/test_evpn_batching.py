@@ -20,7 +20,7 @@ from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.evpn import gobgp_api
 from p4vtep.evpn.config import EvpnConfig, VniRouting
 from p4vtep.evpn.options import EvpnOptions
-from p4vtep.evpn.published import OVERLAY_MIN, Overlay, updated
+from p4vtep.evpn.published import OVERLAY_MIN, Overlay, OverlayMap, updated
 from p4vtep.evpn.routes import InclusiveMulticastRoute, IpPrefixRoute, MacIpRoute
 from p4vtep.evpn.speaker import Received, wait_for
 from p4vtep.evpn.table import Learn, LearnedTable, Unlearn
@@ -313,3 +313,27 @@ def test_a_lone_route_is_not_held_for_the_window(tmp_path: Path) -> None:
         # Nothing committed within an hour before: committed at once.
         source.service._paths([Received(PEER, route=host_routes(1))])
         assert wait_for(lambda: held(controller) == 1, 20, 0.01)
+
+
+def test_an_overlay_map_is_the_mapping_it_stands_for() -> None:
+    base = {f"10.0.0.{i}": i for i in range(10)}
+    live = dict(base)
+    live["10.0.0.3"] = 33  # changed
+    del live["10.0.0.4"]  # removed
+    live["10.0.1.1"] = 101  # added
+    value = OverlayMap(base, {}, frozenset()).changed(live, ["10.0.0.3", "10.0.0.4", "10.0.1.1"])
+    assert value == live
+    assert dict(value) == live
+    assert len(value) == len(live)
+    assert sorted(value) == sorted(live)
+    assert value.get("10.0.0.4") is None
+    assert "10.0.0.4" not in value
+    assert value.get("10.0.0.3") == 33
+    assert value["10.0.1.1"] == 101
+    with pytest.raises(KeyError):
+        value["10.0.0.4"]
+    assert base == {f"10.0.0.{i}": i for i in range(10)}  # (the base is never changed)
+    live["10.0.0.4"] = 4  # back
+    again = value.changed(live, ["10.0.0.4"])
+    assert again == live
+    assert value != live

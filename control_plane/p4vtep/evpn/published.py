@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Set
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..compiler.learned import (
     NOTHING,
@@ -76,6 +76,108 @@ class Overlay(Set[_T]):
     @property
     def base(self) -> frozenset[_T]:
         return self._base
+
+
+class OverlayMap(Mapping[str, _V]):
+    """A frozen mapping given as a ``base`` dict shared with earlier values
+    (never changed), the entries ``added`` or changed since, and the keys
+    ``removed`` from the base: what ``Overlay`` is for a set, for the host
+    routes of a VRF (a lone route added to 100,000 does not copy them)."""
+
+    __slots__ = ("_added", "_base", "_extra", "_removed")
+
+    def __init__(
+        self,
+        base: dict[str, _V],
+        added: dict[str, _V],
+        removed: frozenset[str],
+        extra: int | None = None,
+    ) -> None:
+        """``extra``: how many keys of ``added`` the base lacks (counted if not given)."""
+        self._base, self._added, self._removed = base, added, removed
+        self._extra = sum(1 for k in added if k not in base) if extra is None else extra
+
+    def __getitem__(self, key: str) -> _V:
+        if key in self._added:
+            return self._added[key]
+        if key in self._removed:
+            raise KeyError(key)
+        return self._base[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._added or (key in self._base and key not in self._removed)
+
+    def get(self, key: str, default: Any = None) -> Any:  # (without KeyError for a miss)
+        if key in self._added:
+            return self._added[key]
+        if key in self._removed:
+            return default
+        return self._base.get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        removed = self._removed
+        for key in self._base:
+            if key not in removed:
+                yield key
+        base = self._base
+        for key in self._added:
+            if key not in base:
+                yield key
+
+    def __len__(self) -> int:
+        return len(self._base) - len(self._removed) + self._extra
+
+    @property
+    def overlay(self) -> int:
+        return len(self._added) + len(self._removed)
+
+    def changed(self, live: Mapping[str, _V], keys: Iterable[str]) -> OverlayMap[_V]:
+        """This mapping with ``keys`` as ``live`` has them (absent there: removed)."""
+        base = self._base
+        added, removed, extra = dict(self._added), set(self._removed), self._extra
+        for key in keys:
+            value = live.get(key)
+            new = key not in base
+            if value is None:
+                if added.pop(key, None) is not None and new:
+                    extra -= 1
+                if not new:
+                    removed.add(key)
+            else:
+                if new and key not in added:
+                    extra += 1
+                added[key] = value
+                removed.discard(key)
+        return OverlayMap(base, added, frozenset(removed), extra)
+
+
+def _hosts_refreshed(
+    given: Mapping[str, Mapping[str, _V]],
+    live: dict[str, dict[str, _V]],
+    stale: dict[str, set[str]],
+) -> Mapping[str, Mapping[str, _V]]:
+    """``given`` (the hosts of a value given out) with the IPs changed since
+    (``stale``, by VRF) taken from ``live``: a VRF's hosts as an
+    ``OverlayMap`` on those given before, or a copy of the live ones once the
+    overlay would be large (or the VRF was new or emptied)."""
+    if not stale:
+        return given
+    out = dict(given)
+    for vrf, ips in stale.items():
+        current = live.get(vrf)
+        if not current:
+            out.pop(vrf, None)
+            continue
+        before = given.get(vrf)
+        if isinstance(before, OverlayMap):
+            value = before.changed(current, ips)
+        elif isinstance(before, dict):
+            value = OverlayMap(before, {}, frozenset()).changed(current, ips)
+        else:
+            out[vrf] = dict(current)
+            continue
+        out[vrf] = dict(current) if value.overlay > max(OVERLAY_MIN, len(current) // 8) else value
+    return out
 
 
 def updated(given: Set[_T], live: Mapping[_T, object], stale: set[_T]) -> Set[_T]:
@@ -243,7 +345,7 @@ class Published:
         value = Learned.assembled(
             _refreshed(before.macs, self.macs, self._stale_macs),
             flood,
-            _refreshed(before.hosts, self.hosts, set(self._stale_hosts)),
+            _hosts_refreshed(before.hosts, self.hosts, self._stale_hosts),
             _refreshed(before.prefixes, self.prefixes, self._stale_prefixes),
             updated(before.taken, self.taken, self._stale_taken)
             if self._stale_taken
