@@ -120,6 +120,7 @@ class Injector:
         self._reader: threading.Thread | None = None
         self._keeper: threading.Thread | None = None
         self._closed = threading.Event()
+        self._sending = threading.Lock()  # one writer at a time: a message is never split
         self.established = threading.Event()
 
     # ---- encoding ------------------------------------------------------------
@@ -217,7 +218,8 @@ class Injector:
                         break
                     buffer = buffer[length:]
                     if kind == OPEN:
-                        sock.sendall(_message(KEEPALIVE, b""))
+                        with self._sending:
+                            sock.sendall(_message(KEEPALIVE, b""))
                     elif kind == KEEPALIVE:
                         self.established.set()
                     elif kind == NOTIFICATION:
@@ -231,13 +233,15 @@ class Injector:
         while not self._closed.wait(KEEPALIVE_EVERY):
             try:
                 assert self._sock is not None
-                self._sock.sendall(_message(KEEPALIVE, b""))
+                with self._sending:  # (not inside a long send: its bytes stay whole)
+                    self._sock.sendall(_message(KEEPALIVE, b""))
             except OSError:
                 return
 
     def send(self, data: bytes) -> None:
         assert self._sock is not None
-        self._sock.sendall(data)
+        with self._sending:
+            self._sock.sendall(data)
 
     def close(self, notify: bool = True) -> None:
         """The session ends (a NOTIFICATION, Cease, then the connection
@@ -246,7 +250,8 @@ class Injector:
         if self._sock is not None:
             try:
                 if notify:
-                    self._sock.sendall(_message(NOTIFICATION, bytes([6, 2])))  # Cease, shutdown
+                    with self._sending:  # Cease, administrative shutdown
+                        self._sock.sendall(_message(NOTIFICATION, bytes([6, 2])))
                 self._sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
