@@ -325,3 +325,29 @@ def routed_fabric_fixtures(route: Callable[[SwitchFabric], None], vms: list[Vm])
         c.stop()
 
     return sf, controller
+
+
+def assert_make_before_break(sent: int, counts: dict[str, int], what: str) -> None:
+    """A migration probed by probe_a_migration: frames reached the old place
+    and then the new one, and none was lost between them."""
+    lost = sent - counts["old"] - counts["new"]
+    print(f"{what}: {sent} probes, {lost} lost, {counts}")
+    assert counts["old"] > 0, counts
+    assert counts["new"] > 0, counts
+    assert lost == 0, counts  # make-before-break: every probe reached one place
+
+
+@contextmanager
+def restarted_controller(sf: SwitchFabric, store: Path, vms: list[Vm]) -> Iterator[Controller]:
+    """A controller that wrote ``vms`` and stopped, then a second one started
+    over the same store and switches; asserts the second wrote nothing."""
+    first = start_controller(sf, store, vms)
+    first.stop()
+    second = start_controller(sf, store)
+    try:
+        assert {n: s.status.writes for n, s in second.supervisors.items()} == dict.fromkeys(
+            sf.fabric.tors, 0
+        )
+        yield second
+    finally:
+        second.stop()
