@@ -94,7 +94,19 @@ def test_bursts_with_withdrawals_moves_and_a_lost_session_end_exact(tmp_path: Pa
                     reference.update([op])
             want = reference.view().learned()
             assert wait_for(lambda: controller.desired.learned == want, 30, 0.05)
-            assert controller.wait_converged(60)
+
+            def applied() -> bool:
+                # (learned is set inside the commit that then takes a new
+                # version: wait_converged may still see the one before it)
+                if not controller.wait_converged(60):
+                    return False
+                try:
+                    read_back_matches(sf, controller)
+                except AssertionError:
+                    return False
+                return True
+
+            assert wait_for(applied, 30, 0.2)
             read_back_matches(sf, controller)
             macs = controller.desired.learned.macs[VNI]
             assert {m.vtep for m in macs.values()} <= {VTEP_A, VTEP_B}
