@@ -61,11 +61,45 @@ def test_binding_is_canonical(e):
         b"\x0a\x00\x00\x01",
         b"\x00",  # vrf 0: an L2-only VNI (the BMv2 pipeline routes)
         b"\x00",  # not policed: no transmit policy, its frames pass no meter
+        b"\x00",  # not guarded: the MAC check only (port security off)
+        b"\x00",  # not a DHCP server
     ]
     routed = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01", vrf=50000)
     assert routed.action.action.params[3].value == b"\xc3\x50"
     policed = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01", policed=True)
     assert policed.action.action.params[4].value == b"\x01"
+    guarded = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01", guarded=True, dhcp_server=True)
+    assert [p.value for p in guarded.action.action.params[5:]] == [b"\x01", b"\x01"]
+
+
+def test_port_security_entries_are_canonical(e):
+    mac = e.allowed_source_mac(1, 10, "00:00:5e:00:01:07")
+    assert [m.exact.value for m in mac.match] == [b"\x01", b"\x0a", b"\x5e\x00\x01\x07"]
+    assert not mac.action.action.params
+    v4 = e.source_guard(1, 10, "192.168.1.77", 32)
+    assert e.p4info.alias_of(v4.table_id) == "ipv4_source_guard"
+    assert v4.match[2].lpm.value == b"\xc0\xa8\x01\x4d"
+    assert v4.match[2].lpm.prefix_len == 32
+    pair = e.source_guard(1, 10, "10.9.8.7", 24)  # an allowed pair: masked to its prefix
+    assert pair.match[2].lpm.value == b"\x0a\x09\x08\x00"
+    v6 = e.source_guard(1, 10, "fe80::1", 64)
+    assert e.p4info.alias_of(v6.table_id) == "ipv6_source_guard"
+    assert v6.match[2].lpm.value == b"\xfe\x80" + bytes(14)  # masked to /64
+    assert v6.match[2].lpm.prefix_len == 64
+    dad = e.source_guard(1, 10, "::", 128)
+    assert dad.match[2].lpm.value == b"\x00"
+    every = e.source_guard(1, 10, "0.0.0.0", 0)  # /0: the field left out, a wildcard
+    assert len(every.match) == 2
+    assert e.p4info.alias_of(every.action.action.action_id) == "source_allowed"
+
+
+def test_port_security_counter_index():
+    from p4vtep.dataplane.entries import port_security_index
+
+    assert port_security_index(5, DropReason.SPOOFED_IP) == 40
+    assert port_security_index(5, DropReason.DHCP_SERVER_FROM_VM) == 44
+    with pytest.raises(ValueError, match="SPOOFED_SOURCE"):
+        port_security_index(5, DropReason.SPOOFED_SOURCE)
 
 
 def test_routes_are_canonical_and_a_default_route_leaves_its_prefix_out(e):

@@ -59,6 +59,17 @@ const bit<8> ND_HOP_LIMIT = 255;
 const ipv6_addr_t IPV6_ALL_NODES = 0xff020000000000000000000000000001;
 const mac_addr_t  MAC_ALL_NODES  = 0x333300000001;
 
+// ICMPv6 messages only a router sends (RFC 4861): what RA guard drops.
+const bit<8> ICMPV6_TYPE_RA       = 134;  // Router Advertisement
+const bit<8> ICMPV6_TYPE_REDIRECT = 137;  // Redirect
+
+// DHCP server messages (server port -> client port): DHCPv4 67 -> 68,
+// DHCPv6 547 -> 546 (RFC 2131, RFC 8415).
+const bit<16> DHCPV4_SERVER_PORT = 67;
+const bit<16> DHCPV4_CLIENT_PORT = 68;
+const bit<16> DHCPV6_SERVER_PORT = 547;
+const bit<16> DHCPV6_CLIENT_PORT = 546;
+
 const bit<16> ARP_OPER_REQUEST = 1;
 const bit<16> ARP_OPER_REPLY   = 2;
 
@@ -131,7 +142,15 @@ const drop_reason_t DROP_TO_GATEWAY        = 27;  // to a gateway IP, not an ech
 const drop_reason_t DROP_TENANT_HOP_LIMIT  = 29;  // routed IPv6 frame with hop limit <= 1
 const drop_reason_t DROP_IPV6_SCOPE        = 30;  // routed IPv6 frame with a link-local,
                                                   // multicast or unspecified address
-const bit<32> DROP_REASON_COUNT = 32;
+// Port security (port_security.p4): a guarded VM sending as someone else.
+// Counted per VM too, in class reason - DROP_SPOOFED_IP (keep them in a row).
+const drop_reason_t DROP_SPOOFED_IP        = 31;  // IPv4/IPv6 source not the VM's
+const drop_reason_t DROP_SPOOFED_ARP       = 32;  // ARP sender MAC or IPv4 address not the VM's
+const drop_reason_t DROP_SPOOFED_ND        = 33;  // NA target not the VM's, or a link-layer
+                                                  // address option not the frame's source
+const drop_reason_t DROP_RA_FROM_VM        = 34;  // ICMPv6 Router Advertisement or Redirect
+const drop_reason_t DROP_DHCP_SERVER_FROM_VM = 35; // DHCP server message from a VM not allowed to
+const bit<32> DROP_REASON_COUNT = 40;
 
 const bit<8> PUNT_REASON_L2_TRAP = 1;  // l2 entry asked for the frame to go to the controller
 

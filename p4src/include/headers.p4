@@ -204,6 +204,27 @@ struct local_metadata_t {
     bit<1>        nd_router;       // the target is the gateway (the NA's R flag)
 #endif
     mac_addr_t    src_mac_diff;    // source MAC XOR the VF's bound MAC (0 = not spoofed)
+    // Port security (port_security.p4). The address a frame claims, set by
+    // the parser: the IPv4 source or an ARP's sender address; the IPv6
+    // source, or a Neighbor Advertisement's target (on Tofino the control
+    // puts the target there: tna/arch.p4 says why).
+    ipv4_addr_t   claimed_ipv4;
+    ipv6_addr_t   claimed_ipv6;
+    bool          inspect;         // (parser) ARP, ICMPv6, or UDP from a DHCP server port
+    // The sending VM's port security flags (access_binding): `guarded`, then
+    // `dhcp_server` (one field: one assignment per frame on BMv2).
+    bit<2>        guard_flags;
+    bool          mac_allowed;     // the source MAC is one of the VF's extra MACs
+    bool          source_refused;  // a source guard missed: the claim is not the VM's
+    bit<3>        port_security_class;  // the reason it dropped, - DROP_SPOOFED_IP
+#ifdef PORT_SECURITY_BESIDE_BINDING
+    // What Tofino's conditions compare in halves (port_security.p4): an ARP
+    // sender / ND option MAC XOR the Ethernet source, and a link-local
+    // claim's interface id XOR the VM's MAC (bind_vm).
+    mac_addr_t    lla_diff;
+    bit<24>       ll_iid_diff_hi;
+    bit<24>       ll_iid_diff_lo;
+#endif
     // Forwarding decision
     vm_index_t    dst_vm;          // receiving local VM, 0 = none
     vlan_id_t     egress_vlan;     // VF VLAN to deliver on

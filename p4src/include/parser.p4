@@ -7,13 +7,22 @@
 #include "headers.p4"
 
 // A packet from the CPU port starts with the controller's packet-out header.
-// The two flags must be initialised by the caller: only a bad header sets them.
+// The three flags must be initialised by the caller: only a bad header sets
+// the first two, only a frame port security inspects the third.
 // The headers' direction is the architecture's (arch.p4 says why).
+// Port security (port_security.p4) looks up the address a frame claims:
+// `claimed_ipv4` is an IPv4 source or an ARP sender address, `claimed_ipv6`
+// an IPv6 source or a Neighbor Advertisement's target. Each is written once
+// on any path (Tofino 1's parser cannot overwrite a field), so on Tofino the
+// NA's target is put there by the control (CLAIM_NA_TARGET, arch.p4).
 parser VtepHeaderParser(packet_in packet,
                         PARSER_HEADERS_DIRECTION headers_t hdr,
                         inout bool malformed,
                         inout bool checksum_ok,
-                        in port_t ingress_port) {
+                        in port_t ingress_port,
+                        inout ipv4_addr_t claimed_ipv4,
+                        inout ipv6_addr_t claimed_ipv6,
+                        inout bool inspect) {
     IPV4_CHECKSUM_DECL
 
     state start {
@@ -59,11 +68,14 @@ parser VtepHeaderParser(packet_in packet,
 
     state parse_arp {
         packet.extract(hdr.arp);
+        claimed_ipv4 = hdr.arp.spa;
+        inspect = true;
         transition accept;
     }
 
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
+        claimed_ipv4 = hdr.ipv4.src_addr;
         IPV4_CHECKSUM_VERIFY(hdr, checksum_ok)
         // With options (ihl > 5) or as a later fragment the L4 header is not
         // where we would look: switch the frame on L2/L3 only. A version
@@ -92,6 +104,7 @@ parser VtepHeaderParser(packet_in packet,
     // routed on its addresses (the flow hash has no L4 ports for it).
     state parse_ipv6 {
         packet.extract(hdr.ipv6);
+        claimed_ipv6 = hdr.ipv6.src_addr;
         transition select(hdr.ipv6.next_hdr) {
             IP_PROTO_UDP: parse_udp;
             IP_PROTO_TCP: parse_tcp;
@@ -110,11 +123,23 @@ parser VtepHeaderParser(packet_in packet,
 #endif
 
 #ifdef P4VTEP_IPV6
+    // Every ICMPv6 message is one port security looks at (RA guard, ND).
     state parse_icmpv6 {
         packet.extract(hdr.icmp);
+        inspect = true;
         transition select(hdr.icmp.type_code) {
             ICMPV6_NS: parse_nd;
-            ICMPV6_NA: parse_nd;
+            ICMPV6_NA: parse_na;
+            default: accept;
+        }
+    }
+
+    // An advert claims its target address, not its source.
+    state parse_na {
+        packet.extract(hdr.nd);
+        CLAIM_NA_TARGET(claimed_ipv6, hdr)
+        transition select(hdr.ipv6.payload_len) {
+            ND_LEN_ONE_OPTION: parse_nd_option;
             default: accept;
         }
     }
@@ -142,10 +167,18 @@ parser VtepHeaderParser(packet_in packet,
 
     state parse_udp {
         packet.extract(hdr.udp);
-        transition select(hdr.udp.dst_port) {
-            VXLAN_UDP_PORT: parse_vxlan;
+        transition select(hdr.udp.src_port, hdr.udp.dst_port) {
+            (_, VXLAN_UDP_PORT): parse_vxlan;
+            (DHCPV4_SERVER_PORT, DHCPV4_CLIENT_PORT): dhcp_server_message;
+            (DHCPV6_SERVER_PORT, DHCPV6_CLIENT_PORT): dhcp_server_message;
             default: accept;
         }
+    }
+
+    // Port security's DHCP guard looks at it.
+    state dhcp_server_message {
+        inspect = true;
+        transition accept;
     }
 
     state parse_vxlan {

@@ -27,6 +27,10 @@
 // the stages after the TX meter (docs/tofino.md, "QoS").
 #define COLOR_COUNTER(name, size, index_type) \
     Counter<bit<32>, bit<32>>(size, CounterType_t.PACKETS_AND_BYTES) name
+// The same 32-bit cells for the other counters with many cells per VM
+// (port_security_drop_counter: 8 per VM, 64K at production sizes).
+#define NARROW_COUNTER(name, size, index_type) \
+    Counter<bit<32>, bit<32>>(size, CounterType_t.PACKETS_AND_BYTES) name
 // A count that every action of a table makes, default action included: after
 // the table on Tofino, whose default action cannot address a counter by a
 // field (that takes the hash distribution unit); v1model counts in the actions.
@@ -69,5 +73,13 @@
 #define IPV4_CHECKSUM_VERIFY(hdr, checksum_ok) \
     ipv4_checksum.add(hdr.ipv4); \
     checksum_ok = ipv4_checksum.verify() || checksum_ok;
+
+// Port security's claimed IPv6 address of a Neighbor Advertisement (its
+// target, parser.p4): Tofino 1's parser cannot write a field twice on one
+// path (p4c-tofino: "does not support clear-on-write semantic"), and the
+// source is written first, so the control writes the target instead, in a
+// stage before the guard's lookup (port_security.p4).
+#define CLAIM_NA_TARGET(claimed, hdr)
+#define NA_TARGET_CLAIMED_IN_CONTROL
 
 #endif  // P4VTEP_TNA_ARCH_P4

@@ -16,6 +16,10 @@
 // route lookups run beside the MAC lookup, before anything knows the frame is
 // routed, and on Tofino a header move costs no packet rate.
 #define DECAP_MOVES_INNER_IPV4
+// Port security's lookups run beside access_binding (their keys come from
+// the parser), and its checks in the stage of the MAC check: on Tofino 1's
+// full ingress it adds no dependency to the chain (port_security.p4).
+#define PORT_SECURITY_BESIDE_BINDING
 // The receive meter of a unicast to a local VM runs in ingress, after the
 // L2/L3 decision, so that its colour reaches the traffic manager as the
 // frame's drop precedence (packet_color, docs/qos.md). That costs ingress
@@ -46,6 +50,7 @@
 #include "../include/headers.p4"
 #include "../include/parser.p4"
 #include "../include/control/port_config.p4"
+#include "../include/control/port_security.p4"
 #include "../include/control/access_filtering.p4"
 #include "../include/control/vtep_termination.p4"
 #include "../include/control/vni_lookup.p4"
@@ -79,6 +84,16 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.flood_group = 0; \
     meta.local_flood_group = 0; \
     meta.src_mac_diff = 0; \
+    meta.claimed_ipv4 = 0; \
+    meta.claimed_ipv6 = 0; \
+    meta.inspect = false; \
+    meta.guard_flags = 0; \
+    meta.mac_allowed = false; \
+    meta.source_refused = false; \
+    meta.port_security_class = 0; \
+    meta.lla_diff = 0; \
+    meta.ll_iid_diff_hi = 0; \
+    meta.ll_iid_diff_lo = 0; \
     meta.rx_color = METER_GREEN; \
     meta.flow_hash = 0; \
     meta.egress_port = 0; \
@@ -141,7 +156,8 @@ parser VtepIngressParser(packet_in packet,
         INIT_METADATA(meta)
         meta.ingress_port = ig_intr_md.ingress_port;
         header_parser.apply(packet, hdr, meta.parser_error, meta.checksum_ok,
-                            ig_intr_md.ingress_port);
+                            ig_intr_md.ingress_port,
+                            meta.claimed_ipv4, meta.claimed_ipv6, meta.inspect);
         transition accept;
     }
 }
@@ -153,7 +169,8 @@ control VtepIngress(inout headers_t hdr,
                     inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                     inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     PortConfig(PORT_COUNT) port_config;
-    AccessFiltering(VM_COUNT, VM_COUNT) access_filtering;
+    AccessFiltering(VM_COUNT, VM_COUNT, ALLOWED_SOURCE_MAC_TABLE_SIZE,
+                    IPV4_SOURCE_GUARD_TABLE_SIZE, IPV6_SOURCE_GUARD_TABLE_SIZE) access_filtering;
     VtepTermination(VTEP_TERMINATION_TABLE_SIZE) vtep_termination;
     VxlanDecap() vxlan_decap;
     VniLookup(VNI_COUNT) vni_lookup;

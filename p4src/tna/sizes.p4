@@ -76,4 +76,29 @@
 #define PREFIX_ROUTE_TABLE_SIZE    PREFIX_ROUTE_DEFAULT   // (VRF, prefix) routes (LPM)
 #endif
 
+// Port security (port_security.p4): the source guards are LPM tables (TCAM:
+// a 128-bit key takes four blocks per row, the IPv4 one two), looked up
+// beside access_binding; the extra MACs are exact. PROVISIONAL: chosen
+// before p4c-tofino could compile them (docs/tofino.md); BMv2 holds 32K,
+// 32K and 8K. Every guarded IPv6 VM takes at least three IPv6 entries (its
+// address, fe80::/64, ::).
+#if __TARGET_TOFINO__ == 2
+#define IPV4_SOURCE_GUARD_DEFAULT  8192
+#define IPV6_SOURCE_GUARD_DEFAULT  8192
+#define ALLOWED_SOURCE_MAC_DEFAULT 2048
+#else
+#define IPV4_SOURCE_GUARD_DEFAULT  4096
+#define IPV6_SOURCE_GUARD_DEFAULT  4096
+#define ALLOWED_SOURCE_MAC_DEFAULT 1024
+#endif
+#ifndef IPV4_SOURCE_GUARD_TABLE_SIZE
+#define IPV4_SOURCE_GUARD_TABLE_SIZE IPV4_SOURCE_GUARD_DEFAULT    // (port, VLAN, IPv4 prefix)
+#endif
+#ifndef IPV6_SOURCE_GUARD_TABLE_SIZE
+#define IPV6_SOURCE_GUARD_TABLE_SIZE IPV6_SOURCE_GUARD_DEFAULT    // (port, VLAN, IPv6 prefix)
+#endif
+#ifndef ALLOWED_SOURCE_MAC_TABLE_SIZE
+#define ALLOWED_SOURCE_MAC_TABLE_SIZE ALLOWED_SOURCE_MAC_DEFAULT  // (port, VLAN, MAC)
+#endif
+
 #endif  // P4VTEP_TNA_SIZES_P4

@@ -25,6 +25,9 @@
 // Only v1model's counters are typed by their index (TNA's take bit<32>).
 typedef bit<18> color_index_t;
 #define COLOR_COUNTER(name, size, index_type) PACKET_BYTE_COUNTER(name, size, index_type)
+// Packet+byte counters with many cells per VM that Tofino gives 32-bit cells
+// (the colour counters above, port_security_drop_counter): the same here.
+#define NARROW_COUNTER(name, size, index_type) PACKET_BYTE_COUNTER(name, size, index_type)
 // A count that every action of a table makes, default action included: in
 // the actions on BMv2, where a count of its own would be a table apply of its
 // own per packet (tna/arch.p4 counts after the table instead).
@@ -68,5 +71,9 @@ typedef bit<19> queue_depth_t;  // v1model's enq_qdepth / deq_qdepth
 // its verify_checksum control instead.
 #define IPV4_CHECKSUM_DECL
 #define IPV4_CHECKSUM_VERIFY(hdr, checksum_ok)
+
+// Port security's claimed IPv6 address of a Neighbor Advertisement (its
+// target, parser.p4): BMv2's parser overwrites the source it wrote first.
+#define CLAIM_NA_TARGET(claimed, hdr) claimed = hdr.nd.target;
 
 #endif  // P4VTEP_V1MODEL_ARCH_P4

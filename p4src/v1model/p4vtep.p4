@@ -22,6 +22,7 @@
 #include "../include/headers.p4"
 #include "../include/parser.p4"
 #include "../include/control/port_config.p4"
+#include "../include/control/port_security.p4"
 #include "../include/control/access_filtering.p4"
 #include "../include/control/vtep_termination.p4"
 #include "../include/control/vni_lookup.p4"
@@ -47,7 +48,8 @@ parser VtepParser(packet_in packet,
         // The headers are inout there (arch.p4): p4c warns they may be
         // uninitialized, but every header is invalid when a packet starts.
         header_parser.apply(packet, hdr, meta.parser_error, meta.checksum_ok,
-                            std.ingress_port);
+                            std.ingress_port,
+                            meta.claimed_ipv4, meta.claimed_ipv6, meta.inspect);
         transition accept;
     }
 }
@@ -72,7 +74,8 @@ control VtepIngress(inout headers_t hdr,
                     inout local_metadata_t meta,
                     inout standard_metadata_t std) {
     PortConfig(PORT_COUNT) port_config;
-    AccessFiltering(VM_COUNT, VM_COUNT) access_filtering;
+    AccessFiltering(VM_COUNT, VM_COUNT, ALLOWED_SOURCE_MAC_TABLE_SIZE,
+                    IPV4_SOURCE_GUARD_TABLE_SIZE, IPV6_SOURCE_GUARD_TABLE_SIZE) access_filtering;
     VtepTermination(VTEP_TERMINATION_TABLE_SIZE) vtep_termination;
     VxlanDecap() vxlan_decap;
     VniLookup(VNI_COUNT) vni_lookup;

@@ -18,5 +18,11 @@
 #define PREFIX_ROUTE_TABLE_SIZE    8192    // (VRF, prefix) routes: subnets, static routes
 #define IPV6_HOST_ROUTE_TABLE_SIZE 65536   // (VRF, IPv6) host routes
 #define IPV6_PREFIX_ROUTE_TABLE_SIZE 8192  // (VRF, IPv6 prefix) routes
+// Port security (port_security.p4), per VF (port, VLAN): a guarded VM's
+// addresses and allowed prefixes (IPv6: also fe80::/64 and ::), and the
+// extra source MACs of allowed pairs.
+#define IPV4_SOURCE_GUARD_TABLE_SIZE 32768
+#define IPV6_SOURCE_GUARD_TABLE_SIZE 32768
+#define ALLOWED_SOURCE_MAC_TABLE_SIZE 8192
 
 #endif  // P4VTEP_V1MODEL_SIZES_P4

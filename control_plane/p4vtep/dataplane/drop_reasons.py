@@ -40,6 +40,13 @@ class DropReason(enum.IntEnum):
     EXCESS_CONGESTED = 28
     TENANT_HOP_LIMIT = 29
     IPV6_SCOPE = 30
+    # Port security (issue 38): also counted per VM, class reason - SPOOFED_IP
+    # (port_security_drop_counter).
+    SPOOFED_IP = 31
+    SPOOFED_ARP = 32
+    SPOOFED_ND = 33
+    RA_FROM_VM = 34
+    DHCP_SERVER_FROM_VM = 35
 
 
-DROP_REASON_COUNT = 32
+DROP_REASON_COUNT = 40

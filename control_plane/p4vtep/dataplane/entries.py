@@ -15,6 +15,7 @@ from ..runtime import entities
 from ..runtime.codec import Value
 from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
+from .drop_reasons import DropReason
 
 if TYPE_CHECKING:
     # A meter's configuration is the model's QoS rates (RFC 2698 trTCM,
@@ -62,6 +63,32 @@ def color_index(vm_index: int, color: int) -> int:
 
 
 ECMP_SELECTOR = "ecmp_selector"
+
+# Port security (port_security.p4): per VM, one cell per drop reason from
+# SPOOFED_IP to DHCP_SERVER_FROM_VM, index ``port_security_index(vm, reason)``.
+PORT_SECURITY_DROP_COUNTER = "port_security_drop_counter"
+PORT_SECURITY_CLASSES = 8  # cells per VM (PORT_SECURITY_CLASSES in port_security.p4)
+PORT_SECURITY_REASONS = (
+    DropReason.SPOOFED_IP,
+    DropReason.SPOOFED_ARP,
+    DropReason.SPOOFED_ND,
+    DropReason.RA_FROM_VM,
+    DropReason.DHCP_SERVER_FROM_VM,
+)
+
+
+def port_security_index(vm_index: int, reason: DropReason) -> int:
+    """The per-VM port security counter's index of one of its drop reasons."""
+    if reason not in PORT_SECURITY_REASONS:
+        raise ValueError(f"{reason.name} is not a port security drop reason")
+    return vm_index << 3 | (reason - DropReason.SPOOFED_IP)
+
+
+def port_security_supported(p4info: P4Info) -> bool:
+    """Whether a pipeline has port security (the source guards, and the
+    ``guarded`` and ``dhcp_server`` flags of ``bind_vm``). Older builds (the
+    committed Tofino ones) have none."""
+    return p4info.has_table("ipv4_source_guard")
 
 
 def policed_flag_supported(p4info: P4Info) -> bool:
@@ -144,6 +171,7 @@ class PipelineEntries:
         # (an older build, a test's) binds VMs without a VRF.
         self.routing = routing_supported(p4info)
         self.knows_policed = policed_flag_supported(p4info)
+        self.port_security = port_security_supported(p4info)
 
     def _policed(self, params: dict[str, Value], policed: bool) -> dict[str, Value]:
         """``params`` with the ``policed`` flag when the pipeline has it (an
@@ -205,20 +233,51 @@ class PipelineEntries:
         vm_mac: Value,
         vrf: int = 0,
         policed: bool = False,
+        guarded: bool = False,
+        dhcp_server: bool = False,
     ) -> p4runtime_pb2.TableEntry:
         """`vrf`: the VRF of a routed VNI (its L3 VNI), 0 for an L2-only VNI;
-        `policed`: the VM has a transmit policy (its TX meter runs)."""
+        `policed`: the VM has a transmit policy (its TX meter runs);
+        `guarded`: its port security is on (the source guards hold it to its
+        addresses); `dhcp_server`: it may send DHCP server messages. A
+        pipeline without port security takes neither flag set."""
         params: dict[str, Value] = {"vni": vni, "vm": vm_index, "vm_mac": vm_mac}
         if self.routing:
             params["vrf"] = vrf
         elif vrf:
             raise ValueError(f"VNI {vni}: this pipeline does not route (no VRF {vrf})")
+        params = self._policed(params, policed)
+        if self.port_security:
+            params["guarded"] = int(guarded)
+            params["dhcp_server"] = int(dhcp_server)
+        elif guarded or dhcp_server:
+            raise ValueError(f"VM {vm_index}: this pipeline has no port security")
+        return self._table("access_binding", {"port": port, "vlan_id": vlan_id}, "bind_vm", params)
+
+    # --- port security (port_security.p4) ---------------------------------------
+    def allowed_source_mac(self, port: int, vlan_id: int, mac: Value) -> p4runtime_pb2.TableEntry:
+        """An extra source MAC the VF's VM may send from (an allowed pair's MAC)."""
         return self._table(
-            "access_binding",
-            {"port": port, "vlan_id": vlan_id},
-            "bind_vm",
-            self._policed(params, policed),
+            "allowed_source_mac", {"port": port, "vlan_id": vlan_id, "mac": mac}, "mac_allowed"
         )
+
+    def source_guard(
+        self,
+        port: int,
+        vlan_id: int,
+        prefix: Value,
+        prefix_len: int,
+        ipv6: bool | None = None,
+    ) -> p4runtime_pb2.TableEntry:
+        """A prefix a guarded VM may claim as its source (IPv4: also as an ARP
+        sender; IPv6: also as a Neighbor Advertisement's target): one of its
+        addresses as a /32 or /128, an allowed pair's prefix, fe80::/64, ::/128."""
+        v6 = is_ipv6(prefix) if ipv6 is None else ipv6
+        match: dict[str, entities.MatchValue] = {"port": port, "vlan_id": vlan_id}
+        if prefix_len:  # (P4Runtime: a /0 LPM match is left out, a wildcard)
+            match["ip"] = entities.Lpm(prefix, prefix_len)
+        table = "ipv6_source_guard" if v6 else "ipv4_source_guard"
+        return self._table(table, match, "source_allowed")
 
     def vni_config(
         self, vni: int, vni_index: int, traffic_class: int, flood_group: int, local_flood_group: int
