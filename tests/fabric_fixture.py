@@ -70,11 +70,12 @@ def routed_fabric() -> Fabric:
 
 def routed_vms() -> list[Vm]:
     """web-1 on tor1, db-1 on tor2 (the other subnet), fw (the default route's
-    next hop) on tor2, and tenant B's b1 (L2 only) on tor1."""
+    next hop) on tor2, and tenant B's b1 (L2 only) on tor1. fw forwards what
+    it did not originate, from any address: port security off (docs/security.md)."""
     return [
         Vm("web-1", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10),
         Vm("db-1", "00:00:0a:00:01:01", ("192.168.2.1",), 5001, "s21", 20),
-        Vm("fw", "00:00:0a:00:00:03", ("192.168.1.3",), 5000, "s22", 30),
+        Vm("fw", "00:00:0a:00:00:03", ("192.168.1.3",), 5000, "s22", 30, port_security=False),
         Vm("b1", "00:00:0b:00:00:01", ("192.168.1.1",), 6000, "s12", 30),
     ]
 

@@ -64,8 +64,11 @@ def test_entities_are_stored_as_the_builders_encode_them():
     c = compiled(alloc=alloc)
     a1 = vms()[0]
     index = alloc.vm["tor1"]["a1"]
-    # (a1's gold policy meters what it sends: its binding says so)
-    binding = to_entity(entries.access_binding(1, a1.vlan, a1.vni, index, a1.mac, policed=True))
+    # (a1's gold policy meters what it sends, and its port security is on
+    # (the default): its binding says so)
+    binding = to_entity(
+        entries.access_binding(1, a1.vlan, a1.vni, index, a1.mac, policed=True, guarded=True)
+    )
     assert binding.SerializeToString(deterministic=True) in c.entities.values()
 
 

@@ -1,9 +1,11 @@
 """The incremental compiler against the whole-state reference.
 
-Random sequences of attaches, detaches, moves, QoS changes, address changes
-and make-before-break pins (among them VMs of two VNIs routed in one VRF,
-dual-stack: IPv4-only, IPv6-only and dual-stack VMs, an IPv6 subnet beside
-each IPv4 one, static routes of both families through them),
+Random sequences of attaches, detaches, moves, QoS changes, address changes,
+port security changes (on or off, DHCP server, allowed pairs of both
+families with and without a MAC) and make-before-break pins (among them
+VMs of two VNIs routed in one VRF, dual-stack: IPv4-only, IPv6-only and
+dual-stack VMs, an IPv6 subnet beside each IPv4 one, static routes of both
+families through them),
 and of what EVPN taught us about external VTEPs (learned MACs, some with our
 VMs' MACs or IPs of either family, and flood lists; host routes into the VRF,
 some for our VMs' IPs with or without their MACs, for a static route's next
@@ -45,7 +47,7 @@ from p4vtep.evpn.table import LearnedTable
 from p4vtep.evpn.view import LocalMac
 from p4vtep.model.addressing import link_local
 from p4vtep.model.allocation import Allocations, external_vtep_key
-from p4vtep.model.fabric import Fabric, StaticRoute, Subnet, Vm, Vni, Vrf
+from p4vtep.model.fabric import AllowedPair, Fabric, StaticRoute, Subnet, Vm, Vni, Vrf
 
 # The first property's examples in the scale tier (the others': a share of it).
 EXAMPLES = int(os.environ.get("P4VTEP_PROPERTY_EXAMPLES", "3000"))
@@ -149,6 +151,14 @@ op = st.one_of(
     st.tuples(st.just("qos"), st.sampled_from(NAMES), st.sampled_from([None, "gold"])),
     # A VM's addresses become IPv4 only, IPv6 only or both (``ips_of``).
     st.tuples(st.just("readdress"), st.sampled_from(NAMES), st.sampled_from(["4", "6", "46"])),
+    # Port security on or off, DHCP server or not, some of PAIRS.
+    st.tuples(
+        st.just("secure"),
+        st.sampled_from(NAMES),
+        st.booleans(),
+        st.booleans(),
+        st.lists(st.integers(0, 5), max_size=3, unique=True),
+    ),
     st.tuples(
         st.just("migrate"), st.sampled_from(NAMES), st.sampled_from(SERVERS), st.integers(1, 4)
     ),
@@ -202,6 +212,19 @@ evpn_op = st.one_of(
     *[st.tuples(st.just("commit"))] * 3,
     st.tuples(st.just("peek")),
 )
+
+
+# Allowed pairs of the sequences (docs/security.md): prefixes of both
+# families, host and wider, one a VM's own address (v2's 192.168.0.2), with
+# a VRRP MAC shared by two of them and a VM's own MAC (v1's).
+PAIRS = [
+    AllowedPair("10.50.0.0/16"),
+    AllowedPair("192.168.0.200/32", "00:00:5e:00:01:07"),
+    AllowedPair("2001:db8:ff::/48"),
+    AllowedPair("2001:db8::c8/128", "00:00:5e:00:01:07"),
+    AllowedPair("192.168.0.2/32", "02:00:00:00:00:01"),
+    AllowedPair("10.60.0.0/24", "00:00:5e:00:02:01"),
+]
 
 
 def router_mac(vtep: str) -> str:
@@ -300,6 +323,16 @@ class Model:
             self.put(replace(vms[args[0]], qos=args[1]))
         elif kind == "readdress" and args[0] in vms:
             self.put(replace(vms[args[0]], ips=ips_of(int(args[0][1:]), args[1])))
+        elif kind == "secure" and args[0] in vms:
+            guarded, dhcp, pairs = args[1:]
+            self.put(
+                replace(
+                    vms[args[0]],
+                    port_security=guarded,
+                    dhcp_server=dhcp,
+                    allowed_pairs=tuple(PAIRS[i] for i in pairs),
+                )
+            )
         elif kind == "migrate" and args[0] in vms:
             old = vms[args[0]]
             moved = replace(old, server=args[1], vlan=args[2])

@@ -30,7 +30,8 @@ ANYCAST = "00:00:5e:00:01:01"
 WEB = Vm("web", "02:0a:00:00:00:01", ("192.168.1.10",), 5000, "s11", 10)
 DB = Vm("db", "02:0a:00:00:01:01", ("192.168.2.10",), 5001, "s21", 11)
 DB_NEAR = Vm("db-near", "02:0a:00:00:01:02", ("192.168.2.20",), 5001, "s12", 12)
-FW = Vm("fw", "02:0a:00:00:00:03", ("192.168.1.3",), 5000, "s22", 13)
+# fw forwards the default route: a router appliance, port security off (docs/security.md)
+FW = Vm("fw", "02:0a:00:00:00:03", ("192.168.1.3",), 5000, "s22", 13, port_security=False)
 BLUE_WEB = Vm("blue-web", "02:0b:00:00:00:01", ("192.168.1.10",), 6000, "s12", 20)
 BLUE_DB = Vm("blue-db", "02:0b:00:00:01:01", ("192.168.2.10",), 6001, "s22", 21)
 VMS = [WEB, DB, DB_NEAR, FW, BLUE_WEB, BLUE_DB]

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import grpc
 import pytest
-from fabric_fixture import two_tor_fabric, vms
+from fabric_fixture import two_tor_fabric
+from fabric_fixture import vms as fixture_vms
 from helpers import api_client, controller_state
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.controller import Controller
 from p4vtep.dataplane import limits
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model.fabric import Fabric, StaticRoute, Subnet, Vm, Vni, Vrf
+from p4vtep.model.fabric import AllowedPair, Fabric, StaticRoute, Subnet, Vm, Vni, Vrf
 from p4vtep.model.validation import (
     ValidationError,
     VmIndex,
@@ -51,6 +52,15 @@ def routed_fabric(*routes: StaticRoute) -> Fabric:
 
 
 DEFAULT_VIA_A2 = StaticRoute("0.0.0.0/0", "192.168.1.2")  # a2: VNI 5000, VRF tenant-a
+
+
+def vms() -> list[Vm]:
+    """fabric_fixture's VMs, a2 a router: the next hop of DEFAULT_VIA_A2
+    forwards what it did not originate, from any address, so its port
+    security is off (docs/security.md; test_port_security.py has the rule)."""
+    return [replace(vm, port_security=False) if vm.name == "a2" else vm for vm in fixture_vms()]
+
+
 A1, A2, B1, B2 = vms()
 D1 = Vm("d1", "00:00:0a:00:02:01", ("192.168.2.1",), 5001, "s22", 50)  # tenant-a's db VNI
 
@@ -201,7 +211,7 @@ def test_the_next_hops_owner_may_go_and_its_ip_move(state):
 
 def test_a_next_hop_may_change_owner_in_one_change(state):
     fabric, current, index = state
-    heir = Vm("a3", "00:00:0a:00:00:03", ("192.168.1.2",), 5000, "s22", 60)
+    heir = Vm("a3", "00:00:0a:00:00:03", ("192.168.1.2",), 5000, "s22", 60, port_security=False)
     validate_change(fabric, NoWalk(current), index, [heir], ["a2"])
     assert index.vrf_ips[("tenant-a", "192.168.1.2")] == "a3"
     assert index.ips[(5000, "192.168.1.2")] == "a3"
@@ -454,7 +464,8 @@ def test_ipv6_static_routes():
         DEFAULT_VIA_A2, DEFAULT6_VIA_A2, StaticRoute("2001:db8:ff::/48", "fd00:a:2::11")
     )
     assert fabric_problems(fabric) == []
-    validate(fabric, [A2_6, D1_6])
+    # (d1 forwards for 2001:db8:ff::/48: its allowed pair, docs/security.md)
+    validate(fabric, [A2_6, replace(D1_6, allowed_pairs=(AllowedPair("2001:db8:ff::/48"),))])
 
 
 @pytest.mark.usefixtures("ipv6_pipeline")

@@ -51,6 +51,12 @@ _PARAM_VALUE = wire.tag(p4runtime_pb2.Action.Param, "value")
 _ENTITY_PRE = wire.tag(p4runtime_pb2.Entity, "packet_replication_engine_entry")
 _PRE_MULTICAST = wire.tag(p4runtime_pb2.PacketReplicationEngineEntry, "multicast_group_entry")
 _GROUP_REPLICAS = wire.tag(p4runtime_pb2.MulticastGroupEntry, "replicas")
+_MATCH_LPM = wire.tag(p4runtime_pb2.FieldMatch, "lpm")
+_LPM_VALUE = wire.tag(p4runtime_pb2.FieldMatch.LPM, "value")
+# (prefix_len is a varint: its tag is field 2, wire type 0)
+_LPM_PREFIX_LEN = wire.varint(
+    p4runtime_pb2.FieldMatch.LPM.DESCRIPTOR.fields_by_name["prefix_len"].number << 3
+)
 
 
 def _prefixes(field: Callable[[bytes], bytes], bitwidth: int) -> list[bytes]:
@@ -125,6 +131,7 @@ class ExactEntry:
         entry_head = p4runtime_pb2.TableEntry(table_id=self.table_id).SerializeToString()
         action_head = p4runtime_pb2.Action(action_id=self.action_id).SerializeToString()
         self.name = table
+        self.memos = memos  # (the match fields', then the parameters')
         self._assemble = _assembler(len(fields), entry_head, action_head, memos)
 
     def __call__(self, *values: Value) -> Encoded:
@@ -132,6 +139,61 @@ class ExactEntry:
             return self._assemble(*values)
         except codec.EncodingError as exc:
             raise codec.EncodingError(f"{self.name}: {exc}") from None
+
+
+class LpmEntry:
+    """A table entry with exact matches, then one LPM match (the last field
+    by id), and an action without parameters: the source guards' entries
+    (several per guarded VM), assembled as ``ExactEntry`` assembles its
+    entries, with the same bytes as ``entities.table_entry`` serialized
+    deterministically (the tests compare them). Called with the exact
+    values, then the prefix (an int, IPv4/IPv6 text or bytes) and its
+    length; bits beyond the length are cleared, as P4Runtime requires."""
+
+    def __init__(
+        self,
+        p4info: P4Info,
+        table: str,
+        exact: Sequence[str],
+        lpm: str,
+        action: str,
+        shared_memos: dict[bytes, _FieldMemo] | None = None,
+    ) -> None:
+        # (checks the exact fields' order and that the action has no parameters)
+        exact_part = ExactEntry(p4info, table, exact, action, (), shared_memos)
+        table_id = exact_part.table_id
+        exact_ids = [p4info.match_field(table_id, name).id for name in exact]
+        field = p4info.match_field(table_id, lpm)
+        if field.match_type != MatchType.LPM:
+            raise ValueError(f"{table}.{lpm}: not an LPM match")
+        if exact_ids and field.id < max(exact_ids):
+            raise ValueError(f"{table}: the LPM match must come last by id")
+        self.name = table
+        self.bitwidth = field.bitwidth
+        self._memos = exact_part.memos
+        self._entry_head = p4runtime_pb2.TableEntry(table_id=table_id).SerializeToString()
+        self._field_head = p4runtime_pb2.FieldMatch(field_id=field.id).SerializeToString()
+        self._action = _action_field(
+            p4runtime_pb2.Action(action_id=exact_part.action_id).SerializeToString()
+        )
+
+    def __call__(self, *values: Value) -> Encoded:
+        *exact, prefix, length = values
+        if len(exact) != len(self._memos):
+            raise TypeError(f"{len(self._memos) + 2} values expected, {len(values)} given")
+        if type(length) is not int or not 0 < length <= self.bitwidth:
+            raise codec.EncodingError(f"{self.name}: prefix length {length!r} out of range")
+        try:
+            head = b"".join([memo[v] for memo, v in zip(self._memos, exact, strict=True)])
+            number = codec.to_int(prefix, self.bitwidth)
+        except codec.EncodingError as exc:
+            raise codec.EncodingError(f"{self.name}: {exc}") from None
+        number &= ((1 << length) - 1) << (self.bitwidth - length)
+        raw = number.to_bytes((number.bit_length() + 7) // 8 or 1, "big")
+        lpm = wire.wrap(_LPM_VALUE, raw) + _LPM_PREFIX_LEN + wire.varint(length)
+        match = wire.wrap(_ENTRY_MATCH, self._field_head + wire.wrap(_MATCH_LPM, lpm))
+        entry = self._entry_head + head + match
+        return TABLE + entry, wire.wrap(_ENTITY_TABLE_ENTRY, entry + self._action)
 
 
 def _action_head(length: int) -> bytes:
@@ -249,6 +311,26 @@ class Encoder:
         self.knows_policed = entries.knows_policed
         policed = ("policed",) if entries.knows_policed else ()
         binding += policed
+        # (a pipeline with port security: the binding says whether the VM is
+        # guarded and may serve DHCP; the source guards hold its addresses)
+        self.port_security = entries.port_security
+        if self.port_security:
+            binding += ("guarded", "dhcp_server")
+            guard = ("port", "vlan_id")
+            self._guard_v4 = LpmEntry(
+                p4info, "ipv4_source_guard", guard, "ip", "source_allowed", memos
+            )
+            self._guard_v6 = LpmEntry(
+                p4info, "ipv6_source_guard", guard, "ip", "source_allowed", memos
+            )
+            self._source_mac = ExactEntry(
+                p4info,
+                "allowed_source_mac",
+                ("port", "vlan_id", "mac"),
+                "mac_allowed",
+                (),
+                memos,
+            )
         self._binding = ExactEntry(
             p4info, "access_binding", ("port", "vlan_id"), "bind_vm", binding, memos
         )
@@ -362,13 +444,29 @@ class Encoder:
         vm_mac: Value,
         vrf: int = 0,
         policed: bool = False,
+        guarded: bool = False,
+        dhcp_server: bool = False,
     ) -> Encoded:
+        """``guarded``, ``dhcp_server``: the VM's port security (docs/security.md),
+        left out on a pipeline without it (which cannot hold them)."""
         flag = self._flag(policed)
+        if self.port_security:
+            flag += (int(guarded), int(dhcp_server))
         if self.entries.routing:
             return self._binding(port, vlan_id, vni, vm_index, vm_mac, vrf, *flag)
         if vrf:
             raise ValueError(f"VNI {vni}: this pipeline does not route (no VRF {vrf})")
         return self._binding(port, vlan_id, vni, vm_index, vm_mac, *flag)
+
+    def source_guard(self, port: int, vlan_id: int, prefix: Value, prefix_len: int) -> Encoded:
+        """A prefix a guarded VM may claim as its source, in the source
+        guard of its family (``entries.is_ipv6``)."""
+        guard = self._guard_v6 if is_ipv6(prefix) else self._guard_v4
+        return guard(port, vlan_id, prefix, prefix_len)
+
+    def allowed_source_mac(self, port: int, vlan_id: int, mac: Value) -> Encoded:
+        """An extra source MAC the VM on (port, VLAN) may send from."""
+        return self._source_mac(port, vlan_id, mac)
 
     def mac_to_local_vm(
         self, vni: int, mac: Value, port: int, vlan_id: int, vm_index: int, policed: bool = False

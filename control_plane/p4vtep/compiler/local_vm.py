@@ -1,5 +1,6 @@
-"""Builder: a VM on this ToR. Its (port, VLAN) binding, its MAC, its ARP
-(IPv4) and ND (IPv6) entries, its flood replica and, with a QoS policy, its meters."""
+"""Builder: a VM on this ToR. Its (port, VLAN) binding, its port security
+(source guards, extra source MACs), its MAC, its ARP (IPv4) and ND (IPv6)
+entries, its flood replica and, with a QoS policy, its meters."""
 
 from __future__ import annotations
 
@@ -20,6 +21,33 @@ def policed(fabric: Fabric, vm: Vm) -> tuple[bool, bool]:
     return policy.tx is not None, policy.rx is not None
 
 
+# What every guarded VM may claim besides its addresses and pairs: any
+# link-local source (distributions use RFC 7217 stable-privacy addresses,
+# which no MAC gives away; the pipeline holds a MAC-derived one to the VM's
+# own MAC), and the unspecified address of duplicate address detection.
+# (0.0.0.0, a DHCP client's and an ARP probe's, is the pipeline's own rule.)
+ALWAYS_ALLOWED_V6 = (("fe80::", 64), ("::", 128))
+
+
+def port_security(enc: Encoder, port: int, vm: Vm) -> list[Encoded]:
+    """The VM's port-security entries (docs/security.md): guarded, a source
+    guard entry per address (/32, /128), per pair prefix and for
+    ALWAYS_ALLOWED_V6; guarded or not, an allowed source MAC per pair MAC
+    other than its own. Each once, in a fixed order."""
+    prefixes: dict[tuple[str, int], None] = {}
+    if vm.port_security:
+        for ip in vm.ips:
+            prefixes[(ip, 128 if ":" in ip else 32)] = None
+        for p in vm.allowed_pairs:
+            address, _, length = p.prefix.partition("/")
+            prefixes[(address, int(length))] = None
+        prefixes.update(dict.fromkeys(ALWAYS_ALLOWED_V6))
+    out = [enc.source_guard(port, vm.vlan, ip, length) for ip, length in prefixes]
+    macs = dict.fromkeys(p.mac for p in vm.allowed_pairs if p.mac is not None and p.mac != vm.mac)
+    out += [enc.allowed_source_mac(port, vm.vlan, mac) for mac in macs]
+    return out
+
+
 def build(
     enc: Encoder, fabric: Fabric, vm: Vm, index: int, moved_away: bool = False
 ) -> list[Encoded]:
@@ -31,7 +59,13 @@ def build(
     vrf = fabric.vnis[vm.vni].vrf
     l3vni = fabric.vrfs[vrf].l3vni if vrf is not None else 0  # (the VRF's id: routing.py)
     tx, rx = policed(fabric, vm)
-    out = [enc.access_binding(port, vm.vlan, vm.vni, index, vm.mac, l3vni, tx)]
+    out = [
+        enc.access_binding(
+            port, vm.vlan, vm.vni, index, vm.mac, l3vni, tx, vm.port_security, vm.dhcp_server
+        )
+    ]
+    if enc.port_security:
+        out += port_security(enc, port, vm)
     if not moved_away:
         out.append(enc.mac_to_local_vm(vm.vni, vm.mac, port, vm.vlan, index, rx))
     out.append(enc.replica_to_vm(index, vm.vlan, index, rx))

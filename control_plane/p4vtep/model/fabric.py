@@ -97,6 +97,21 @@ class QosPolicy:
 
 
 @dataclass(frozen=True)
+class AllowedPair:
+    """An allowed address pair (Neutron's name; docs/security.md): a prefix
+    the VM may send from and answer ARP/ND for besides its own addresses
+    (a VRRP virtual IP, the networks a NAT appliance forwards for), and
+    optionally a MAC it may send from besides its own (a VRRP virtual MAC)."""
+
+    prefix: str  # IPv4 a.b.c.d/len or IPv6 (RFC 5952) address/len; any length
+    mac: str | None = None  # normalised (lower case, colons)
+
+    def __str__(self) -> str:
+        """``PREFIX`` or ``PREFIX,MAC``: what the CLI and the inputs take."""
+        return self.prefix if self.mac is None else f"{self.prefix},{self.mac}"
+
+
+@dataclass(frozen=True)
 class Vm:
     name: str
     mac: str
@@ -106,6 +121,13 @@ class Vm:
     vlan: int  # VF VLAN
     qos: str | None = None
     source: str = "inventory"  # which input declared it (inventory, libvirt, api)
+    # Port security (docs/security.md): the ToR drops what the VM sends from
+    # an address that is not its own (IP source guard, ARP and ND checks),
+    # its router advertisements and, unless ``dhcp_server``, its DHCP server
+    # messages. False: only the source MAC check (a trusted appliance).
+    port_security: bool = True
+    dhcp_server: bool = False  # may send DHCPv4/DHCPv6 server messages
+    allowed_pairs: tuple[AllowedPair, ...] = ()  # at most 8 (model/port_security.py)
 
     def __post_init__(self) -> None:
         for name in SHARED_FIELDS:

@@ -15,7 +15,7 @@ from typing import TypeVar
 from ..dataplane import limits
 from ..dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
 from ..dataplane.targets import Target
-from . import routing_checks
+from . import port_security, routing_checks
 from .addressing import (
     IPS_PER_FAMILY_MAX,
     canonical_ip,
@@ -222,7 +222,8 @@ def check_vm(fabric: Fabric, vm: Vm) -> list[Problem]:
         problems.append(Problem(subject, "server", f"unknown server {vm.server!r}"))
     if vm.qos is not None and vm.qos not in fabric.policies:
         problems.append(Problem(subject, "qos", f"unknown QoS policy {vm.qos!r}"))
-    return problems + routing_checks.vm_problems(fabric, vm)
+    problems += routing_checks.vm_problems(fabric, vm)
+    return problems + port_security.vm_problems(fabric, vm)
 
 
 def _ip_problems(subject: str, ips: Iterable[str]) -> list[Problem]:
@@ -272,6 +273,7 @@ def validate(
     ``checked`` caches the per-VM checks (VMs are immutable values) so that a
     change to one VM among thousands re-checks only that one."""
     problems = check_fabric(fabric)
+    vms = vms if isinstance(vms, (list, tuple)) else list(vms)  # (walked twice)
     vrfs = vrf_of(fabric)
     macs: dict[tuple[int, str], str] = {}
     ips: dict[tuple[int, str], str] = {}
@@ -335,8 +337,20 @@ def validate(
             vlans.setdefault(port_key, vm.name)
     for server, policies in policies_on.items():
         problems += link_problems(fabric, server, policies, f"server {server}", "link_rate")
+    problems += _pair_conflicts(vms, vrfs)
     if problems:
         raise ValidationError(problems)
+
+
+def _pair_conflicts(vms: Iterable[Vm], vrfs: Mapping[int, str]) -> list[Problem]:
+    """What the VMs' allowed pairs claim of other VMs (port_security.py),
+    each conflict named once, by the VM whose pair it is; nothing to do
+    when no VM has a pair."""
+    holders = [vm for vm in vms if vm.allowed_pairs]
+    if not holders:
+        return []
+    index = VmIndex.of(vms, vrfs)
+    return [p for vm in holders for p in index.pair_conflicts(vm, both_sides=False)]
 
 
 # What each QoS direction guarantees, as a link problem says it.
@@ -397,6 +411,27 @@ class VmIndex:
         self.vrf_ips: dict[tuple[str, str], str] = {}
         self.vlans: dict[tuple[str, int], str] = {}
         self.policies_on: dict[str, Counter[str]] = {}  # server -> QoS policy -> VMs
+        # Allowed pairs: who lists each, and the scopes' addresses in order.
+        self.pairs = port_security.PairIndex(vrf_of, self._owner, self._addresses)
+
+    def _owner(self, scope: port_security.Scope, ip: str) -> str | None:
+        """The VM holding ``ip`` in a VRF or an L2 VNI (``port_security.Scope``)."""
+        kind, name = scope
+        if kind == "vrf":
+            return self.vrf_ips.get((str(name), ip))
+        return self.ips.get((int(name), ip))
+
+    def _addresses(self, scope: port_security.Scope) -> list[tuple[str, str]]:
+        """Every (IP, VM) of a VRF or an L2 VNI: a walk of every address,
+        once per scope where a pair needs them (PairIndex keeps them after)."""
+        kind, name = scope
+        if kind == "vrf":
+            return [(ip, vm) for (vrf, ip), vm in self.vrf_ips.items() if vrf == name]
+        return [(ip, vm) for (vni, ip), vm in self.ips.items() if vni == name]
+
+    def pair_conflicts(self, vm: Vm, both_sides: bool = True) -> list[Problem]:
+        """``port_security.PairIndex.conflicts`` against this index."""
+        return self.pairs.conflicts(vm, lambda vni, mac: self.macs.get((vni, mac)), both_sides)
 
     @classmethod
     def of(cls, vms: Iterable[Vm], vrf_of: Mapping[int, str]) -> VmIndex:
@@ -410,6 +445,7 @@ class VmIndex:
         other.macs, other.ips, other.vlans = dict(self.macs), dict(self.ips), dict(self.vlans)
         other.vrf_ips = dict(self.vrf_ips)
         other.policies_on = {k: Counter(v) for k, v in self.policies_on.items()}
+        other.pairs = self.pairs.copy(other._owner, other._addresses)
         return other
 
     def add(self, vm: Vm) -> None:
@@ -422,6 +458,7 @@ class VmIndex:
         self.vlans[(vm.server, vm.vlan)] = vm.name
         if vm.qos is not None:
             self.policies_on.setdefault(vm.server, Counter())[vm.qos] += 1
+        self.pairs.add(vm)
 
     def remove(self, vm: Vm) -> None:
         _release(self.macs, (vm.vni, vm.mac), vm.name)
@@ -437,6 +474,7 @@ class VmIndex:
             _release(self.ips, (vm.vni, ip), vm.name)
             if vrf is not None:
                 _release(self.vrf_ips, (vrf, ip), vm.name)
+        self.pairs.remove(vm)
 
     def conflicts(self, vm: Vm) -> list[Problem]:
         subject = subject_for("vm", vm.name)
@@ -467,7 +505,7 @@ class VmIndex:
                     subject, "vlan", f"VLAN {vm.vlan} on server {vm.server} is already vm {other}"
                 )
             )
-        return problems
+        return problems + self.pair_conflicts(vm)
 
 
 def validate_change(

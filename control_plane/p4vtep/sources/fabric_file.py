@@ -14,6 +14,7 @@ from ..evpn.config import parse_evpn
 from ..model.addressing import canonical_ip, ip_network, normalise_mac
 from ..model.bit_rates import parse_bit_rate
 from ..model.fabric import (
+    AllowedPair,
     Fabric,
     QosPolicy,
     Rates,
@@ -27,6 +28,7 @@ from ..model.fabric import (
     Vni,
     Vrf,
 )
+from ..model.port_security import pair, parse_pair
 from ..model.problems import Problem
 from ..model.qos_bursts import burst_warnings, default_burst
 from ..model.routing_checks import check_routing
@@ -382,6 +384,29 @@ def load_inventory(path: str | Path) -> list[Vm]:
                 vlan=doc.typed(p + ("vlan",), int),
                 qos=doc.typed(p + ("qos",), str, None),
                 source="inventory",
+                port_security=doc.typed(p + ("port_security",), bool, True),
+                dhcp_server=doc.typed(p + ("dhcp_server",), bool, False),
+                allowed_pairs=_pairs(doc, p + ("allowed_pairs",)),
             )
         )
     return vms
+
+
+def _pairs(doc: _Doc, path: tuple) -> tuple[AllowedPair, ...]:
+    """A VM's allowed pairs (docs/security.md): each ``PREFIX``, ``PREFIX,MAC``
+    or ``{prefix: PREFIX, mac: MAC}``; a bare address is its host prefix.
+    What is not a prefix or a MAC is kept for the checks to name."""
+    pairs = []
+    for i, item in enumerate(doc.list(path, required=False)):
+        q = path + (i,)
+        if isinstance(item, dict):
+            unknown = sorted(set(item) - {"prefix", "mac"})
+            if unknown:
+                raise doc.error(q + (unknown[0],), "unknown field (expected prefix, mac)")
+            prefix = doc.texts.get(q + ("prefix",)) or doc.typed(q + ("prefix",), str)
+            pairs.append(pair(prefix, doc.typed(q + ("mac",), str, None)))
+        elif isinstance(item, (str, int, float)) and not isinstance(item, bool):
+            pairs.append(parse_pair(doc.texts.get(q) or str(item)))
+        else:
+            raise doc.error(q, f"expected PREFIX, PREFIX,MAC or {{prefix, mac}}, got {item!r}")
+    return tuple(pairs)

@@ -11,6 +11,11 @@ make-before-break.
         <p4vtep:vni>5000</p4vtep:vni>
         <p4vtep:ip>192.168.1.10</p4vtep:ip>    <!-- repeat for several -->
         <p4vtep:qos>gold</p4vtep:qos>          <!-- optional -->
+        <!-- port security (docs/security.md), optional: -->
+        <p4vtep:allowed_pair>192.168.1.100/32</p4vtep:allowed_pair>  <!-- repeat -->
+        <p4vtep:allowed_pair mac="00:00:5e:00:01:07">192.168.1.107</p4vtep:allowed_pair>
+        <p4vtep:port_security>false</p4vtep:port_security>  <!-- default true -->
+        <p4vtep:dhcp_server>true</p4vtep:dhcp_server>      <!-- default false -->
       </p4vtep:vm>
     </metadata>
 """
@@ -27,6 +32,7 @@ from ..controller import Controller
 from ..events import DesiredStateChanged
 from ..model.addressing import canonical_ip
 from ..model.fabric import Vm
+from ..model.port_security import pair
 from ..model.validation import ValidationError, normalise_mac
 from ..state.protocol import StateError
 from . import SourceError
@@ -76,6 +82,19 @@ def parse_domain(xml: str, server: str) -> Vm | None:
         raise fail("interface.mac", "missing")
     if not tag_id.isdigit():
         raise fail("interface.vlan", "the VF needs a VLAN tag id")
+
+    def flag(field: str, default: bool) -> bool:
+        text = (meta.findtext(f"{{{NAMESPACE}}}{field}") or "").strip().lower()
+        if not text:
+            return default
+        if text not in ("true", "false"):
+            raise fail(field, f"expected true or false, got {text!r}")
+        return text == "true"
+
+    pairs = tuple(
+        pair((e.text or "").strip(), e.get("mac"))
+        for e in meta.findall(f"{{{NAMESPACE}}}allowed_pair")
+    )
     return Vm(
         name=name,
         mac=normalise_mac(address),
@@ -85,6 +104,9 @@ def parse_domain(xml: str, server: str) -> Vm | None:
         vlan=int(tag_id),
         qos=qos,
         source=SOURCE,
+        port_security=flag("port_security", True),
+        dhcp_server=flag("dhcp_server", False),
+        allowed_pairs=pairs,
     )
 
 

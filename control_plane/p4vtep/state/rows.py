@@ -13,7 +13,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..model.allocation import Allocations, IndexSpace
-from ..model.fabric import SHARED_FIELDS, Vm, shared
+from ..model.fabric import SHARED_FIELDS, AllowedPair, Vm, shared
 from .protocol import AllocKey, Change, Snapshot
 
 _VM_FIELDS = tuple(sorted(f.name for f in fields(Vm)))
@@ -21,12 +21,24 @@ _VM_FIELDS = tuple(sorted(f.name for f in fields(Vm)))
 
 def vm_to_json(vm: Vm) -> str:
     # (dataclasses.asdict deep-copies every field: slow for 100,000 VMs.)
-    return json.dumps({name: getattr(vm, name) for name in _VM_FIELDS}, separators=(",", ":"))
+    data = {name: getattr(vm, name) for name in _VM_FIELDS}
+    data["allowed_pairs"] = [[p.prefix, p.mac] for p in vm.allowed_pairs]
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _from_stored(data: dict[str, Any]) -> None:
+    """The JSON values of a stored VM as the model's types, in place. A row
+    written before port security (issue 38) has none of its fields: the
+    VM gets the defaults (port security on, no pairs)."""
+    data["ips"] = tuple(data["ips"])
+    pairs = data.get("allowed_pairs")
+    if pairs is not None:
+        data["allowed_pairs"] = tuple(AllowedPair(prefix, mac) for prefix, mac in pairs)
 
 
 def vm_from_json(text: str | bytes) -> Vm:
     data: dict[str, Any] = json.loads(text)
-    data["ips"] = tuple(data["ips"])
+    _from_stored(data)
     return Vm(**data)
 
 
@@ -47,7 +59,7 @@ def vms_from_json(texts: list[str]) -> list[Vm]:
     put = object.__setattr__
     for start in range(0, len(texts), JSON_CHUNK):
         for data in json.loads("[" + ",".join(texts[start : start + JSON_CHUNK]) + "]"):
-            data["ips"] = tuple(data["ips"])
+            _from_stored(data)
             if data.keys() == fields_:
                 vm = new(Vm)
                 for name, is_shared in _SET_IN_ORDER:
