@@ -239,6 +239,8 @@ def test_cli_prints_aligned_tables(api, capsys):
         "VLAN",
         "QOS",
         "SOURCE",
+        "SECURITY",
+        "PAIRS",
     ]
     assert lines[2].split() == [
         "a1",
@@ -250,6 +252,8 @@ def test_cli_prints_aligned_tables(api, capsys):
         "10",
         "-",
         "api",
+        "on",
+        "-",
     ]
     assert lines[0].index("MAC") == lines[2].index("00:00")
     assert cli_main(["--api", address, "vm", "detach", "nope"]) == 1

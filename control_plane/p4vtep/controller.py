@@ -19,17 +19,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from . import events, tls
+from .batching import Batcher, Request
 from .compiler import Change, DesiredState, Encoder, Key, Learned, SwitchState, compile_tor
 from .compiler.desired import steps_under
 from .dataplane.artifacts import Pipeline, pipeline_for
 from .dataplane.entries import PipelineEntries
 from .model.allocation import EXTERNAL_VTEP, Allocations, SpaceFull, external_vtep_key
-from .model.fabric import Fabric, Vm
+from .model.fabric import AllowedPair, Fabric, Vm
+from .model.problems import subject
 from .model.tenant_routes import RouteDelta, route_deltas
 from .model.validation import (
     Problem,
@@ -105,6 +107,37 @@ class VniPlacement:
     tors: tuple[str, ...]
 
 
+@dataclass
+class _Applied:
+    """A change applied in memory and not stored yet: what it was, each VM
+    it touched as it was before, the routes it changed, the pin it took."""
+
+    event: events.DesiredStateChanged
+    before: dict[str, Vm | None]
+    routes: list[RouteDelta]
+    pin: int | None = None  # a migration's pin on the old ToR (released if not stored)
+
+
+@dataclass(frozen=True)
+class _Work:
+    """A change handed in to be run in a batch: ``apply`` (under the lock)
+    validates and applies it, raising if refused; it returns what to store,
+    or True (changed, nothing to store: a migration letting go) or False
+    (nothing to do). ``stores``: it needs the store (the leadership)."""
+
+    apply: Callable[[], _Applied | bool]
+    stores: bool = True
+
+
+@dataclass
+class _Move:
+    """What a migration's first step found, for its second."""
+
+    old: Vm | None = None
+    old_tor: str = ""
+    pin: int | None = None
+
+
 class Controller:
     def __init__(
         self,
@@ -131,6 +164,14 @@ class Controller:
             n: self.entries if p is pipeline else PipelineEntries(p.p4info)
             for n, p in self.pipelines.items()
         }
+        for name, entries in self.tor_entries.items():
+            if not entries.port_security:
+                log.warning(
+                    "tor %s: its %s pipeline has no port security (an older build): "
+                    "the VMs there are held to their MAC only (docs/security.md)",
+                    name,
+                    fabric.tors[name].target,
+                )
         # One encoder per P4Info (ids differ per target).
         self.encoder = Encoder(self.entries)
         by_p4info = {id(self.entries): self.encoder}
@@ -160,6 +201,8 @@ class Controller:
         self._vrf_of = vrf_of(fabric)  # (the index's VRF of each routed VNI)
         self._index = VmIndex(self._vrf_of)
         self._index_stale = True
+        # attach, detach and migrate: handed in from any thread, run in batches.
+        self._batcher: Batcher[_Work, int] = Batcher(self._run_batch)
         credentials = (
             None if fabric.p4runtime_tls is None else tls.client_credentials(fabric.p4runtime_tls)
         )
@@ -350,6 +393,97 @@ class Controller:
         for sup in self.supervisors.values():
             sup.notify()
 
+    def _prepare(self) -> None:
+        """Before validating changes: the index current, the cache bounded."""
+        if self._index_stale:
+            self._rebuild_index()
+            self._index_stale = False
+        if len(self._checked) > 2 * len(self.vms) + 1000:
+            self._checked.clear()
+
+    def _apply(
+        self,
+        change: events.DesiredStateChanged,
+        upserts: list[Vm],
+        removals: list[str],
+        whole: dict[str, Vm] | None = None,
+    ) -> _Applied:
+        """Validate the change (only the changed VMs, or the ``whole`` new
+        state), allocate its indices and apply it in memory, not stored yet
+        (``_store``). Refused: raises, changing nothing. Under the lock."""
+        pinned = self.desired.pinned_vms()
+        if whole is not None:
+            validate(self.fabric, whole.values(), self._checked)
+            if pinned:
+                reserved = VmIndex.of(pinned, self._vrf_of)
+                problems = [p for vm in whole.values() for p in reserved.conflicts(vm)]
+                if problems:
+                    raise ValidationError(problems)
+            index = VmIndex.of(whole.values(), self._vrf_of)
+        else:
+            index = validate_change(
+                self.fabric, self.vms, self._index, upserts, removals, self._checked
+            )
+        try:
+            self.desired.check_room(upserts)
+        except SpaceFull as exc:
+            self._rebuild_index()
+            raise ValidationError([Problem("change", "indices", str(exc))]) from None
+        before = {name: self.vms.get(name) for name in [v.name for v in upserts] + removals}
+        if whole is not None and len(upserts) + len(removals) > BULK_CHANGE:
+            self.desired.load(whole.values())
+        else:
+            self.desired.change(upserts, removals)
+        for vm in pinned:
+            if vm.name in removals:
+                index.remove(vm)  # a detached VM keeps no pin, nor its old place
+        if self.desired.pinned_vms():
+            self._reserve_pinned(index)
+        self._index = index
+        after = {name: self.vms.get(name) for name in before}
+        return _Applied(change, before, route_deltas(self.fabric, before, after))
+
+    def _store(self, applied: list[_Applied], term: int | None) -> None:
+        """Store what ``applied`` (in order) changed, in one commit: each VM
+        they touched as it is now, and the index rows. Not stored: every one
+        is undone in memory too (pins they took released) and the error
+        raised. Under the lock."""
+        first: dict[str, Vm | None] = {}  # each VM touched, as it was before them all
+        for one in applied:
+            for name, vm in one.before.items():
+                first.setdefault(name, vm)
+        vms = self.vms
+        upserts = [vms[name] for name in first if name in vms]
+        removals = [name for name, vm in first.items() if vm is not None and name not in vms]
+        commit = self._pending_change(upserts, removals)
+        try:
+            self.revision = self.store.commit(commit, self.revision, fence_term=term)
+        except BaseException:
+            # Not stored: undo in memory too. Freed indices go back to
+            # their stored values first, so the VMs put back get them.
+            stored = self.store.snapshot().allocations
+            for row in commit.alloc_removed:
+                if row in stored:
+                    set_row(self.alloc, row, stored[row])
+            self.desired.change(
+                [vm for vm in first.values() if vm is not None],
+                [name for name, vm in first.items() if vm is None and name in vms],
+            )
+            for one in reversed(applied):
+                if one.pin is not None:
+                    self.desired.unpin(one.pin)
+            self.alloc.take_changes()
+            self._rebuild_index()
+            raise
+
+    def _published(self, applied: list[_Applied]) -> None:
+        """Tell what ``applied`` changed (in order) and wake the supervisors."""
+        for one in applied:
+            self.bus.publish(one.event)
+            self._publish_routes(one.routes)
+        for sup in self.supervisors.values():
+            sup.notify()
+
     def _commit(
         self,
         change: events.DesiredStateChanged,
@@ -358,69 +492,66 @@ class Controller:
         whole: dict[str, Vm] | None = None,
     ) -> int:
         """Validate the change (only the changed VMs, or the ``whole`` new
-        state), allocate its indices, store it and wake the supervisors."""
+        state), allocate its indices, store it and wake the supervisors: on
+        its own, in the calling thread (attach, detach and migrate go in
+        batches: ``_run_batch``)."""
         with self._lock:
             term = self._fence()
-            if self._index_stale:
-                self._rebuild_index()
-                self._index_stale = False
-            if len(self._checked) > 2 * len(self.vms) + 1000:
-                self._checked.clear()
-            pinned = self.desired.pinned_vms()
-            if whole is not None:
-                validate(self.fabric, whole.values(), self._checked)
-                if pinned:
-                    reserved = VmIndex.of(pinned, self._vrf_of)
-                    problems = [p for vm in whole.values() for p in reserved.conflicts(vm)]
-                    if problems:
-                        raise ValidationError(problems)
-                index = VmIndex.of(whole.values(), self._vrf_of)
-            else:
-                index = validate_change(
-                    self.fabric, self.vms, self._index, upserts, removals, self._checked
-                )
-            try:
-                self.desired.check_room(upserts)
-            except SpaceFull as exc:
-                self._rebuild_index()
-                raise ValidationError([Problem("change", "indices", str(exc))]) from None
-            before = {name: self.vms.get(name) for name in [v.name for v in upserts] + removals}
-            if whole is not None and len(upserts) + len(removals) > BULK_CHANGE:
-                self.desired.load(whole.values())
-            else:
-                self.desired.change(upserts, removals)
-            commit = self._pending_change(upserts, removals)
-            try:
-                self.revision = self.store.commit(commit, self.revision, fence_term=term)
-            except BaseException:
-                # Not stored: undo in memory too. Freed indices go back to
-                # their stored values first, so the VMs put back get them.
-                stored = self.store.snapshot().allocations
-                for row in commit.alloc_removed:
-                    if row in stored:
-                        set_row(self.alloc, row, stored[row])
-                self.desired.change(
-                    [vm for vm in before.values() if vm is not None],
-                    [name for name, vm in before.items() if vm is None],
-                )
-                self.alloc.take_changes()
-                self._rebuild_index()
-                raise
-            for vm in pinned:
-                if vm.name in removals:
-                    index.remove(vm)  # a detached VM keeps no pin, nor its old place
-            if self.desired.pinned_vms():
-                self._reserve_pinned(index)
-            self._index = index
+            self._prepare()
+            applied = self._apply(change, upserts, removals, whole)
+            self._store([applied], term)
             self.version += 1
             version = self.version
-            after = {name: self.vms.get(name) for name in before}
-            route_changes = route_deltas(self.fabric, before, after)
-        self.bus.publish(change)
-        self._publish_routes(route_changes)
-        for sup in self.supervisors.values():
-            sup.notify()
+        self._published([applied])
         return version
+
+    def _run_batch(self, batch: list[Request[_Work, int]]) -> None:
+        """Run the changes that callers handed in together (``batching``),
+        in the order they came: each is validated and applied against the
+        state the ones before it left, and refused or failed alone (its
+        caller gets its error; the others go on). Those applied are stored
+        in one commit and given one new version; a store that fails fails
+        every one it held, undone. Then one wake-up of the supervisors."""
+        applied: list[_Applied] = []
+        owners: list[tuple[Request[_Work, int], _Applied | None]] = []
+        changed = False
+        with self._lock:
+            try:
+                term, fenced = self._fence(), None
+            except Exception as exc:  # noqa: BLE001 -- NotLeader...: each change that stores gets it
+                term, fenced = None, exc
+            self._prepare()
+            for request in batch:
+                work = request.work
+                if work.stores and fenced is not None:
+                    request.fail(fenced)
+                    continue
+                try:
+                    done = work.apply()
+                except Exception as exc:  # noqa: BLE001 -- refused: its caller gets it, alone
+                    request.fail(exc)
+                    continue
+                if isinstance(done, _Applied):
+                    applied.append(done)
+                    owners.append((request, done))
+                else:
+                    owners.append((request, None))
+                changed = changed or done is not False
+            if applied:
+                try:
+                    self._store(applied, term)
+                except Exception as exc:  # noqa: BLE001 -- each change it held gets it
+                    for request, one in owners:
+                        if one is not None:
+                            request.fail(exc)
+                    owners = [(r, one) for r, one in owners if one is None]
+                    applied = []
+            if changed:
+                self.version += 1
+            for request, _ in owners:
+                request.done(self.version)
+        if changed:
+            self._published(applied)
 
     def _publish_routes(self, deltas: list[RouteDelta]) -> None:
         for delta in deltas:
@@ -503,16 +634,20 @@ class Controller:
             sup.notify()
 
     def attach(self, vm: Vm) -> int:
-        with self._lock:
+        def apply() -> _Applied | bool:
             if vm.name in self.vms and self.vms[vm.name] == vm:
-                return self.version
-            return self._commit(events.DesiredStateChanged(vm=vm.name, change="attached"), [vm], [])
+                return False
+            return self._apply(events.DesiredStateChanged(vm=vm.name, change="attached"), [vm], [])
+
+        return self._batcher.submit(_Work(apply))
 
     def detach(self, name: str) -> int:
-        with self._lock:
+        def apply() -> _Applied | bool:
             if name not in self.vms:
                 raise NotFound(f"no VM named {name!r}")
-            return self._commit(events.DesiredStateChanged(vm=name, change="detached"), [], [name])
+            return self._apply(events.DesiredStateChanged(vm=name, change="detached"), [], [name])
+
+        return self._batcher.submit(_Work(apply))
 
     def replace_source(self, source: str, vms: list[Vm]) -> int:
         """Make the VMs from one source (e.g. the inventory file) exactly ``vms``."""
@@ -554,7 +689,54 @@ class Controller:
         with self._lock:
             vm = self.get(name)
             changed = replace(vm, qos=qos or None)
-            return self._commit(events.DesiredStateChanged(vm=name, change="qos"), [changed], [])
+            return self._commit(
+                events.DesiredStateChanged(vm=name, change=events.QOS), [changed], []
+            )
+
+    def set_port_security(
+        self,
+        name: str,
+        port_security: bool | None = None,
+        dhcp_server: bool | None = None,
+        clear_pairs: bool = False,
+        remove_pairs: Iterable[AllowedPair] = (),
+        add_pairs: Iterable[AllowedPair] = (),
+    ) -> int:
+        """Change a VM's port security (docs/security.md): the flags given
+        (None: as they are), then its pairs: all dropped with
+        ``clear_pairs``, then ``remove_pairs`` (each must be one of them),
+        then ``add_pairs`` (one it has already stays once). Validated like
+        an attach; only the VM's own entries change on its ToR."""
+        with self._lock:
+            vm = self.get(name)
+            pairs = [] if clear_pairs else list(vm.allowed_pairs)
+            missing = [p for p in dict.fromkeys(remove_pairs) if p not in pairs]
+            if missing:
+                raise ValidationError(
+                    [
+                        Problem(
+                            subject("vm", name),
+                            "allowed_pairs",
+                            f"{p} is not one of its pairs "
+                            f"({', '.join(map(str, pairs)) or 'it has none'})",
+                        )
+                        for p in missing
+                    ]
+                )
+            removed = set(remove_pairs)
+            pairs = [p for p in pairs if p not in removed]
+            pairs += [p for p in dict.fromkeys(add_pairs) if p not in pairs]
+            changed = replace(
+                vm,
+                port_security=vm.port_security if port_security is None else port_security,
+                dhcp_server=vm.dhcp_server if dhcp_server is None else dhcp_server,
+                allowed_pairs=tuple(pairs),
+            )
+            if changed == vm:
+                return self.version
+            return self._commit(
+                events.DesiredStateChanged(vm=name, change=events.PORT_SECURITY), [changed], []
+            )
 
     def wait_version(self, version: int, timeout: float) -> bool:
         return all(sup.wait_applied(version, timeout) for sup in self.supervisors.values())
@@ -576,8 +758,11 @@ class Controller:
         ToR lets go, once the others confirmed (or ``timeout`` passed).
         Without, it returns the version of the move itself at once, and a
         thread of its own waits for the confirmations and lets the old ToR
-        go (the pin, and the old place's reservation, hold until then)."""
-        with self._lock:
+        go (the pin, and the old place's reservation, hold until then).
+        Both steps go in batches with other changes (``_run_batch``)."""
+        move = _Move()
+
+        def apply() -> _Applied:
             if name not in self.vms:
                 raise NotFound(f"no VM named {name!r}")
             old = self.vms[name]
@@ -590,14 +775,20 @@ class Controller:
             new_tor = self.fabric.servers[moved.server].tor
             pin = self.desired.pin(old_tor, name) if old_tor != new_tor else None
             try:
-                version = self._commit(
+                applied = self._apply(
                     events.DesiredStateChanged(vm=name, change="migrated"), [moved], []
                 )
             except Exception:
                 if pin is not None:
                     self.desired.unpin(pin)
                 raise
-        if pin is None:
+            applied.pin = pin
+            move.old, move.old_tor, move.pin = old, old_tor, pin
+            return applied
+
+        version = self._batcher.submit(_Work(apply))
+        old, old_tor, pin = move.old, move.old_tor, move.pin
+        if pin is None or old is None:
             return version
         if not wait:
             threading.Thread(
@@ -614,12 +805,14 @@ class Controller:
     ) -> int:
         """The break of a migration's make-before-break: once every ToR but
         ``old_tor`` holds ``version`` (or after ``timeout``), release the pin
-        on the VM's old place. Returns the version that releases it."""
+        on the VM's old place (in a batch with other changes; nothing to
+        store). Returns the version that releases it."""
         others = [s for n, s in self.supervisors.items() if n != old_tor]
         ok = all(s.wait_applied(version, timeout) for s in others)
         if not ok:
             log.warning("migration of %s: not every ToR confirmed within %ss", name, timeout)
-        with self._lock:
+
+        def apply() -> bool:
             self.desired.unpin(pin)
             index = self._index
             index.remove(old)  # the old place is free now (unless another pin holds it)
@@ -627,8 +820,6 @@ class Controller:
             if current is not None:
                 index.add(current)
             self._reserve_pinned(index)
-            self.version += 1
-            version = self.version
-        for sup in self.supervisors.values():  # the old ToR lets go; others confirm
-            sup.notify()
-        return version
+            return True  # the old ToR lets go; others confirm
+
+        return self._batcher.submit(_Work(apply, stores=False))

@@ -54,6 +54,7 @@ ATTACHED = "attached"  # a VM added or replaced (API, libvirt)
 DETACHED = "detached"
 MIGRATED = "migrated"  # also the second step, when the old ToR lets go
 QOS = "qos"  # a VM's QoS policy set or removed
+PORT_SECURITY = "port_security"  # a VM's port security, DHCP server flag or pairs changed
 
 
 def reloaded(source: str) -> str:
@@ -69,7 +70,8 @@ def refused(reason: str) -> str:
 @dataclass(frozen=True)
 class DesiredStateChanged(Event):
     vm: str = ""  # the VM's name, or "*" for a whole source
-    change: str = ""  # ATTACHED, DETACHED, MIGRATED, QOS, reloaded(...), refused(...)
+    # ATTACHED, DETACHED, MIGRATED, QOS, PORT_SECURITY, reloaded(...), refused(...)
+    change: str = ""
 
 
 @dataclass(frozen=True)

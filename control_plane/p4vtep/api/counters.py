@@ -21,11 +21,14 @@ from ..dataplane.entries import (
     COLOR_COUNTERS,
     EGRESS_DROP_COUNTER,
     INGRESS_DROP_COUNTER,
+    PORT_SECURITY_DROP_COUNTER,
+    PORT_SECURITY_REASONS,
     VM_RX_COUNTER,
     VM_TX_COUNTER,
     VNI_RX_COUNTER,
     VNI_TX_COUNTER,
     color_index,
+    port_security_index,
 )
 from ..dataplane.targets import profile
 from ..model.fabric import Fabric, Vm
@@ -61,6 +64,10 @@ class VmCounters:
     # what the meter dropped (METER_RED_TX/RX). Empty for a direction the
     # VM's policy does not meter (its frames pass no meter).
     colors: dict[str, dict[str, Traffic]] = field(default_factory=dict)
+    # What port security dropped of what the VM sent, per reason (the drop
+    # reasons' names in lower case, entries.PORT_SECURITY_REASONS); empty when
+    # the ToR's pipeline does not count them.
+    port_security: dict[str, Traffic] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,10 +121,16 @@ class CounterReader:
         colors = {
             tor: dict(zip(COLORS, _color_values(view.fabric, tor), strict=True)) for tor in all_tors
         }
+        guarded = {tor: self._counts_port_security(tor) for tor in all_tors}
         for name, tor, index in vm_rows:
             if index is not None:
                 plans[tor].want(VM_TX_COUNTER, index)
                 plans[tor].want(VM_RX_COUNTER, index)
+                if guarded[tor]:
+                    for reason in PORT_SECURITY_REASONS:
+                        plans[tor].want(
+                            PORT_SECURITY_DROP_COUNTER, port_security_index(index, reason)
+                        )
                 for direction in metered[name]:
                     for counter in self._color_counters(tor, direction):
                         for value in colors[tor].values():
@@ -155,6 +168,16 @@ class CounterReader:
                 cell(tor, VM_TX_COUNTER, i),
                 cell(tor, VM_RX_COUNTER, i),
                 {d: colored(tor, d, i) for d in metered[name] if self._color_counters(tor, d)},
+                {
+                    reason.name.lower(): cell(
+                        tor,
+                        PORT_SECURITY_DROP_COUNTER,
+                        None if i is None else port_security_index(i, reason),
+                    )
+                    for reason in PORT_SECURITY_REASONS
+                }
+                if guarded[tor]
+                else {},
             )
             for name, tor, i in vm_rows
             if tor in cells
@@ -180,6 +203,11 @@ class CounterReader:
         if entries is None:
             return list(COLOR_COUNTERS[direction])
         return [name for name in COLOR_COUNTERS[direction] if entries.has_counter(name)]
+
+    def _counts_port_security(self, tor: str) -> bool:
+        """Whether the ToR's pipeline counts port security's drops per VM."""
+        entries = self.c.tor_entries.get(tor)
+        return entries is not None and entries.has_counter(PORT_SECURITY_DROP_COUNTER)
 
     def _read_tor(self, tor: str, plan: _TorPlan) -> dict[tuple[str, int | None], Traffic]:
         """One Read of every counter cell in ``plan``: (counter, index) -> traffic."""

@@ -11,8 +11,9 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..events import Event
+from ..model import port_security
 from ..model.addressing import canonical_ip
-from ..model.fabric import Vm
+from ..model.fabric import AllowedPair, Vm
 from ..model.tenant_routes import RouteRow, VrfRow
 from ..model.validation import Problem, ValidationError, normalise_mac
 from . import overlay_pb2 as pb
@@ -36,7 +37,20 @@ def vm_to_pb(vm: Vm, tor: str = "", error: str = "") -> pb.VM:
         source=vm.source,
         tor=tor,
         error=error,
+        port_security=vm.port_security,
+        dhcp_server=vm.dhcp_server,
+        allowed_pairs=[pair_to_pb(p) for p in vm.allowed_pairs],
     )
+
+
+def pair_to_pb(pair: AllowedPair) -> pb.AllowedPair:
+    return pb.AllowedPair(prefix=pair.prefix, mac=pair.mac or "")
+
+
+def pair_from_pb(message: pb.AllowedPair) -> AllowedPair:
+    """A pair as the model keeps it (``port_security.pair``: a bare address
+    is its host prefix, the MAC normalised); the controller checks the rest."""
+    return port_security.pair(message.prefix, message.mac or None)
 
 
 def vm_from_pb(message: pb.VM, source: str) -> Vm:
@@ -54,6 +68,10 @@ def vm_from_pb(message: pb.VM, source: str) -> Vm:
         vlan=message.vlan,
         qos=message.qos or None,
         source=source,
+        # (unset: on, the default)
+        port_security=message.port_security if message.HasField("port_security") else True,
+        dhcp_server=message.dhcp_server,
+        allowed_pairs=tuple(pair_from_pb(p) for p in message.allowed_pairs),
     )
 
 
@@ -137,6 +155,8 @@ def counters_response(counters: Counters) -> pb.GetCountersResponse:
             target = row.tx_colors if direction == "tx" else row.rx_colors
             for color, traffic in colors.items():
                 getattr(target, color).CopyFrom(traffic_to_pb(traffic))
+        for reason, traffic in vm.port_security.items():
+            row.port_security_drops.add(reason=reason, dropped=traffic_to_pb(traffic))
     for vni in counters.vnis:
         response.vnis.add(
             vni=vni.vni, tor=vni.tor, tx=traffic_to_pb(vni.tx), rx=traffic_to_pb(vni.rx)

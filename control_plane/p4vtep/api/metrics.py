@@ -74,6 +74,17 @@ class DataPlaneCollector(Collector):
             "Bytes a VM's QoS meter coloured, per direction and colour (red: dropped)",
             labels=color_labels,
         )
+        guard_labels = ["vm", "tor", "reason"]
+        guard_packets = CounterMetricFamily(
+            "p4vtep_vm_port_security_drop_packets",
+            "Packets a VM sent that port security dropped, by reason (docs/security.md)",
+            labels=guard_labels,
+        )
+        guard_bytes = CounterMetricFamily(
+            "p4vtep_vm_port_security_drop_bytes",
+            "Bytes a VM sent that port security dropped, by reason (docs/security.md)",
+            labels=guard_labels,
+        )
         drops = CounterMetricFamily("p4vtep_drops", "Drops by reason", labels=["tor", "reason"])
         up = GaugeMetricFamily(
             "p4vtep_switch_up",
@@ -89,6 +100,9 @@ class DataPlaneCollector(Collector):
                 for color, traffic in colors.items():
                     color_packets.add_metric([vm.name, vm.tor, direction, color], traffic.packets)
                     color_bytes.add_metric([vm.name, vm.tor, direction, color], traffic.bytes)
+            for reason, traffic in vm.port_security.items():
+                guard_packets.add_metric([vm.name, vm.tor, reason], traffic.packets)
+                guard_bytes.add_metric([vm.name, vm.tor, reason], traffic.bytes)
         for vni in counters.vnis:
             vni_packets.add_metric([str(vni.vni), vni.tor, "tx"], vni.tx.packets)
             vni_packets.add_metric([str(vni.vni), vni.tor, "rx"], vni.rx.packets)
@@ -99,7 +113,17 @@ class DataPlaneCollector(Collector):
             up.add_metric([tor], 0 if tor in counters.unreachable else 1)
         for tor, error in sorted(counters.unreachable.items()):
             log.debug("counter scrape: %s not read: %s", tor, error)
-        yield from (vm_packets, vm_bytes, color_packets, color_bytes, vni_packets, drops, up)
+        yield from (
+            vm_packets,
+            vm_bytes,
+            color_packets,
+            color_bytes,
+            guard_packets,
+            guard_bytes,
+            vni_packets,
+            drops,
+            up,
+        )
 
 
 class EvpnCollector(Collector):

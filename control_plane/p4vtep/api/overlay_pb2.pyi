@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class VM(_message.Message):
-    __slots__ = ("name", "mac", "ips", "vni", "server", "vlan", "qos", "source", "tor", "error")
+    __slots__ = ("name", "mac", "ips", "vni", "server", "vlan", "qos", "source", "tor", "error", "port_security", "dhcp_server", "allowed_pairs")
     NAME_FIELD_NUMBER: _ClassVar[int]
     MAC_FIELD_NUMBER: _ClassVar[int]
     IPS_FIELD_NUMBER: _ClassVar[int]
@@ -18,6 +18,9 @@ class VM(_message.Message):
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     TOR_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    PORT_SECURITY_FIELD_NUMBER: _ClassVar[int]
+    DHCP_SERVER_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_PAIRS_FIELD_NUMBER: _ClassVar[int]
     name: str
     mac: str
     ips: _containers.RepeatedScalarFieldContainer[str]
@@ -28,7 +31,18 @@ class VM(_message.Message):
     source: str
     tor: str
     error: str
-    def __init__(self, name: _Optional[str] = ..., mac: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., vni: _Optional[int] = ..., server: _Optional[str] = ..., vlan: _Optional[int] = ..., qos: _Optional[str] = ..., source: _Optional[str] = ..., tor: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+    port_security: bool
+    dhcp_server: bool
+    allowed_pairs: _containers.RepeatedCompositeFieldContainer[AllowedPair]
+    def __init__(self, name: _Optional[str] = ..., mac: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., vni: _Optional[int] = ..., server: _Optional[str] = ..., vlan: _Optional[int] = ..., qos: _Optional[str] = ..., source: _Optional[str] = ..., tor: _Optional[str] = ..., error: _Optional[str] = ..., port_security: _Optional[bool] = ..., dhcp_server: _Optional[bool] = ..., allowed_pairs: _Optional[_Iterable[_Union[AllowedPair, _Mapping]]] = ...) -> None: ...
+
+class AllowedPair(_message.Message):
+    __slots__ = ("prefix", "mac")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    MAC_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    mac: str
+    def __init__(self, prefix: _Optional[str] = ..., mac: _Optional[str] = ...) -> None: ...
 
 class AttachVMRequest(_message.Message):
     __slots__ = ("vm", "wait")
@@ -104,6 +118,24 @@ class SetQoSRequest(_message.Message):
     qos: str
     def __init__(self, name: _Optional[str] = ..., qos: _Optional[str] = ...) -> None: ...
 
+class SetPortSecurityRequest(_message.Message):
+    __slots__ = ("name", "port_security", "dhcp_server", "clear_pairs", "remove_pairs", "add_pairs", "wait")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PORT_SECURITY_FIELD_NUMBER: _ClassVar[int]
+    DHCP_SERVER_FIELD_NUMBER: _ClassVar[int]
+    CLEAR_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    ADD_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    port_security: bool
+    dhcp_server: bool
+    clear_pairs: bool
+    remove_pairs: _containers.RepeatedCompositeFieldContainer[AllowedPair]
+    add_pairs: _containers.RepeatedCompositeFieldContainer[AllowedPair]
+    wait: bool
+    def __init__(self, name: _Optional[str] = ..., port_security: _Optional[bool] = ..., dhcp_server: _Optional[bool] = ..., clear_pairs: _Optional[bool] = ..., remove_pairs: _Optional[_Iterable[_Union[AllowedPair, _Mapping]]] = ..., add_pairs: _Optional[_Iterable[_Union[AllowedPair, _Mapping]]] = ..., wait: _Optional[bool] = ...) -> None: ...
+
 class ListSwitchesRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
@@ -157,20 +189,30 @@ class ColorCounters(_message.Message):
     def __init__(self, green: _Optional[_Union[Traffic, _Mapping]] = ..., yellow: _Optional[_Union[Traffic, _Mapping]] = ..., red: _Optional[_Union[Traffic, _Mapping]] = ...) -> None: ...
 
 class VMCounters(_message.Message):
-    __slots__ = ("name", "tor", "tx", "rx", "tx_colors", "rx_colors")
+    __slots__ = ("name", "tor", "tx", "rx", "tx_colors", "rx_colors", "port_security_drops")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOR_FIELD_NUMBER: _ClassVar[int]
     TX_FIELD_NUMBER: _ClassVar[int]
     RX_FIELD_NUMBER: _ClassVar[int]
     TX_COLORS_FIELD_NUMBER: _ClassVar[int]
     RX_COLORS_FIELD_NUMBER: _ClassVar[int]
+    PORT_SECURITY_DROPS_FIELD_NUMBER: _ClassVar[int]
     name: str
     tor: str
     tx: Traffic
     rx: Traffic
     tx_colors: ColorCounters
     rx_colors: ColorCounters
-    def __init__(self, name: _Optional[str] = ..., tor: _Optional[str] = ..., tx: _Optional[_Union[Traffic, _Mapping]] = ..., rx: _Optional[_Union[Traffic, _Mapping]] = ..., tx_colors: _Optional[_Union[ColorCounters, _Mapping]] = ..., rx_colors: _Optional[_Union[ColorCounters, _Mapping]] = ...) -> None: ...
+    port_security_drops: _containers.RepeatedCompositeFieldContainer[PortSecurityDrops]
+    def __init__(self, name: _Optional[str] = ..., tor: _Optional[str] = ..., tx: _Optional[_Union[Traffic, _Mapping]] = ..., rx: _Optional[_Union[Traffic, _Mapping]] = ..., tx_colors: _Optional[_Union[ColorCounters, _Mapping]] = ..., rx_colors: _Optional[_Union[ColorCounters, _Mapping]] = ..., port_security_drops: _Optional[_Iterable[_Union[PortSecurityDrops, _Mapping]]] = ...) -> None: ...
+
+class PortSecurityDrops(_message.Message):
+    __slots__ = ("reason", "dropped")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    dropped: Traffic
+    def __init__(self, reason: _Optional[str] = ..., dropped: _Optional[_Union[Traffic, _Mapping]] = ...) -> None: ...
 
 class VNICounters(_message.Message):
     __slots__ = ("vni", "tor", "tx", "rx")

@@ -64,6 +64,11 @@ class OverlayStub:
                 request_serializer=p4vtep_dot_api_dot_overlay__pb2.SetQoSRequest.SerializeToString,
                 response_deserializer=p4vtep_dot_api_dot_overlay__pb2.VMResponse.FromString,
                 _registered_method=True)
+        self.SetPortSecurity = channel.unary_unary(
+                '/p4vtep.v1.Overlay/SetPortSecurity',
+                request_serializer=p4vtep_dot_api_dot_overlay__pb2.SetPortSecurityRequest.SerializeToString,
+                response_deserializer=p4vtep_dot_api_dot_overlay__pb2.VMResponse.FromString,
+                _registered_method=True)
         self.ListSwitches = channel.unary_unary(
                 '/p4vtep.v1.Overlay/ListSwitches',
                 request_serializer=p4vtep_dot_api_dot_overlay__pb2.ListSwitchesRequest.SerializeToString,
@@ -139,6 +144,15 @@ class OverlayServicer:
 
     def SetQoS(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetPortSecurity(self, request, context):
+        """Port security of a running VM (docs/security.md): turn it on or off,
+        allow DHCP server messages, add or remove allowed address pairs. Refused
+        whole (INVALID_ARGUMENT) like AttachVM; only that VM's entries change.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -223,6 +237,11 @@ def add_OverlayServicer_to_server(servicer, server):
             'SetQoS': grpc.unary_unary_rpc_method_handler(
                     servicer.SetQoS,
                     request_deserializer=p4vtep_dot_api_dot_overlay__pb2.SetQoSRequest.FromString,
+                    response_serializer=p4vtep_dot_api_dot_overlay__pb2.VMResponse.SerializeToString,
+            ),
+            'SetPortSecurity': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetPortSecurity,
+                    request_deserializer=p4vtep_dot_api_dot_overlay__pb2.SetPortSecurityRequest.FromString,
                     response_serializer=p4vtep_dot_api_dot_overlay__pb2.VMResponse.SerializeToString,
             ),
             'ListSwitches': grpc.unary_unary_rpc_method_handler(
@@ -422,6 +441,33 @@ class Overlay:
             target,
             '/p4vtep.v1.Overlay/SetQoS',
             p4vtep_dot_api_dot_overlay__pb2.SetQoSRequest.SerializeToString,
+            p4vtep_dot_api_dot_overlay__pb2.VMResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetPortSecurity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/p4vtep.v1.Overlay/SetPortSecurity',
+            p4vtep_dot_api_dot_overlay__pb2.SetPortSecurityRequest.SerializeToString,
             p4vtep_dot_api_dot_overlay__pb2.VMResponse.FromString,
             options,
             channel_credentials,

@@ -133,6 +133,22 @@ class OverlayService(pb_grpc.OverlayServicer):
         return messages.vm_response(vm_to_pb(self.c, self.c.get(request.name)), version)
 
     @_errors
+    def SetPortSecurity(self, request, context):
+        version = self.c.set_port_security(
+            request.name,
+            port_security=(request.port_security if request.HasField("port_security") else None),
+            dhcp_server=request.dhcp_server if request.HasField("dhcp_server") else None,
+            clear_pairs=request.clear_pairs,
+            remove_pairs=[messages.pair_from_pb(p) for p in request.remove_pairs],
+            add_pairs=[messages.pair_from_pb(p) for p in request.add_pairs],
+        )
+        return messages.vm_response(
+            vm_to_pb(self.c, self.c.get(request.name)),
+            version,
+            self._applied(request.wait, version),
+        )
+
+    @_errors
     def ListSwitches(self, request, context):
         return messages.list_switches_response(
             {name: sup.status for name, sup in self.c.supervisors.items()}

@@ -29,23 +29,70 @@ def stub(args):
     return overlay_pb2_grpc.OverlayStub(grpc.insecure_channel(args.api))
 
 
+def security(vm) -> str:
+    """A VM's port security as the tables show it: on or off, and whether
+    it may serve DHCP (docs/security.md)."""
+    on = "off" if vm.HasField("port_security") and not vm.port_security else "on"
+    return f"{on},dhcp-server" if vm.dhcp_server else on
+
+
+def pairs_text(vm) -> str:
+    """A VM's allowed pairs, ``PREFIX[,MAC]`` each, separated by ``;``."""
+    return ";".join(p.prefix + (f",{p.mac}" if p.mac else "") for p in vm.allowed_pairs) or "-"
+
+
 def vm_rows(vms) -> list[list]:
     return [
-        [v.name, v.mac, ",".join(v.ips), v.vni, v.server, v.tor, v.vlan, v.qos or "-", v.source]
+        [
+            v.name,
+            v.mac,
+            ",".join(v.ips),
+            v.vni,
+            v.server,
+            v.tor,
+            v.vlan,
+            v.qos or "-",
+            v.source,
+            security(v),
+            pairs_text(v),
+        ]
         for v in vms
     ]
 
 
-VM_HEADERS = ["NAME", "MAC", "IPS", "VNI", "SERVER", "TOR", "VLAN", "QOS", "SOURCE"]
+VM_HEADERS = [
+    "NAME",
+    "MAC",
+    "IPS",
+    "VNI",
+    "SERVER",
+    "TOR",
+    "VLAN",
+    "QOS",
+    "SOURCE",
+    "SECURITY",
+    "PAIRS",
+]
 
 
 def vm_attach(args) -> int:
     from ..api import overlay_pb2 as pb
     from ..api.messages import vm_to_pb
     from ..model.fabric import Vm
+    from ..model.port_security import parse_pair
 
     vm = Vm(
-        args.name, args.mac, tuple(args.ip or ()), args.vni, args.server, args.vlan, args.qos, "api"
+        args.name,
+        args.mac,
+        tuple(args.ip or ()),
+        args.vni,
+        args.server,
+        args.vlan,
+        args.qos,
+        "api",
+        port_security=not args.no_port_security,
+        dhcp_server=args.dhcp_server,
+        allowed_pairs=tuple(parse_pair(text) for text in args.allowed_pair or ()),
     )
     reply = stub(args).AttachVM(pb.AttachVMRequest(vm=vm_to_pb(vm), wait=not args.no_wait))
     print(table(vm_rows([reply.vm]), VM_HEADERS))
@@ -102,6 +149,29 @@ def vm_qos(args) -> int:
     return 0
 
 
+def vm_port_security(args) -> int:
+    """Change a running VM's port security: on or off, DHCP server, pairs."""
+    from ..api import overlay_pb2 as pb
+    from ..api.messages import pair_to_pb
+    from ..model.port_security import parse_pair
+
+    request = pb.SetPortSecurityRequest(
+        name=args.name,
+        clear_pairs=args.clear_pairs,
+        remove_pairs=[pair_to_pb(parse_pair(t)) for t in args.remove_pair or ()],
+        add_pairs=[pair_to_pb(parse_pair(t)) for t in args.add_pair or ()],
+        wait=not args.no_wait,
+    )
+    if args.state is not None:
+        request.port_security = args.state == "on"
+    if args.dhcp_server is not None:
+        request.dhcp_server = args.dhcp_server
+    reply = stub(args).SetPortSecurity(request)
+    print(table(vm_rows([reply.vm]), VM_HEADERS))
+    print(f"version {reply.version}" + (", applied on every ToR" if reply.applied else ""))
+    return 0
+
+
 def vm_list(args) -> int:
     from ..api import overlay_pb2 as pb
 
@@ -115,7 +185,13 @@ def vm_show(args) -> int:
 
     vm = stub(args).GetVM(pb.GetVMRequest(name=args.name))
     for key, value in zip(VM_HEADERS, vm_rows([vm])[0], strict=False):
+        if key == "PAIRS":
+            continue
         print(f"{key.lower():8} {value}")
+    for i, p in enumerate(vm.allowed_pairs):  # (one a line: a pair has a comma)
+        print(f"{'pairs' if i == 0 else '':8} {p.prefix}" + (f" mac {p.mac}" if p.mac else ""))
+    if not vm.allowed_pairs:
+        print(f"{'pairs':8} -")
     if vm.error:
         print(f"{'error':8} {vm.error}")
     return 0
@@ -217,6 +293,15 @@ def counters(args) -> int:
                 + ["RED PKTS", "RED BYTES"],
             )
         )
+    guarded = [
+        [c.name, c.tor, d.reason, d.dropped.packets, d.dropped.bytes]
+        for c in reply.vms
+        for d in c.port_security_drops
+        if d.dropped.packets
+    ]
+    if guarded:
+        print()
+        print(table(guarded, ["VM", "TOR", "PORT SECURITY DROP", "PACKETS", "BYTES"]))
     print()
     print(
         table(

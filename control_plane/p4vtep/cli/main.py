@@ -21,6 +21,7 @@ from .commands import (
     vm_detach,
     vm_list,
     vm_migrate,
+    vm_port_security,
     vm_qos,
     vm_show,
     vrf_list,
@@ -163,6 +164,21 @@ def parser() -> argparse.ArgumentParser:
     attach.add_argument("--server", required=True)
     attach.add_argument("--vlan", type=int, required=True, help="the VF's VLAN")
     attach.add_argument("--qos")
+    attach.add_argument(
+        "--allowed-pair",
+        action="append",
+        metavar="PREFIX[,MAC]",
+        help="an extra prefix (and MAC) the VM may send from, e.g. a VRRP address "
+        "(repeat; docs/security.md)",
+    )
+    attach.add_argument(
+        "--no-port-security",
+        action="store_true",
+        help="check only the VM's source MAC (a trusted appliance: firewall, router)",
+    )
+    attach.add_argument(
+        "--dhcp-server", action="store_true", help="the VM may send DHCP server messages"
+    )
     attach.add_argument("--no-wait", action="store_true", help="do not wait for the switches")
     attach.set_defaults(func=vm_attach)
     bulk = vm.add_parser("attach-file", help="attach every VM of an inventory file")
@@ -190,6 +206,36 @@ def parser() -> argparse.ArgumentParser:
     )
     policy_or_clear.add_argument("--clear", action="store_true", help="remove the VM's policy")
     qos.set_defaults(func=vm_qos)
+    security = vm.add_parser(
+        "port-security",
+        help="change a VM's port security: on/off, DHCP server, allowed pairs",
+        description="Change a running VM's port security (docs/security.md). Pairs are "
+        "cleared first (--clear-pairs), then removed, then added.",
+    )
+    security.add_argument("name")
+    security.add_argument(
+        "state", nargs="?", choices=("on", "off"), help="turn port security on or off"
+    )
+    dhcp = security.add_mutually_exclusive_group()
+    dhcp.add_argument(
+        "--dhcp-server",
+        dest="dhcp_server",
+        action="store_const",
+        const=True,
+        help="the VM may send DHCP server messages",
+    )
+    dhcp.add_argument(
+        "--no-dhcp-server",
+        dest="dhcp_server",
+        action="store_const",
+        const=False,
+        help="drop the VM's DHCP server messages (the default)",
+    )
+    security.add_argument("--add-pair", action="append", metavar="PREFIX[,MAC]")
+    security.add_argument("--remove-pair", action="append", metavar="PREFIX[,MAC]")
+    security.add_argument("--clear-pairs", action="store_true", help="remove every pair")
+    security.add_argument("--no-wait", action="store_true")
+    security.set_defaults(func=vm_port_security)
     listing = vm.add_parser("list")
     listing.add_argument("--vni", type=int)
     listing.add_argument("--server")
