@@ -55,7 +55,8 @@ def test_attach_reads_back_and_forwards(sf, store_path):
         e = controller.entries
         bindings = read_table(sf, "tor1", "access_binding")
         assert sorted(b.SerializeToString() for b in bindings) == sorted(
-            e.access_binding(p, v, vni, i, mac).SerializeToString()
+            # (port security on: the default)
+            e.access_binding(p, v, vni, i, mac, guarded=True).SerializeToString()
             for p, v, vni, i, mac in [
                 (1, 10, 5000, controller.alloc.vm_space("tor1").peek("a1"), A1.mac),
                 (2, 30, 6000, controller.alloc.vm_space("tor1").peek("b1"), B1.mac),
@@ -174,7 +175,7 @@ def test_drift_is_repaired(sf, store_path):
         assert controller.wait_converged(30)
         e = controller.entries
         binding = e.access_binding(
-            1, A1.vlan, A1.vni, controller.alloc.vm_space("tor1").peek("a1"), A1.mac
+            1, A1.vlan, A1.vni, controller.alloc.vm_space("tor1").peek("a1"), A1.mac, guarded=True
         )
         controller.supervisors["tor1"].conn.delete(binding)  # behind the reconciler's back
         assert wait_until(

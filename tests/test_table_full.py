@@ -22,7 +22,8 @@ def fill_vms() -> list[Vm]:
     """VMs of tenant A, 8 IPv4 addresses each (a VM's most), that with A1 and
     A2 need more ARP entries on every ToR hosting the VNI than the table has:
     each VM's addresses are ARP entries on both ToRs. They sort after a1 and
-    a2, so those are written first."""
+    a2, so those are written first. Their port security is off: guarded, their
+    addresses would fill the (smaller) IPv4 source guard first."""
     per_vm = IPS_PER_FAMILY_MAX
     count = ARP_TABLE_SIZE // per_vm + 1
     # (server, VLANs) with room: a VLAN is one VF of its server.
@@ -35,7 +36,7 @@ def fill_vms() -> list[Vm]:
             for i in range(n * per_vm + 1, (n + 1) * per_vm + 1)
         )
         mac = f"02:00:{n >> 16 & 255:02x}:{n >> 8 & 255:02x}:{n & 255:02x}:01"
-        vms.append(Vm(f"zz-fill-{n:05}", mac, ips, 5000, server, vlan))
+        vms.append(Vm(f"zz-fill-{n:05}", mac, ips, 5000, server, vlan, port_security=False))
     return vms
 
 
