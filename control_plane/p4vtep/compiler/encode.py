@@ -176,15 +176,28 @@ class LpmEntry:
         self._action = _action_field(
             p4runtime_pb2.Action(action_id=exact_part.action_id).SerializeToString()
         )
+        self._lpm: dict[tuple[Value, Value], bytes] = {}  # (prefix, length) -> match field
 
     def __call__(self, *values: Value) -> Encoded:
         *exact, prefix, length = values
         if len(exact) != len(self._memos):
             raise TypeError(f"{len(self._memos) + 2} values expected, {len(values)} given")
+        try:
+            head = b"".join([memo[v] for memo, v in zip(self._memos, exact, strict=True)])
+        except codec.EncodingError as exc:
+            raise codec.EncodingError(f"{self.name}: {exc}") from None
+        match = self._lpm.get((prefix, length))
+        if match is None:
+            match = self._lpm_match(prefix, length)
+        entry = self._entry_head + head + match
+        return TABLE + entry, wire.wrap(_ENTITY_TABLE_ENTRY, entry + self._action)
+
+    def _lpm_match(self, prefix: Value, length: Value) -> bytes:
+        """The LPM match field of (prefix, length), serialized, remembered
+        (the same few prefixes, fe80::/64 and ::/128, recur for every VM)."""
         if type(length) is not int or not 0 < length <= self.bitwidth:
             raise codec.EncodingError(f"{self.name}: prefix length {length!r} out of range")
         try:
-            head = b"".join([memo[v] for memo, v in zip(self._memos, exact, strict=True)])
             number = codec.to_int(prefix, self.bitwidth)
         except codec.EncodingError as exc:
             raise codec.EncodingError(f"{self.name}: {exc}") from None
@@ -192,8 +205,10 @@ class LpmEntry:
         raw = number.to_bytes((number.bit_length() + 7) // 8 or 1, "big")
         lpm = wire.wrap(_LPM_VALUE, raw) + _LPM_PREFIX_LEN + wire.varint(length)
         match = wire.wrap(_ENTRY_MATCH, self._field_head + wire.wrap(_MATCH_LPM, lpm))
-        entry = self._entry_head + head + match
-        return TABLE + entry, wire.wrap(_ENTITY_TABLE_ENTRY, entry + self._action)
+        if len(self._lpm) >= MEMO_MAX:
+            self._lpm.clear()
+        self._lpm[(prefix, length)] = match
+        return match
 
 
 def _action_head(length: int) -> bytes:

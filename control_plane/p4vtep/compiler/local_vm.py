@@ -34,17 +34,22 @@ def port_security(enc: Encoder, port: int, vm: Vm) -> list[Encoded]:
     guard entry per address (/32, /128), per pair prefix and for
     ALWAYS_ALLOWED_V6; guarded or not, an allowed source MAC per pair MAC
     other than its own. Each once, in a fixed order."""
-    prefixes: dict[tuple[str, int], None] = {}
+    vlan, pairs = vm.vlan, vm.allowed_pairs
+    out = []
     if vm.port_security:
-        for ip in vm.ips:
-            prefixes[(ip, 128 if ":" in ip else 32)] = None
-        for p in vm.allowed_pairs:
-            address, _, length = p.prefix.partition("/")
-            prefixes[(address, int(length))] = None
-        prefixes.update(dict.fromkeys(ALWAYS_ALLOWED_V6))
-    out = [enc.source_guard(port, vm.vlan, ip, length) for ip, length in prefixes]
-    macs = dict.fromkeys(p.mac for p in vm.allowed_pairs if p.mac is not None and p.mac != vm.mac)
-    out += [enc.allowed_source_mac(port, vm.vlan, mac) for mac in macs]
+        guard = enc.source_guard
+        # (a VM's addresses are distinct: validation.py; a pair may repeat one)
+        prefixes = [(ip, 128 if ":" in ip else 32) for ip in vm.ips]
+        if pairs:
+            for p in pairs:
+                address, _, length = p.prefix.partition("/")
+                prefixes.append((address, int(length)))
+            prefixes = list(dict.fromkeys(prefixes))
+        out = [guard(port, vlan, ip, length) for ip, length in prefixes]
+        out += [guard(port, vlan, ip, length) for ip, length in ALWAYS_ALLOWED_V6]
+    if pairs:
+        macs = dict.fromkeys(p.mac for p in pairs if p.mac is not None and p.mac != vm.mac)
+        out += [enc.allowed_source_mac(port, vlan, mac) for mac in macs]
     return out
 
 
