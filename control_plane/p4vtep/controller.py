@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from . import events, tls
-from .batching import Batcher, Request
 from .compiler import Change, DesiredState, Encoder, Key, Learned, SwitchState, compile_tor
 from .compiler.desired import steps_under
 from .dataplane.artifacts import Pipeline, pipeline_for
@@ -42,6 +41,7 @@ from .model.validation import (
     validate_change,
     vrf_of,
 )
+from .state.batching import Batcher, Request
 from .state.protocol import Change as StateChange
 from .state.protocol import Leadership, NotLeader, StateEvent, StateStore
 from .state.rows import allocation_rows, allocations_from_rows, set_row
@@ -302,12 +302,16 @@ class Controller:
             )
 
     # --- changes ------------------------------------------------------------------
-    def _reserve_pinned(self, index: VmIndex) -> None:
+    def _reserve_pinned(self, index: VmIndex, names: Iterable[str] | None = None) -> None:
         """A ToR pinned to a VM's old place still uses its (server, VLAN),
-        MAC and IPs: nobody else may take them until the pin is released."""
-        for vm in self.desired.pinned_vms():
+        MAC and IPs: nobody else may take them until the pin is released.
+        ``names``: only the pins of these VMs (those whose entries in the
+        index a change just removed: the index files a key under the VM's
+        name, and refuses another VM a key that a name holds)."""
+        pinned = self.desired.pinned_vms(names)
+        for vm in pinned:
             index.add(vm)
-        for vm in self.desired.pinned_vms():
+        for vm in pinned:
             current = self.vms.get(vm.name)
             if current is not None:
                 index.add(current)
@@ -411,7 +415,8 @@ class Controller:
         """Validate the change (only the changed VMs, or the ``whole`` new
         state), allocate its indices and apply it in memory, not stored yet
         (``_store``). Refused: raises, changing nothing. Under the lock."""
-        pinned = self.desired.pinned_vms()
+        touched = [v.name for v in upserts] + removals
+        pinned = self.desired.pinned_vms(None if whole is not None else touched)
         if whole is not None:
             validate(self.fabric, whole.values(), self._checked)
             if pinned:
@@ -429,16 +434,18 @@ class Controller:
         except SpaceFull as exc:
             self._rebuild_index()
             raise ValidationError([Problem("change", "indices", str(exc))]) from None
-        before = {name: self.vms.get(name) for name in [v.name for v in upserts] + removals}
+        before = {name: self.vms.get(name) for name in touched}
         if whole is not None and len(upserts) + len(removals) > BULK_CHANGE:
             self.desired.load(whole.values())
         else:
             self.desired.change(upserts, removals)
-        for vm in pinned:
-            if vm.name in removals:
-                index.remove(vm)  # a detached VM keeps no pin, nor its old place
-        if self.desired.pinned_vms():
-            self._reserve_pinned(index)
+        if pinned:
+            gone = set(removals)
+            for vm in pinned:
+                if vm.name in gone:
+                    index.remove(vm)  # a detached VM keeps no pin, nor its old place
+            # (a new index holds no pin yet; one kept holds those not touched)
+            self._reserve_pinned(index, None if whole is not None else touched)
         self._index = index
         after = {name: self.vms.get(name) for name in before}
         return _Applied(change, before, route_deltas(self.fabric, before, after))
@@ -781,6 +788,7 @@ class Controller:
             except Exception:
                 if pin is not None:
                     self.desired.unpin(pin)
+                    self._free_place(name, old)  # (an index rebuilt meanwhile held it)
                 raise
             applied.pin = pin
             move.old, move.old_tor, move.pin = old, old_tor, pin
@@ -814,12 +822,17 @@ class Controller:
 
         def apply() -> bool:
             self.desired.unpin(pin)
-            index = self._index
-            index.remove(old)  # the old place is free now (unless another pin holds it)
-            current = self.vms.get(name)
-            if current is not None:
-                index.add(current)
-            self._reserve_pinned(index)
+            self._free_place(name, old)
             return True  # the old ToR lets go; others confirm
 
         return self._batcher.submit(_Work(apply, stores=False))
+
+    def _free_place(self, name: str, old: Vm) -> None:
+        """A pin on VM ``name`` at ``old`` is gone: its place is free in the
+        index (unless another pin holds it). Under the lock."""
+        index = self._index
+        index.remove(old)
+        current = self.vms.get(name)
+        if current is not None:
+            index.add(current)
+        self._reserve_pinned(index, [name])  # its other pins (overlapping moves)

@@ -94,8 +94,19 @@ class DesiredState:
                 out[name] = vm
         return list(out.values())
 
-    def pinned_vms(self) -> list[Vm]:
-        return [pin.vm for pin in self._pins.values() if pin.vm is not None]
+    def pinned_vms(self, names: Iterable[str] | None = None) -> list[Vm]:
+        """What the pins keep ToRs seeing: of every VM, or of VMs ``names``
+        only (a look-up per name, however many pins there are)."""
+        if names is None:
+            return [pin.vm for pin in self._pins.values() if pin.vm is not None]
+        out = []
+        for name in names:
+            for pinned in self._pinned.values():
+                for token in pinned.get(name, ()):
+                    vm = self._pins[token].vm
+                    if vm is not None:
+                        out.append(vm)
+        return out
 
     # --- changes ----------------------------------------------------------------------
     def _set_global(self, name: str, vm: Vm | None) -> Vm | None:
