@@ -18,16 +18,15 @@ Wire formats: RFC 4271 (messages), RFC 4760 (MP_REACH/MP_UNREACH), RFC 7432
 
 from __future__ import annotations
 
-import ctypes
 import ipaddress
-import os
 import socket
 import struct
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from p4vtep.netns import in_netns
 
 OPEN, UPDATE, NOTIFICATION, KEEPALIVE = 1, 2, 3, 4
 AFI_L2VPN, SAFI_EVPN = 25, 70
@@ -39,31 +38,6 @@ AFI_L2VPN, SAFI_EVPN = 25, 70
 PER_UPDATE = 8
 HOLD = 90  # offered; the speaker's own may be shorter (the lower one is the session's)
 KEEPALIVE_EVERY = 1.0  # seconds: within a third of any hold time a speaker offers (3 s at least)
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _setns(fd: int) -> None:
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-
-
-@contextmanager
-def in_netns(ns: str) -> Iterator[None]:
-    """The calling thread in network namespace ``ns`` (a socket opened
-    meanwhile stays in it; as tests/netns_socket.py does)."""
-    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        _setns(target)
-        try:
-            yield
-        finally:
-            _setns(home)
-    finally:
-        os.close(target)
-        os.close(home)
 
 
 @dataclass(frozen=True)

@@ -1,56 +1,26 @@
 """Raw packet sockets on interfaces inside network namespaces, from the test
 process itself: the socket is opened while the calling thread is switched into
-the namespace (``setns``, per thread for network namespaces) and keeps that
+the namespace (``p4vtep.netns.in_netns``: ``setns``, per thread) and keeps that
 namespace after the thread switches back. Frames can then be sent and captured
 exactly, with scapy, where a namespace's own stack (a VM's, FRR's) sees them.
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
 import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from p4vtep.netns import in_netns
 from scapy.layers.l2 import Ether
 
-CLONE_NEWNET = 0x40000000
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 SOL_PACKET, PACKET_AUXDATA = 263, 8
 TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_TPID_VALID = 0x10, 0x40
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _setns(fd: int) -> None:
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-
-
-@contextmanager
-def in_netns(ns: str | None) -> Iterator[None]:
-    """The calling thread in namespace ``ns`` (None: stay where it is)."""
-    if ns is None:
-        yield
-        return
-    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-    try:
-        _setns(target)
-        try:
-            yield
-        finally:
-            _setns(home)
-    finally:
-        os.close(target)
-        os.close(home)
 
 
 def packet_socket(ns: str | None, iface: str, protocol: int = ETH_P_ALL) -> socket.socket:
