@@ -35,33 +35,36 @@ const bit<2> VXLAN_SRC_PORT_TOP_BITS = 0b11;
 const bit<16> ICMP_ECHO_REQUEST = 0x0800;
 const bit<16> ICMP_ECHO_REPLY   = 0x0000;
 
-// ICMPv6 type and code as one word (RFC 4443, RFC 4861).
-const bit<16> ICMPV6_ECHO_REQUEST = 0x8000;   // 128
+// ICMPv6 type and code as one word (RFC 4443, RFC 4861). The IPv6, ND and
+// port-security constants carry @noWarn("unused"): Tofino 1's profile
+// (tna/p4vtep.p4) compiles without IPv6 and port security.
+@noWarn("unused") const bit<16> ICMPV6_ECHO_REQUEST = 0x8000;   // 128
 const bit<16> ICMPV6_ECHO_REPLY   = 0x8100;   // 129
-const bit<16> ICMPV6_NS           = 0x8700;   // 135, Neighbor Solicitation
-const bit<16> ICMPV6_NA           = 0x8800;   // 136, Neighbor Advertisement
-// Neighbor Advertisement flags (the top bits of its first word; R, the top
-// one, comes from nd_suppression).
-const bit<32> NA_FLAG_SOLICITED = 0x40000000;
-const bit<32> NA_FLAG_OVERRIDE  = 0x20000000;
+@noWarn("unused") const bit<16> ICMPV6_NS           = 0x8700;   // 135, Neighbor Solicitation
+@noWarn("unused") const bit<16> ICMPV6_NA           = 0x8800;   // 136, Neighbor Advertisement
+// Neighbor Advertisement flags (the top bits of its first word; R is set for
+// the gateway's addresses: nd_suppression's `router`).
+@noWarn("unused") const bit<32> NA_FLAG_ROUTER    = 0x80000000;
+@noWarn("unused") const bit<32> NA_FLAG_SOLICITED = 0x40000000;
+@noWarn("unused") const bit<32> NA_FLAG_OVERRIDE  = 0x20000000;
 // ND options (RFC 4861 4.6): source and target link-layer address, each one
 // 8-byte unit; the nonce of enhanced DAD (RFC 7527).
-const bit<8> ND_OPT_SOURCE_LLA = 1;
-const bit<8> ND_OPT_TARGET_LLA = 2;
-const bit<8> ND_OPT_NONCE      = 14;
+@noWarn("unused") const bit<8> ND_OPT_SOURCE_LLA = 1;
+@noWarn("unused") const bit<8> ND_OPT_TARGET_LLA = 2;
+@noWarn("unused") const bit<8> ND_OPT_NONCE      = 14;
 // The ICMPv6 length of an NS or NA without options (4 + 4 + 16 bytes), and
 // with one 8-byte option.
-const bit<16> ND_LEN_NO_OPTION  = 24;
-const bit<16> ND_LEN_ONE_OPTION = 32;
+@noWarn("unused") const bit<16> ND_LEN_NO_OPTION  = 24;
+@noWarn("unused") const bit<16> ND_LEN_ONE_OPTION = 32;
 // Every ND message a node sends or accepts has hop limit 255 (RFC 4861 7.1).
-const bit<8> ND_HOP_LIMIT = 255;
+@noWarn("unused") const bit<8> ND_HOP_LIMIT = 255;
 // All-nodes (ff02::1) and its MAC (RFC 2464: 33:33 ++ the low 32 bits).
-const ipv6_addr_t IPV6_ALL_NODES = 0xff020000000000000000000000000001;
-const mac_addr_t  MAC_ALL_NODES  = 0x333300000001;
+@noWarn("unused") const ipv6_addr_t IPV6_ALL_NODES = 0xff020000000000000000000000000001;
+@noWarn("unused") const mac_addr_t  MAC_ALL_NODES  = 0x333300000001;
 
 // ICMPv6 messages only a router sends (RFC 4861): what RA guard drops.
-const bit<8> ICMPV6_TYPE_RA       = 134;  // Router Advertisement
-const bit<8> ICMPV6_TYPE_REDIRECT = 137;  // Redirect
+@noWarn("unused") const bit<8> ICMPV6_TYPE_RA       = 134;  // Router Advertisement
+@noWarn("unused") const bit<8> ICMPV6_TYPE_REDIRECT = 137;  // Redirect
 
 // DHCP server messages (server port -> client port): DHCPv4 67 -> 68,
 // DHCPv6 547 -> 546 (RFC 2131, RFC 8415).
@@ -139,17 +142,17 @@ const drop_reason_t DROP_TO_GATEWAY        = 27;  // to a gateway IP, not an ech
 // on TNA the traffic manager drops these by colour, so TNA never uses it)
 @noWarn("unused") const drop_reason_t DROP_EXCESS_CONGESTED = 28;
 // Routing IPv6 (l3_forwarding.p4)
-const drop_reason_t DROP_TENANT_HOP_LIMIT  = 29;  // routed IPv6 frame with hop limit <= 1
-const drop_reason_t DROP_IPV6_SCOPE        = 30;  // routed IPv6 frame with a link-local,
+@noWarn("unused") const drop_reason_t DROP_TENANT_HOP_LIMIT  = 29;  // routed IPv6 frame with hop limit <= 1
+@noWarn("unused") const drop_reason_t DROP_IPV6_SCOPE        = 30;  // routed IPv6 frame with a link-local,
                                                   // multicast or unspecified address
 // Port security (port_security.p4): a guarded VM sending as someone else.
 // Counted per VM too, in class reason - DROP_SPOOFED_IP (keep them in a row).
-const drop_reason_t DROP_SPOOFED_IP        = 31;  // IPv4/IPv6 source not the VM's
-const drop_reason_t DROP_SPOOFED_ARP       = 32;  // ARP sender MAC or IPv4 address not the VM's
-const drop_reason_t DROP_SPOOFED_ND        = 33;  // NA target not the VM's, or a link-layer
+@noWarn("unused") const drop_reason_t DROP_SPOOFED_IP        = 31;  // IPv4/IPv6 source not the VM's
+@noWarn("unused") const drop_reason_t DROP_SPOOFED_ARP       = 32;  // ARP sender MAC or IPv4 address not the VM's
+@noWarn("unused") const drop_reason_t DROP_SPOOFED_ND        = 33;  // NA target not the VM's, or a link-layer
                                                   // address option not the frame's source
-const drop_reason_t DROP_RA_FROM_VM        = 34;  // ICMPv6 Router Advertisement or Redirect
-const drop_reason_t DROP_DHCP_SERVER_FROM_VM = 35; // DHCP server message from a VM not allowed to
+@noWarn("unused") const drop_reason_t DROP_RA_FROM_VM        = 34;  // ICMPv6 Router Advertisement or Redirect
+@noWarn("unused") const drop_reason_t DROP_DHCP_SERVER_FROM_VM = 35; // DHCP server message from a VM not allowed to
 const bit<32> DROP_REASON_COUNT = 40;
 
 const bit<8> PUNT_REASON_L2_TRAP = 1;  // l2 entry asked for the frame to go to the controller

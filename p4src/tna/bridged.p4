@@ -28,13 +28,15 @@ header bridged_t {
     // Routing: egress rewrites (tna/l3_forwarding.p4, RoutedRewrite)
     bit<1>      routed;
     bit<1>      echo_reply;
-    mac_addr_t  route_mac;     // the routed frame's destination MAC
+    mac_addr_t  route_mac;     // the routed frame's destination MAC, or the
+                               // ND target's MAC of an advert (never routed)
     mac_addr_t  gateway_mac;   // its source MAC (the anycast gateway)
     // ND suppression's answer (NdAdvert): what the table gave
+#ifdef P4VTEP_IPV6
     bit<1>      nd_advert;
     bit<1>      nd_dad;
     bit<1>      nd_router;
-    mac_addr_t  nd_target_mac;
+#endif
 }
 
 #endif  // P4VTEP_TNA_BRIDGED_P4

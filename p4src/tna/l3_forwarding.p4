@@ -54,6 +54,7 @@ control L3Forwarding(inout headers_t hdr,
         meta.route.kind = ROUTE_NONE;
     }
 
+#ifdef P4VTEP_IPV6
     // v1model's IPv6 twins; here the same result as the IPv4 actions (the
     // rewrite, in egress, reads the family from the header).
     action route_to_local_vm_v6(port_t port, vlan_id_t vlan_id, vm_index_t vm,
@@ -73,6 +74,7 @@ control L3Forwarding(inout headers_t hdr,
         meta.route.mac = router_mac;
         meta.route.l3vni = l3vni;
     }
+#endif
 
     table host_route {
         key = {
@@ -103,6 +105,7 @@ control L3Forwarding(inout headers_t hdr,
         size = prefix_table_size;
     }
 
+#ifdef P4VTEP_IPV6
     table ipv6_host_route {
         key = {
             meta.vrf          : exact @name("vrf");
@@ -131,6 +134,7 @@ control L3Forwarding(inout headers_t hdr,
         const default_action = no_route();
         size = ipv6_prefix_table_size;
     }
+#endif
 
     apply {
         // Every frame that may be routed is looked up; only the decision
@@ -140,10 +144,13 @@ control L3Forwarding(inout headers_t hdr,
         if (hdr.ipv4.isValid()) {
             prefix_route.apply();
             host_route.apply();
-        } else if (hdr.ipv6.isValid()) {
+        }
+#ifdef P4VTEP_IPV6
+        else if (hdr.ipv6.isValid()) {
             ipv6_prefix_route.apply();
             ipv6_host_route.apply();
         }
+#endif
     }
 }
 
@@ -196,7 +203,9 @@ control RouteDecision(in headers_t hdr, inout local_metadata_t meta) {
             } else {
                 ROUTE_DECISION(ICMP_ECHO_REQUEST)
             }
-        } else if (hdr.ipv6.isValid() && hdr.ipv6.version == 6) {
+        }
+#ifdef P4VTEP_IPV6
+        else if (hdr.ipv6.isValid() && hdr.ipv6.version == 6) {
             if (hdr.ipv6.hop_limit <= 1) {
                 meta.drop_reason = DROP_TENANT_HOP_LIMIT;
             } else if (meta.route.kind != ROUTE_GATEWAY &&
@@ -207,7 +216,9 @@ control RouteDecision(in headers_t hdr, inout local_metadata_t meta) {
             } else {
                 ROUTE_DECISION(ICMPV6_ECHO_REQUEST)
             }
-        } else {
+        }
+#endif
+        else {
             meta.drop_reason = DROP_NOT_IP_ROUTED;
         }
     }

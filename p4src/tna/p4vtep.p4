@@ -10,8 +10,16 @@
 // layout of routing (tna/l3_forwarding.p4: lookups beside the MAC lookup,
 // the rewrite in egress).
 #define P4VTEP_ROUTING   // routing between a tenant's subnets (docs/routing.md)
+// Tofino 1's profile (docs/tofino.md, "Profiles"): IPv4 tenants, without port
+// security. With IPv6 its ingress needs 15 stages at the production sizes and
+// 14 at the smallest (dependency depth, not memory), and with port security
+// too its PHV does not allocate; Tofino 2 holds both.
+#if __TARGET_TOFINO__ == 2
 #define P4VTEP_IPV6      // IPv6 tenants: ND suppression, IPv6 routes and gateway
+#define P4VTEP_PORT_SECURITY   // port security (port_security.p4, docs/security.md)
+#endif
 #define ROUTE_DECISION_BESIDE_L2   // the route decision inside L2Forwarding's hit branch
+#define ND_ANSWER_UNTAGGED         // an answered NS leaves ingress untagged (nd_suppression.p4)
 // Decap moves the tenant's IPv4 header into hdr.ipv4 for every frame: the
 // route lookups run beside the MAC lookup, before anything knows the frame is
 // routed, and on Tofino a header move costs no packet rate.
@@ -19,7 +27,9 @@
 // Port security's lookups run beside access_binding (their keys come from
 // the parser), and its checks in the stage of the MAC check: on Tofino 1's
 // full ingress it adds no dependency to the chain (port_security.p4).
+#ifdef P4VTEP_PORT_SECURITY
 #define PORT_SECURITY_BESIDE_BINDING
+#endif
 // The receive meter of a unicast to a local VM runs in ingress, after the
 // L2/L3 decision, so that its colour reaches the traffic manager as the
 // frame's drop precedence (packet_color, docs/qos.md). That costs ingress
@@ -50,13 +60,14 @@
 #include "../include/headers.p4"
 #include "../include/parser.p4"
 #include "../include/control/port_config.p4"
-#include "../include/control/port_security.p4"
 #include "../include/control/access_filtering.p4"
 #include "../include/control/vtep_termination.p4"
 #include "../include/control/vni_lookup.p4"
 #include "../include/control/flow_hash.p4"
 #include "../include/control/arp_suppression.p4"
+#ifdef P4VTEP_IPV6
 #include "../include/control/nd_suppression.p4"
+#endif
 #include "l3_forwarding.p4"   // (before L2Forwarding, which applies RouteDecision)
 #include "../include/control/l2_forwarding.p4"
 #include "../include/control/underlay.p4"
@@ -76,6 +87,31 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
 
 // Tofino does not zero metadata: every field a control may read before
 // writing it starts here, in both parsers.
+#ifdef PORT_SECURITY_BESIDE_BINDING
+#define INIT_PORT_SECURITY_METADATA(meta) \
+    meta.lla_diff = 0; \
+    meta.ll_iid_diff_hi = 0; \
+    meta.ll_iid_diff_lo = 0;
+#else
+#define INIT_PORT_SECURITY_METADATA(meta)
+#endif
+// Whether ND suppression took the frame (never without IPv6).
+#ifdef P4VTEP_IPV6
+#define ND_REPLIED(meta) meta.nd_replied
+#else
+#define ND_REPLIED(meta) false
+#endif
+#ifdef P4VTEP_IPV6
+#define INIT_ND_METADATA(meta) \
+    meta.nd_replied = false; \
+    meta.nd_own_dad = false; \
+    meta.nd_dad = false; \
+    meta.nd_target_mac = 0; \
+    meta.nd_owner_diff = 0; \
+    meta.nd_router = 0;
+#else
+#define INIT_ND_METADATA(meta)
+#endif
 #define INIT_METADATA(meta) \
     meta.parser_error = false; \
     meta.checksum_ok = false; \
@@ -91,9 +127,7 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.mac_allowed = false; \
     meta.source_refused = false; \
     meta.port_security_class = 0; \
-    meta.lla_diff = 0; \
-    meta.ll_iid_diff_hi = 0; \
-    meta.ll_iid_diff_lo = 0; \
+    INIT_PORT_SECURITY_METADATA(meta) \
     meta.rx_color = METER_GREEN; \
     meta.flow_hash = 0; \
     meta.egress_port = 0; \
@@ -105,12 +139,7 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.traffic_class = 0; \
     meta.is_packet_out = false; \
     meta.arp_replied = false; \
-    meta.nd_replied = false; \
-    meta.nd_own_dad = false; \
-    meta.nd_dad = false; \
-    meta.nd_target_mac = 0; \
-    meta.nd_owner_diff = 0; \
-    meta.nd_router = 0; \
+    INIT_ND_METADATA(meta) \
     meta.dst_vm = 0; \
     meta.egress_vlan = 0; \
     meta.do_encap = false; \
@@ -181,7 +210,9 @@ control VtepIngress(inout headers_t hdr,
     RxPolicing(VM_COUNT) rx_policing;
 #endif
     ArpSuppression(ARP_SUPPRESSION_TABLE_SIZE) arp_suppression;
+#ifdef P4VTEP_IPV6
     NdSuppression(ND_SUPPRESSION_TABLE_SIZE) nd_suppression;
+#endif
     L2Forwarding(MAC_TABLE_SIZE) l2_forwarding;
     L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE,
                  IPV6_HOST_ROUTE_TABLE_SIZE, IPV6_PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
@@ -238,11 +269,13 @@ control VtepIngress(inout headers_t hdr,
                 // ARP and ND suppression look up beside each other (an ARP
                 // request and a solicitation exclude each other).
                 arp_suppression.apply(hdr, meta);
+#ifdef P4VTEP_IPV6
                 nd_suppression.apply(hdr, meta);
+#endif
                 // Beside the MAC lookup: it needs only the VRF and the IP
                 // destination (decapsulated by now).
                 l3_forwarding.apply(hdr, meta);
-                if (!meta.arp_replied && !meta.nd_replied) {
+                if (!meta.arp_replied && !ND_REPLIED(meta)) {
                     // (a frame sent to the router is decided in its hit branch)
                     l2_forwarding.apply(hdr, meta);
                 }
@@ -318,17 +351,23 @@ control VtepIngress(inout headers_t hdr,
 #endif
         meta.bridged.routed = (bit<1>) meta.routed;
         meta.bridged.echo_reply = (bit<1>) meta.route.echo_reply;
-        meta.bridged.route_mac = meta.route.mac;
         meta.bridged.gateway_mac = meta.gateway_mac;
-        // ND suppression's answer, built in egress (NdAdvert)
+        // ND suppression's answer, built in egress (NdAdvert). An answered
+        // solicitation is never routed, so the target's MAC rides in the
+        // routed frame's destination MAC field (bridged.p4).
+#ifdef P4VTEP_IPV6
         if (meta.nd_replied && !meta.nd_own_dad) {
             meta.bridged.nd_advert = 1;
+            meta.bridged.route_mac = meta.nd_target_mac;
         } else {
             meta.bridged.nd_advert = 0;
+            meta.bridged.route_mac = meta.route.mac;
         }
         meta.bridged.nd_dad = (bit<1>) meta.nd_dad;
         meta.bridged.nd_router = meta.nd_router;
-        meta.bridged.nd_target_mac = meta.nd_target_mac;
+#else
+        meta.bridged.route_mac = meta.route.mac;
+#endif
     }
 }
 
@@ -375,10 +414,12 @@ parser VtepEgressParser(packet_in packet,
         meta.route.echo_reply = (bool) meta.bridged.echo_reply;
         meta.route.mac = meta.bridged.route_mac;
         meta.gateway_mac = meta.bridged.gateway_mac;
+#ifdef P4VTEP_IPV6
         meta.nd_replied = (bool) meta.bridged.nd_advert;
         meta.nd_dad = (bool) meta.bridged.nd_dad;
         meta.nd_router = meta.bridged.nd_router;
-        meta.nd_target_mac = meta.bridged.nd_target_mac;
+        meta.nd_target_mac = meta.bridged.route_mac;   // (when nd_advert)
+#endif
         transition parse_ethernet;
     }
 
@@ -398,7 +439,20 @@ parser VtepEgressParser(packet_in packet,
         packet.extract(hdr.vlan);
         transition select(hdr.vlan.ether_type) {
             ETHERTYPE_IPV4: parse_ipv4;
-            ETHERTYPE_IPV6: parse_ipv6;
+            ETHERTYPE_IPV6: parse_tagged_ipv6;
+            default: accept;
+        }
+    }
+
+    // A tagged IPv6 frame is never an advert to build: ingress strips the
+    // tag of an answered solicitation (nd_reply, ND_ANSWER_UNTAGGED), so
+    // that the longest path here (bridged header, VLAN, IPv6, ICMPv6, ND and
+    // its option) stays within Tofino's 160-byte parse depth.
+    state parse_tagged_ipv6 {
+        packet.extract(hdr.ipv6);
+        transition select(hdr.ipv6.next_hdr) {
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_ICMPV6: parse_icmp;   // the echo reply
             default: accept;
         }
     }
@@ -428,6 +482,7 @@ parser VtepEgressParser(packet_in packet,
 
     state parse_icmpv6 {
         packet.extract(hdr.icmp);
+#ifdef P4VTEP_IPV6
         transition select(hdr.icmp.type_code) {
             ICMPV6_NS: parse_nd;
             default: accept;
@@ -444,6 +499,7 @@ parser VtepEgressParser(packet_in packet,
 
     state parse_nd_option {
         packet.extract(hdr.nd_option);
+#endif
         transition accept;
     }
 
@@ -475,7 +531,9 @@ control VtepEgress(inout headers_t hdr,
     RxDelivery(VM_COUNT, VNI_COUNT) rx_delivery;
     VfTagging() vf_tagging;
     RoutedRewrite() routed_rewrite;
+#ifdef P4VTEP_IPV6
     NdAdvert() nd_advert;
+#endif
     PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
     PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
@@ -501,12 +559,14 @@ control VtepEgress(inout headers_t hdr,
         if (meta.routed || meta.route.echo_reply) {
             routed_rewrite.apply(hdr, meta);
         }
+#ifdef P4VTEP_IPV6
         if (meta.nd_replied) {
             nd_advert.apply(hdr, meta);
             // The pseudo-header's next header (58) as a 16-bit word for the
             // deparser's checksum, which takes no constants.
             meta.route.checksum_change = (bit<16>) IP_PROTO_ICMPV6;
         }
+#endif
         if (meta.drop_reason == DROP_NONE) {
             if (meta.do_encap) {
                 // pkt_length counts the bridged header ingress put in front.
@@ -541,7 +601,9 @@ control VtepEgressDeparser(packet_out packet,
     Checksum() ipv4_checksum;
     Checksum() routed_checksum;
     Checksum() echo_checksum;
+#ifdef P4VTEP_IPV6
     Checksum() nd_checksum;
+#endif
     VtepHeaderDeparser() header_deparser;
 
     apply {
@@ -556,6 +618,7 @@ control VtepEgressDeparser(packet_out packet,
             hdr.icmp.checksum = echo_checksum.update(
                 { meta.route.checksum_inv, meta.route.checksum_change });
         }
+#ifdef P4VTEP_IPV6
         // The Neighbor Advertisement NdAdvert built: the pseudo-header (its
         // zero words add nothing) and every byte of the message.
         if (meta.nd_replied) {
@@ -565,6 +628,7 @@ control VtepEgressDeparser(packet_out packet,
                   hdr.nd.flags, hdr.nd.target,
                   hdr.nd_option.type, hdr.nd_option.length, hdr.nd_option.addr });
         }
+#endif
         // Only a header this switch built; a VM's own header is left as sent.
         if (hdr.encap_ipv4.isValid()) {
             hdr.encap_ipv4.hdr_checksum = ipv4_checksum.update(

@@ -12,6 +12,8 @@
 // (IPv4-only routed) pipeline, unchanged.
 #define P4VTEP_ROUTING
 #define P4VTEP_IPV6
+// Port security (port_security.p4, docs/security.md): a VM sends only as itself.
+#define P4VTEP_PORT_SECURITY
 // The v1model whose counters and meters take their index type (arch.p4).
 #define V1MODEL_VERSION 20200408
 #include <v1model.p4>

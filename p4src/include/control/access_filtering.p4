@@ -6,7 +6,11 @@
 #ifndef P4VTEP_ACCESS_FILTERING_P4
 #define P4VTEP_ACCESS_FILTERING_P4
 
+#ifdef P4VTEP_PORT_SECURITY
 #include "port_security.p4"
+#else
+#define PORT_SECURITY_BIND(meta, vm_mac)
+#endif
 
 control AccessFiltering(inout headers_t hdr,
                         inout local_metadata_t meta,
@@ -17,9 +21,11 @@ control AccessFiltering(inout headers_t hdr,
                         bit<32> ipv4_guard_table_size,
                         bit<32> ipv6_guard_table_size) {
     PACKET_BYTE_COUNTER(vm_tx_counter, vm_count, vm_index_t);
+#ifdef P4VTEP_PORT_SECURITY
     PortSecurity(source_mac_table_size, ipv4_guard_table_size,
                  ipv6_guard_table_size) port_security;
     PortSecurityChecks(vm_count) port_security_checks;
+#endif
 
     // `vrf`: the VRF of the VM's VNI when it is routed, else 0. Known here, with
     // the VNI, the routing lookups can run beside the MAC lookup.
@@ -84,6 +90,16 @@ control AccessFiltering(inout headers_t hdr,
         } else if (meta.drop_reason == DROP_NONE) {
             // Bound (a miss left DROP_UNKNOWN_VLAN). The source MAC is the
             // VM's, or one of the VF's extra MACs.
+#ifndef P4VTEP_PORT_SECURITY
+            // (Without port security: the VM's MAC only, in halves.)
+            if (meta.src_mac_diff[47:24] != 0) {
+                meta.drop_reason = DROP_SPOOFED_SOURCE;
+            } else if (meta.src_mac_diff[23:0] != 0) {
+                meta.drop_reason = DROP_SPOOFED_SOURCE;
+            } else {
+                COUNT(vm_tx_counter, meta.src_vm);
+            }
+#else
 #ifdef PORT_SECURITY_BESIDE_BINDING
             if (!meta.mac_allowed && meta.src_mac_diff[47:24] != 0) {
                 meta.drop_reason = DROP_SPOOFED_SOURCE;
@@ -101,6 +117,7 @@ control AccessFiltering(inout headers_t hdr,
                 COUNT(vm_tx_counter, meta.src_vm);
                 port_security_checks.apply(hdr, meta);
             }
+#endif  // P4VTEP_PORT_SECURITY
         }
     }
 }

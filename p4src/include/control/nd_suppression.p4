@@ -33,16 +33,26 @@ control NdAdvert(inout headers_t hdr, in local_metadata_t meta) {
         hdr.ipv6.payload_len = ND_LEN_ONE_OPTION;
         hdr.icmp.type_code = ICMPV6_NA;
         hdr.icmp.checksum = 0;
-        hdr.nd.flags = (meta.nd_router ++ 31w0) | NA_FLAG_SOLICITED | NA_FLAG_OVERRIDE;
         hdr.nd_option.setValid();
         hdr.nd_option.type = ND_OPT_TARGET_LLA;
         hdr.nd_option.length = 1;
         hdr.nd_option.addr = meta.nd_target_mac;
+        // The flags as constants per case: Tofino cannot move the 1-bit
+        // router field into the flags word's top bit (their PHV alignments
+        // differ).
         if (meta.nd_dad) {
             // Defending an address against another VM's DAD (RFC 4861 7.2.4).
             hdr.ethernet.dst_addr = MAC_ALL_NODES;
             hdr.ipv6.dst_addr = IPV6_ALL_NODES;
-            hdr.nd.flags = (meta.nd_router ++ 31w0) | NA_FLAG_OVERRIDE;
+            if (meta.nd_router == 1) {
+                hdr.nd.flags = NA_FLAG_ROUTER | NA_FLAG_OVERRIDE;
+            } else {
+                hdr.nd.flags = NA_FLAG_OVERRIDE;
+            }
+        } else if (meta.nd_router == 1) {
+            hdr.nd.flags = NA_FLAG_ROUTER | NA_FLAG_SOLICITED | NA_FLAG_OVERRIDE;
+        } else {
+            hdr.nd.flags = NA_FLAG_SOLICITED | NA_FLAG_OVERRIDE;
         }
     }
 }
@@ -71,6 +81,13 @@ control NdSuppression(inout headers_t hdr,
         meta.egress_vlan = meta.src_vlan;
         meta.dst_vm = meta.src_vm;
         meta.do_encap = false;
+#ifdef ND_ANSWER_UNTAGGED
+        // Tofino: the advert leaves ingress without the VF tag (VfTagging
+        // puts it back in egress, as for every frame to a VM), which keeps
+        // its egress parse within the chip's depth (tna/p4vtep.p4).
+        hdr.vlan.setInvalid();
+        hdr.ethernet.ether_type = ETHERTYPE_IPV6;
+#endif
         DIRECT_COUNT(nd_reply_counter);
     }
 
@@ -102,7 +119,13 @@ control NdSuppression(inout headers_t hdr,
                 // it comes from :: (RFC 4861 4.3, 7.2.2).
                 if (hdr.ipv6.dst_addr[127:120] == 8w0xff &&
                     !(hdr.nd_option.isValid() && hdr.nd_option.type == ND_OPT_SOURCE_LLA)) {
-                    if (meta.nd_owner_diff[47:24] == 0 && meta.nd_owner_diff[23:0] == 0) {
+                    // (The MAC difference in halves: a Tofino condition
+                    // reads at most 44 bits.)
+                    if (meta.nd_owner_diff[47:24] != 0) {
+                        meta.nd_dad = true;
+                    } else if (meta.nd_owner_diff[23:0] != 0) {
+                        meta.nd_dad = true;
+                    } else {
                         // The owner's own probe: never answered (it would
                         // give its address up), flooded in its VNI as any
                         // unanswered solicitation.
@@ -113,8 +136,6 @@ control NdSuppression(inout headers_t hdr,
                         } else {
                             meta.mcast_grp = meta.flood_group;
                         }
-                    } else {
-                        meta.nd_dad = true;
                     }
                 }
             }
