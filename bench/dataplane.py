@@ -11,6 +11,16 @@ routes) run in the same rounds too, each against today's. With ``--peer``
 (a user-supplied build of stratum/fabric-tna's v1model pipeline, see
 dataplane_peer.py) fabric-tna's bridging runs in the same rounds.
 
+Port security (issue 38, ``--port-security on``, the default): a build that
+has it gets its local VMs bound as the controller binds a VM by default,
+guarded, with a source guard per address (/32, /128) and fe80::/64 and
+::/128 (dataplane_paths.bind_vm), so the access paths (local, encap, routed
+local and encap, IPv4 and IPv6) pay for the checks; a ``--before`` build
+without port security is bound as before, so the two stand side by side.
+What port security dropped of the sender's frames is counted per window
+(there should be none). ``--port-security off`` binds every VM unguarded,
+as runs before this option did.
+
 Load: tcpreplay replays a scapy-made pcap (64 flows) into the ingress veth.
 Count: the egress veth's kernel rx_packets counter. Three figures per path:
   - topspeed: tcpreplay --topspeed; the switch's rate is the counter's growth
@@ -55,15 +65,18 @@ from dataplane_load import (
     topspeed,
 )
 from dataplane_paths import (
-    INSTALL,
     PATHS,
     ROUTED_VS_BRIDGED,
+    UPLINK,
     check_output,
     compile_baseline,
     frame,
+    guarded,
+    install,
     paths_of,
     pipeline_at,
     resolve_commit,
+    sender_guard_drops,
     switch_on,
     tenant_bytes,
     write_pcap,
@@ -92,10 +105,17 @@ def bmv2_build() -> dict[str, Any]:
 class Bench:
     """One switch, both programs, the veths; runs one measurement at a time."""
 
-    def __init__(self, switch: Bmv2Switch, conn: SwitchConnection, host: dict[int, str]) -> None:
+    def __init__(
+        self,
+        switch: Bmv2Switch,
+        conn: SwitchConnection,
+        host: dict[int, str],
+        port_security: bool = True,
+    ) -> None:
         self.switch = switch
         self.conn = conn
         self.host = host
+        self.port_security = port_security  # guard the VMs of builds that have it
         self.loaded: str | None = None
         self.programs: dict[str, Pipeline] = {}
 
@@ -105,8 +125,20 @@ class Bench:
         pipeline = self.programs[program]
         self.conn.clear_multicast_groups()
         self.conn.set_pipeline(pipeline.p4info.message, pipeline.device_config, pipeline.cookie)
-        INSTALL[program](self.conn, pipeline)
+        install(self.conn, program, pipeline, self.port_security)
         self.loaded = program
+
+    def guard_drops(self, path: str) -> int | None:
+        """What port security has dropped of the path's sender's frames so far
+        (the loaded program's counter), when the sender is a guarded VM; None
+        for a path from the fabric or an unguarded sender."""
+        p = PATHS[path]
+        pipeline = self.programs[p.program]
+        if p.ingress == UPLINK or not p.program.startswith("p4vtep"):
+            return None
+        if not guarded(pipeline, self.port_security):
+            return None
+        return sender_guard_drops(self.conn, pipeline)
 
     def ends(self, path: str) -> tuple[str, str]:
         p = PATHS[path]
@@ -153,16 +185,19 @@ def measure(
             bench.load(PATHS[path].program)
             send, recv = bench.ends(path)
             for size in args.sizes:
+                dropped = bench.guard_drops(path)
                 window, sent = topspeed(send, pcaps[path, size], bench.sampler(path), args.seconds)
-                out[path, size]["windows"].append(
-                    {
-                        "pps": window.pps,
-                        "tcpreplay_sent": sent,
-                        "switch_cores": window.switch_cpu_s / window.seconds,
-                        "machine_cores": window.machine_cpu_s / window.seconds,
-                        "pps_per_switch_core": window.packets / max(window.switch_cpu_s, 1e-9),
-                    }
-                )
+                record = {
+                    "pps": window.pps,
+                    "tcpreplay_sent": sent,
+                    "switch_cores": window.switch_cpu_s / window.seconds,
+                    "machine_cores": window.machine_cpu_s / window.seconds,
+                    "pps_per_switch_core": window.packets / max(window.switch_cpu_s, 1e-9),
+                }
+                after = bench.guard_drops(path)
+                if dropped is not None and after is not None:  # (warm-up included)
+                    record["port_security_drops"] = after - dropped
+                out[path, size]["windows"].append(record)
                 probes = [
                     bytes(frame(path, size, PROBE_SEQ + args.probes * r + i))
                     for i in range(args.probes)
@@ -235,6 +270,11 @@ def summarise(
                 "windows": r["windows"],
                 "no_loss_searches": r["no_loss"],
             }
+            guard_drops = [
+                w["port_security_drops"] for w in r["windows"] if "port_security_drops" in w
+            ]
+            if guard_drops:  # (a guarded sender's frames port security dropped: none, if right)
+                entry["port_security_drops"] = sum(guard_drops)
             if (f"before_{path}", size) in raw:  # today's IPv4 path / the earlier build's
                 before = raw[f"before_{path}", size]
                 entry["vs_before"] = {
@@ -305,6 +345,15 @@ def main() -> None:
         "before_routed_local/encap/decap), e.g. the commit before a change",
     )
     parser.add_argument(
+        "--port-security",
+        choices=("on", "off"),
+        default="on",
+        help="on: the local VMs of a p4vtep build that has port security (issue 38) are "
+        "bound guarded, with their source guards, as the controller binds a VM by default; "
+        "a --before build without it runs as before. off: every VM unguarded (as results "
+        "from before this option)",
+    )
+    parser.add_argument(
         "--peer",
         default=None,
         help="directory with bmv2.json and p4info.txt of stratum/fabric-tna's "
@@ -333,7 +382,8 @@ def main() -> None:
             return
     share = MachineShare()
     share.start()
-    trace = trace_paths(64, peer)
+    port_security = args.port_security == "on"
+    trace = trace_paths(64, peer, port_security)
     with tempfile.TemporaryDirectory() as tmp, VethSet(f"pd{os.getpid() % 1000}", 3) as veths:
         programs = {"baseline": compile_baseline(Path(tmp)), "p4vtep": bmv2_pipeline()}
         if peer is not None:
@@ -341,6 +391,16 @@ def main() -> None:
         if args.before:
             programs["p4vtep-before"] = pipeline_at(args.before, Path(tmp))
         paths = paths_of(programs)
+        guards = {
+            name: guarded(pipeline, port_security)
+            for name, pipeline in programs.items()
+            if name.startswith("p4vtep")
+        }
+        print(
+            f"port security {args.port_security}: "
+            + ", ".join(f"{name} {'guarded' if g else 'unguarded'}" for name, g in guards.items()),
+            flush=True,
+        )
         pcaps = {
             (path, size): write_pcap(Path(tmp), path, size, args.flows)
             for path in paths
@@ -349,7 +409,8 @@ def main() -> None:
         switch = switch_on(veths, "dp", Path(tmp))
         switch.start()
         conn = SwitchConnection(switch.grpc_address, 1, election_id=1)
-        bench = Bench(switch, conn, {port: h for port, (_, h) in enumerate(veths.pairs, start=1)})
+        host = {port: h for port, (_, h) in enumerate(veths.pairs, start=1)}
+        bench = Bench(switch, conn, host, port_security)
         bench.programs = programs
         try:
             if not conn.connect():
@@ -373,7 +434,12 @@ def main() -> None:
             if key in r:
                 line += f"; {what} topspeed {r[key]['topspeed']['median']:.2f}"
                 line += f", per switch core {r[key]['per_switch_core']['median']:.2f}"
+        if "port_security_drops" in r:
+            line += f"; port security dropped {r['port_security_drops']}"
         print(line)
+    refused = sum(r.get("port_security_drops", 0) for r in results.values())
+    if refused:
+        print(f"WARNING: port security dropped {refused} of the guarded sender's frames")
     print(
         f"load average {machine_load['loadavg_before'][0]:.2f} before, "
         f"{machine_load['loadavg_after'][0]:.2f} after; everything else took "
@@ -404,6 +470,15 @@ def main() -> None:
                 "niceness": niceness,
             },
             "bmv2": bmv2_build(),
+            "port_security": {
+                "option": args.port_security,
+                "guarded": guards,
+                "what": "guarded: the local VMs (A, B, D) bound with bind_vm guarded=1, a "
+                "source guard per address (IPv4 /32, IPv6 /128), fe80::/64 and ::/128, as the "
+                "controller writes a guarded VM (dataplane_paths.bind_vm); unguarded: "
+                "guarded=0 or a build without port security, no source guards",
+                "sender_drops": refused,
+            },
             "before": (
                 {"revision": args.before, "commit": resolve_commit(args.before)}
                 if args.before

@@ -3,8 +3,10 @@ baseline, p4vtep's local switching, VXLAN encap and VXLAN decap, the same three
 routed between two subnets of a VRF (docs/routing.md), the six again with IPv6
 tenant frames (bridged6_*, routed6_*), and, when the user supplies a build of
 it, fabric-tna's bridging (``dataplane_peer``).
-What each program is given (entries through P4Runtime), what each path is
-sent (frames made with scapy) and exactly what must come out of it."""
+What each program is given (entries through P4Runtime: on a build with port
+security, the local VMs bound guarded with their source guards, as the
+controller binds a VM by default), what each path is sent (frames made with
+scapy) and exactly what must come out of it."""
 
 from __future__ import annotations
 
@@ -17,16 +19,22 @@ from typing import Any
 
 from common import BENCH
 from dataplane_peer import install_fabric_bridging
+from p4vtep.compiler.local_vm import ALWAYS_ALLOWED_V6
 from p4vtep.dataplane.artifacts import Pipeline
 from p4vtep.dataplane.entries import (
+    PORT_SECURITY_DROP_COUNTER,
+    PORT_SECURITY_REASONS,
     LocalVmHop,
     PipelineEntries,
     PortRole,
     RemoteVtepHop,
     RouteHop,
+    port_security_index,
+    port_security_supported,
 )
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import SwitchConnection
+from p4vtep.runtime.protos import p4runtime_pb2
 from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
@@ -316,22 +324,46 @@ def check_output(path: str, sent: bytes, out: bytes) -> str | None:
     )
 
 
-def install_p4vtep(conn: SwitchConnection, pipeline: Pipeline) -> None:
+def guarded(pipeline: Pipeline | None, port_security: bool) -> bool:
+    """Whether a p4vtep build's VMs are bound with port security on (issue
+    38): when it is asked for (``--port-security on``) and the build has it;
+    an older build's are bound as that build's controller bound them."""
+    return port_security and pipeline is not None and port_security_supported(pipeline.p4info)
+
+
+def bind_vm(
+    e: PipelineEntries, port: int, vm: tuple[Any, ...], vni: int, vrf: int, guard: bool
+) -> list[p4runtime_pb2.TableEntry]:
+    """A local VM's access binding and, ``guard``, what the controller writes
+    for a guarded VM (compiler/local_vm.port_security): ``guarded`` in the
+    binding, a source guard per address (its IPv4 /32, its IPv6 /128) and
+    the IPv6 ones every guarded VM has (fe80::/64, ::/128)."""
+    mac, ip, vlan, index = vm
+    out = [e.access_binding(port, vlan, vni, index, mac, vrf, guarded=guard)]
+    if guard:
+        out += [e.source_guard(port, vlan, ip, 32), e.source_guard(port, vlan, IP6[vm], 128)]
+        out += [e.source_guard(port, vlan, prefix, length) for prefix, length in ALWAYS_ALLOWED_V6]
+    return out
+
+
+def install_p4vtep(conn: SwitchConnection, pipeline: Pipeline, port_security: bool = True) -> None:
     """Two local VMs on two access ports, one remote VM behind the uplink; with a
     routing pipeline, their VNI routed in a VRF with a second subnet (a VM on
     port 2, one behind the uplink), as the controller would write it, the VMs'
     IPv6 host routes beside the IPv4 ones when the build routes IPv6. (Bridged
-    IPv6 needs nothing more: the MAC entries carry it.)"""
+    IPv6 needs nothing more: the MAC entries carry it.) ``port_security``: the
+    local VMs are guarded (``bind_vm``) if the build has port security."""
     e = PipelineEntries(pipeline.p4info)
     vrf = L3VNI if e.routing else 0  # (an older build, without routing, bridges only)
+    guard = guarded(pipeline, port_security)
     conn.insert(
         e.port_role(ACCESS_1, PortRole.ACCESS),
         e.port_role(ACCESS_2, PortRole.ACCESS),
         e.port_role(UPLINK, PortRole.FABRIC),
         e.my_vtep(VTEP),
         e.vni_config(VNI, 1, 0, 1, 2),
-        e.access_binding(ACCESS_1, VM_A[2], VNI, VM_A[3], VM_A[0], vrf),
-        e.access_binding(ACCESS_2, VM_B[2], VNI, VM_B[3], VM_B[0], vrf),
+        *bind_vm(e, ACCESS_1, VM_A, VNI, vrf, guard),
+        *bind_vm(e, ACCESS_2, VM_B, VNI, vrf, guard),
         e.mac_to_local_vm(VNI, VM_A[0], ACCESS_1, VM_A[2], VM_A[3]),
         e.mac_to_local_vm(VNI, VM_B[0], ACCESS_2, VM_B[2], VM_B[3]),
         e.mac_to_remote_vtep(VNI, VM_C[0], REMOTE_VTEP),
@@ -341,12 +373,13 @@ def install_p4vtep(conn: SwitchConnection, pipeline: Pipeline) -> None:
     conn.insert(e.underlay_route(REMOTE_VTEP, 32, group_id=1))
     conn.modify(e.local_vtep(VTEP, ROUTER_MAC))
     if e.routing:
-        install_routing(conn, e, 6 in families_routed(pipeline))
+        install_routing(conn, e, 6 in families_routed(pipeline), guard)
 
 
-def install_routing(conn: SwitchConnection, e: PipelineEntries, ipv6: bool) -> None:
-    """The VRF: its L3 VNI, the gateway MACs, VM D, and the host routes of VMs
-    A, D and E (their IPv6 addresses too when the build routes IPv6)."""
+def install_routing(conn: SwitchConnection, e: PipelineEntries, ipv6: bool, guard: bool) -> None:
+    """The VRF: its L3 VNI, the gateway MACs, VM D (guarded as A and B are),
+    and the host routes of VMs A, D and E (their IPv6 addresses too when the
+    build routes IPv6)."""
     hops: dict[tuple[Any, ...], RouteHop] = {
         VM_A: LocalVmHop(ACCESS_1, VM_A[2], VM_A[3], 1, VM_A[0]),
         VM_D: LocalVmHop(ACCESS_2, VM_D[2], VM_D[3], 3, VM_D[0]),
@@ -357,10 +390,24 @@ def install_routing(conn: SwitchConnection, e: PipelineEntries, ipv6: bool) -> N
         e.l3vni_config(L3VNI, 0, 0),
         e.mac_to_router(VNI, ANYCAST_MAC, ANYCAST_MAC),
         e.mac_to_router(L3VNI, ROUTER_MAC, ANYCAST_MAC),
-        e.access_binding(ACCESS_2, VM_D[2], VNI_DB, VM_D[3], VM_D[0], L3VNI),
+        *bind_vm(e, ACCESS_2, VM_D, VNI_DB, L3VNI, guard),
         *(e.host_route(L3VNI, vm[1], hop) for vm, hop in hops.items()),
         *(e.host_route(L3VNI, IP6[vm], hop) for vm, hop in hops.items() if ipv6),
     )
+
+
+def sender_guard_drops(conn: SwitchConnection, pipeline: Pipeline) -> int:
+    """What port security has dropped so far of the frames VM A (every access
+    path's sender) sent: its cells of port_security_drop_counter, all five
+    reasons. A build without port security: 0."""
+    e = PipelineEntries(pipeline.p4info)
+    if not e.port_security:
+        return 0
+    cells = [
+        e.counter(PORT_SECURITY_DROP_COUNTER, port_security_index(VM_A[3], reason))
+        for reason in PORT_SECURITY_REASONS
+    ]
+    return sum(entity.counter_entry.data.packet_count for entity in conn.read(*cells))
 
 
 def install_baseline(conn: SwitchConnection, pipeline: Pipeline) -> None:
@@ -378,10 +425,19 @@ def install_fabric(conn: SwitchConnection, pipeline: Pipeline) -> None:
 
 INSTALL: dict[str, Callable[[SwitchConnection, Pipeline], None]] = {
     "baseline": install_baseline,
-    "p4vtep": install_p4vtep,
-    "p4vtep-before": install_p4vtep,
     "fabric-tna": install_fabric,
 }
+
+
+def install(
+    conn: SwitchConnection, program: str, pipeline: Pipeline, port_security: bool = True
+) -> None:
+    """A program's entries; a p4vtep build's VMs guarded when ``port_security``
+    and the build has it (``guarded``)."""
+    if program in ("p4vtep", "p4vtep-before"):
+        install_p4vtep(conn, pipeline, port_security)
+    else:
+        INSTALL[program](conn, pipeline)
 
 
 def resolve_commit(rev: str) -> str:

@@ -24,11 +24,11 @@ from typing import Any
 from common import require_switch
 from dataplane_load import receive_marked, receiver
 from dataplane_paths import (
-    INSTALL,
     PATHS,
     check_output,
     compile_baseline,
     frame,
+    install,
     paths_of,
     switch_on,
 )
@@ -84,9 +84,12 @@ def send_one(send_iface: str, data: bytes) -> None:
         tx.send(data)
 
 
-def trace_paths(size: int = 64, peer: Pipeline | None = None) -> dict[str, dict[str, Any]]:
+def trace_paths(
+    size: int = 64, peer: Pipeline | None = None, port_security: bool = True
+) -> dict[str, dict[str, Any]]:
     """Trace one ``size``-byte frame through each path (the peer's when
-    given); returns the counts."""
+    given; p4vtep's VMs guarded when ``port_security``, as the benchmark
+    binds them); returns the counts."""
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp, VethSet(f"pt{os.getpid() % 1000}", 3) as veths:
         programs: dict[str, Pipeline] = {
@@ -114,7 +117,7 @@ def trace_paths(size: int = 64, peer: Pipeline | None = None) -> dict[str, dict[
                 pipeline = programs[path.program]
                 conn.clear_multicast_groups()
                 conn.set_pipeline(pipeline.p4info.message, pipeline.device_config, pipeline.cookie)
-                INSTALL[path.program](conn, pipeline)
+                install(conn, path.program, pipeline, port_security)
                 data = bytes(frame(name, size, seq))
                 with receiver(host[path.egress]) as rx:
                     start = log.stat().st_size

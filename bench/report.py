@@ -838,6 +838,7 @@ def section_dataplane(out: list[str]) -> None:
             f"{spread(ratio['per_switch_core'])} | {no_loss} |"
         )
     out.append("")
+    port_security_line(out, data)
     routed_section(out, data)
     peer_section(out, data, paths, sizes)
     out.append("Absolute figures (packets/s at the egress veth; latency with no other load):\n")
@@ -904,6 +905,22 @@ def section_dataplane(out: list[str]) -> None:
         "ratio",
     )
     out.append("![dataplane](benchmarks/dataplane.png)\n")
+
+
+def port_security_line(out: list[str], data: dict) -> None:
+    """Whose VMs the run guarded (issue 38), when the result says."""
+    info = data.get("port_security")
+    if not info:
+        return
+    bound = ", ".join(
+        f"{'the earlier build' if name == 'p4vtep-before' else 'this build'} "
+        f"{'guarded' if on else 'unguarded'}"
+        for name, on in info["guarded"].items()
+    )
+    out.append(
+        f"Port security `{info['option']}` in this run: {bound}; port security dropped "
+        f"{info['sender_drops']} of the guarded sender's frames.\n"
+    )
 
 
 def cost_section(out: list[str]) -> None:
@@ -1260,6 +1277,15 @@ def render() -> str:
         "5 % of the build before (issue 37). An IPv6 frame at 64 B is the smallest one",
         "that holds its headers and the benchmark's 8-byte marker: 74 B tagged (70 B",
         "untagged inside decap's VXLAN), given in brackets after the size.",
+        "",
+        "Port security (issue 38; `--port-security on`, the default):",
+        "a build that has it gets its local VMs bound as the controller binds a VM by",
+        "default, guarded, with a source guard per address (/32, /128), `fe80::/64` and",
+        "`::/128`, so every path from an access port (local, encap, routed local and",
+        "encap, IPv4 and IPv6) pays for the checks, and what port security dropped of the",
+        "sender's frames is counted (none, if right); a `--before` build without it runs",
+        "as before. Results from before the option (no `port_security` in the result),",
+        "and `--port-security off`, bind every VM unguarded.",
         "",
         "A well-known peer runs in the same rounds when the user supplies it:",
         "stratum/fabric-tna's v1model pipeline (`fabric_v1model.p4`, profile `fabric`)",

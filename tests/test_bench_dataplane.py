@@ -12,12 +12,15 @@ import os
 import shutil
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dataplane import summarise
 from dataplane_cost import VARIANTS, Variant, against_baselines, compile_variant, unit_cost
 from dataplane_load import fixed_rate_loss, iface_counter, receive_marked, receiver
 from dataplane_paths import (
+    ACCESS_1,
+    ACCESS_2,
     ANYCAST_MAC,
     ENCAP_SPORT,
     IP6,
@@ -30,15 +33,22 @@ from dataplane_paths import (
     VM_D,
     VM_E,
     VNI,
+    VNI_DB,
     check_output,
     expected_output,
     frame,
+    guarded,
+    install_p4vtep,
     paths_of,
     tenant_bytes,
     write_pcap,
 )
 from dataplane_peer import PEER_ENV, peer_pipeline
 from dataplane_trace import count_work
+from google.protobuf import text_format
+from p4vtep.dataplane.artifacts import Pipeline, bmv2_pipeline
+from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.runtime.protos import p4info_pb2
 from p4vtep.switch.bmv2 import VethSet, find_simple_switch_grpc
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
@@ -246,6 +256,91 @@ def test_the_peer_runs_only_when_its_build_is_supplied(
     assert pipeline.device_config_path == tmp_path / "bmv2.json"
 
 
+class _Written:
+    """Stands in for the switch connection: keeps what install_p4vtep writes."""
+
+    def __init__(self) -> None:
+        self.entities: list[Any] = []
+
+    def insert(self, *messages: Any) -> None:
+        self.entities += messages
+
+    def modify(self, *messages: Any) -> None:
+        self.entities += messages
+
+    def tables(self, pipeline: Pipeline) -> list[str]:
+        return [
+            pipeline.p4info.alias_of(m.table_id)
+            for m in self.entities
+            if hasattr(m, "table_id") and m.table_id
+        ]
+
+
+GUARDS = {"ipv4_source_guard", "ipv6_source_guard", "allowed_source_mac"}
+LOCAL_VMS = ((ACCESS_1, VM_A, VNI), (ACCESS_2, VM_B, VNI), (ACCESS_2, VM_D, VNI_DB))
+
+
+def _without_port_security(tmp_path: Path) -> Pipeline:
+    """Today's BMv2 P4Info as a build before port security (issue 38) had it:
+    no guard tables, bind_vm without ``guarded`` and ``dhcp_server``."""
+    message = p4info_pb2.P4Info()
+    message.CopyFrom(bmv2_pipeline().p4info.message)
+    kept = [t for t in message.tables if t.preamble.alias not in GUARDS]
+    del message.tables[:]
+    message.tables.extend(kept)
+    for action in message.actions:
+        if action.preamble.alias == "bind_vm":
+            params = [p for p in action.params if p.name not in ("guarded", "dhcp_server")]
+            del action.params[:]
+            action.params.extend(params)
+    (tmp_path / "old.p4info.txtpb").write_text(text_format.MessageToString(message))
+    return Pipeline(tmp_path / "old.p4info.txtpb", tmp_path / "old.json")
+
+
+def _install(pipeline: Pipeline, port_security: bool) -> _Written:
+    written = _Written()
+    install_p4vtep(written, pipeline, port_security)  # type: ignore[arg-type]
+    return written
+
+
+def test_todays_vms_are_guarded_as_the_controller_guards_them_an_older_builds_not(
+    tmp_path: Path,
+) -> None:
+    """--port-security on (the default): today's build binds the local VMs
+    guarded, with a source guard per address (/32, /128), fe80::/64 and
+    ::/128 (compiler/local_vm.port_security); off, or a build without port
+    security (the --before build of issue 38's comparison), unguarded and
+    no guard entry, as before."""
+    today = bmv2_pipeline()
+    e = PipelineEntries(today.p4info)
+    assert guarded(today, True)
+    assert not guarded(today, False)
+    on = _install(today, True)
+    for port, vm, vni in LOCAL_VMS:
+        mac, ip, vlan, index = vm
+        assert e.access_binding(port, vlan, vni, index, mac, L3VNI, guarded=True) in on.entities
+        for prefix, length in ((ip, 32), (IP6[vm], 128), ("fe80::", 64), ("::", 128)):
+            assert e.source_guard(port, vlan, prefix, length) in on.entities
+    guards = [t for t in on.tables(today) if t in GUARDS]
+    assert sorted(guards) == ["ipv4_source_guard"] * 3 + ["ipv6_source_guard"] * 9
+    off = _install(today, False)
+    for port, (mac, _, vlan, index), vni in LOCAL_VMS:
+        assert e.access_binding(port, vlan, vni, index, mac, L3VNI) in off.entities
+    assert not GUARDS & set(off.tables(today))
+    # the rest is the same entries either way
+    assert len(off.entities) == len(on.entities) - len(guards)
+
+    old = _without_port_security(tmp_path)
+    old_e = PipelineEntries(old.p4info)
+    assert not old_e.port_security
+    assert not guarded(old, True)
+    before = _install(old, True)
+    for port, (mac, _, vlan, index), vni in LOCAL_VMS:
+        assert old_e.access_binding(port, vlan, vni, index, mac, L3VNI) in before.entities
+    assert not GUARDS & set(before.tables(old))
+    assert len(before.entities) == len(off.entities)
+
+
 @needs_root
 @needs_tcpreplay
 def test_tcpreplay_count_matches_the_peers_rx_counter(tmp_path: Path) -> None:
@@ -334,6 +429,15 @@ def test_every_benchmarked_path_forwards_its_frame_as_expected() -> None:
     assert "underlay_route" in work["encap"]["tables"]
     assert "my_vtep" in work["decap"]["tables"]
     assert work["local"]["tables_applied"] > work["baseline"]["tables_applied"]
+    # VM A, the sender of every access path, is guarded (port security on,
+    # the default): its frames are looked up in their family's source guard;
+    # frames from the fabric in none
+    guards = {4: "ipv4_source_guard", 6: "ipv6_source_guard"}
+    for kind in KINDS:
+        for prefix, family in (("", 4), ("routed_", 4), ("bridged6_", 6), ("routed6_", 6)):
+            path = prefix + kind
+            applied = set(guards.values()) & set(work[path]["tables"])
+            assert applied == (set() if kind == "decap" else {guards[family]}), path
 
 
 def _raw(pps: list[float], size: int) -> dict:
