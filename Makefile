@@ -100,8 +100,9 @@ TOFINO_CHIPS ?= tofino tofino2
 # the full count the compiler's own limit applies (p4c-tofino's Tofino 1
 # assembler fails on the override there: "stage extension not supported").
 TOFINO_STAGES_T1 ?= 12
-# (Tofino 2: 12 before QoS; its receive meter in ingress costs two: docs/tofino.md.)
-TOFINO_STAGES_T2 ?= 14
+# (Tofino 2: 12 before QoS, whose receive meter in ingress cost two; 19
+# since IPv6 tenants and port security: docs/tofino.md, "Profiles".)
+TOFINO_STAGES_T2 ?= 19
 # Extra flags, e.g. -DMAC_TABLE_SIZE=131072 to try other sizes (sizes.p4).
 TOFINO_FLAGS ?=
 p4-tofino: deps-python

@@ -167,7 +167,7 @@ class Controller:
         for name, entries in self.tor_entries.items():
             if not entries.port_security:
                 log.warning(
-                    "tor %s: its %s pipeline has no port security (an older build): "
+                    "tor %s: its %s pipeline has no port security (Tofino 1's profile): "
                     "the VMs there are held to their MAC only (docs/security.md)",
                     name,
                     fabric.tors[name].target,

@@ -329,8 +329,11 @@ class Encoder:
         # (a pipeline with port security: the binding says whether the VM is
         # guarded and may serve DHCP; the source guards hold its addresses)
         self.port_security = entries.port_security
-        if self.port_security:
+        # (Tofino 1's profile: the flags without the guards, written 0)
+        self.guard_flags = entries.guard_flags
+        if self.guard_flags:
             binding += ("guarded", "dhcp_server")
+        if self.port_security:
             guard = ("port", "vlan_id")
             self._guard_v4 = LpmEntry(
                 p4info, "ipv4_source_guard", guard, "ip", "source_allowed", memos
@@ -465,8 +468,9 @@ class Encoder:
         """``guarded``, ``dhcp_server``: the VM's port security (docs/security.md),
         left out on a pipeline without it (which cannot hold them)."""
         flag = self._flag(policed)
-        if self.port_security:
-            flag += (int(guarded), int(dhcp_server))
+        if self.guard_flags:
+            # (0 where the pipeline has no guards: nothing would enforce them)
+            flag += (int(guarded and self.port_security), int(dhcp_server and self.port_security))
         if self.entries.routing:
             return self._binding(port, vlan_id, vni, vm_index, vm_mac, vrf, *flag)
         if vrf:

@@ -91,6 +91,17 @@ def port_security_supported(p4info: P4Info) -> bool:
     return p4info.has_table("ipv4_source_guard")
 
 
+def guard_flags_supported(p4info: P4Info) -> bool:
+    """Whether ``bind_vm`` takes the ``guarded`` and ``dhcp_server`` flags.
+    Tofino 1's profile has them without the source guards (one binding action
+    for every target: tna/p4vtep.p4); they are written 0 there."""
+    try:
+        p4info.param(p4info.action("bind_vm").preamble.id, "guarded")
+    except KeyError:
+        return False
+    return True
+
+
 def policed_flag_supported(p4info: P4Info) -> bool:
     """Whether a pipeline knows which VMs are policed (the ``policed``
     parameter of the VM actions: only a policed VM's GREEN is committed).
@@ -172,6 +183,7 @@ class PipelineEntries:
         self.routing = routing_supported(p4info)
         self.knows_policed = policed_flag_supported(p4info)
         self.port_security = port_security_supported(p4info)
+        self.guard_flags = guard_flags_supported(p4info)
 
     def _policed(self, params: dict[str, Value], policed: bool) -> dict[str, Value]:
         """``params`` with the ``policed`` flag when the pipeline has it (an
@@ -247,11 +259,11 @@ class PipelineEntries:
         elif vrf:
             raise ValueError(f"VNI {vni}: this pipeline does not route (no VRF {vrf})")
         params = self._policed(params, policed)
-        if self.port_security:
+        if (guarded or dhcp_server) and not self.port_security:
+            raise ValueError(f"VM {vm_index}: this pipeline has no port security")
+        if self.guard_flags:
             params["guarded"] = int(guarded)
             params["dhcp_server"] = int(dhcp_server)
-        elif guarded or dhcp_server:
-            raise ValueError(f"VM {vm_index}: this pipeline has no port security")
         return self._table("access_binding", {"port": port, "vlan_id": vlan_id}, "bind_vm", params)
 
     # --- port security (port_security.p4) ---------------------------------------
