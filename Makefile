@@ -224,8 +224,10 @@ bench-move-routed: deps
 # from one new route to the first routed frame (root: network namespaces).
 bench-evpn-irb: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/evpn_irb.py
+# Issue 40: 500, 1,000 and 2,000 events/s offered for 60 s each, then steps
+# of 250/s up (or down) to the highest rate that holds (bench/churn.py).
 bench-churn: deps
-	env $(TOOLCHAIN_VARS) $(VPY) bench/churn.py
+	env $(TOOLCHAIN_VARS) $(VPY) bench/churn.py --sweep
 # The p4vtep build today's IPv4 paths (bridged, and routed if it routes) are
 # compared with, in the same rounds: the last one before the IPv6 data plane
 # (issue 37's "bridged and routed IPv4 within 5 %" target). Issue 28's
