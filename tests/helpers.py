@@ -182,3 +182,26 @@ class RecordingLock:
 
     def release(self) -> None:
         self.inner.release()
+
+
+PORT_SECURITY_TABLES = frozenset({"ipv4_source_guard", "ipv6_source_guard", "allowed_source_mac"})
+
+
+def p4info_without_port_security(p4info: P4Info, keep_flags: bool = False) -> P4Info:
+    """``p4info`` without the port-security tables (issue 38): as a build
+    before it had it or, ``keep_flags``, as Tofino 1's profile has it
+    (bind_vm's ``guarded`` and ``dhcp_server`` kept, no guards)."""
+    from p4vtep.runtime.protos import p4info_pb2
+
+    message = p4info_pb2.P4Info()
+    message.CopyFrom(p4info.message)
+    kept = [t for t in message.tables if t.preamble.alias not in PORT_SECURITY_TABLES]
+    del message.tables[:]
+    message.tables.extend(kept)
+    if not keep_flags:
+        for action in message.actions:
+            if action.preamble.alias == "bind_vm":
+                params = [p for p in action.params if p.name not in ("guarded", "dhcp_server")]
+                del action.params[:]
+                action.params.extend(params)
+    return P4Info(message)

@@ -46,9 +46,9 @@ from dataplane_paths import (
 from dataplane_peer import PEER_ENV, peer_pipeline
 from dataplane_trace import count_work
 from google.protobuf import text_format
+from helpers import PORT_SECURITY_TABLES, p4info_without_port_security
 from p4vtep.dataplane.artifacts import Pipeline, bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
-from p4vtep.runtime.protos import p4info_pb2
 from p4vtep.switch.bmv2 import VethSet, find_simple_switch_grpc
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
@@ -276,23 +276,13 @@ class _Written:
         ]
 
 
-GUARDS = {"ipv4_source_guard", "ipv6_source_guard", "allowed_source_mac"}
+GUARDS = PORT_SECURITY_TABLES
 LOCAL_VMS = ((ACCESS_1, VM_A, VNI), (ACCESS_2, VM_B, VNI), (ACCESS_2, VM_D, VNI_DB))
 
 
 def _without_port_security(tmp_path: Path) -> Pipeline:
-    """Today's BMv2 P4Info as a build before port security (issue 38) had it:
-    no guard tables, bind_vm without ``guarded`` and ``dhcp_server``."""
-    message = p4info_pb2.P4Info()
-    message.CopyFrom(bmv2_pipeline().p4info.message)
-    kept = [t for t in message.tables if t.preamble.alias not in GUARDS]
-    del message.tables[:]
-    message.tables.extend(kept)
-    for action in message.actions:
-        if action.preamble.alias == "bind_vm":
-            params = [p for p in action.params if p.name not in ("guarded", "dhcp_server")]
-            del action.params[:]
-            action.params.extend(params)
+    """Today's BMv2 P4Info as a build before port security (issue 38) had it."""
+    message = p4info_without_port_security(bmv2_pipeline().p4info).message
     (tmp_path / "old.p4info.txtpb").write_text(text_format.MessageToString(message))
     return Pipeline(tmp_path / "old.p4info.txtpb", tmp_path / "old.json")
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 from fabric_fixture import dual_stack_fabric, dual_stack_vms
-from helpers import table_entries
+from helpers import p4info_without_port_security, table_entries
 from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.compiler.local_vm import ALWAYS_ALLOWED_V6
 from p4vtep.compiler.switch_state import identity
@@ -22,7 +22,7 @@ from p4vtep.model.fabric import AllowedPair, Fabric, Vm
 from p4vtep.runtime import codec
 from p4vtep.runtime.entities import to_entity
 from p4vtep.runtime.p4info import P4Info
-from p4vtep.runtime.protos import p4info_pb2, p4runtime_pb2
+from p4vtep.runtime.protos import p4runtime_pb2
 
 ENTRIES = PipelineEntries(bmv2_pipeline().p4info)
 ENC = Encoder(ENTRIES)
@@ -237,24 +237,18 @@ def test_source_guard_refuses_what_does_not_fit():
 
 
 def without_port_security() -> P4Info:
-    """The BMv2 P4Info as a build before port security had it: no guard
-    tables, bind_vm without ``guarded`` and ``dhcp_server``."""
-    message = p4info_pb2.P4Info()
-    message.CopyFrom(ENTRIES.p4info.message)
-    kept = [t for t in message.tables if t.preamble.alias not in GUARDS]
-    del message.tables[:]
-    message.tables.extend(kept)
-    for action in message.actions:
-        if action.preamble.alias == "bind_vm":
-            params = [p for p in action.params if p.name not in ("guarded", "dhcp_server")]
-            del action.params[:]
-            action.params.extend(params)
-    return P4Info(message)
+    """The BMv2 P4Info as a build before port security had it."""
+    return p4info_without_port_security(ENTRIES.p4info)
 
 
-def test_a_pipeline_without_port_security_gets_no_guards():
-    """(The committed Tofino builds, until compiled again: docs/security.md.)"""
-    entries = PipelineEntries(without_port_security())
+@pytest.mark.parametrize("profile", ["older build", "tofino 1 profile"])
+def test_a_pipeline_without_port_security_gets_no_guards(profile):
+    """An older build, and Tofino 1's profile (the guards left out, bind_vm's
+    flags kept: written 0, since nothing there would enforce them)."""
+    entries = PipelineEntries(
+        p4info_without_port_security(ENTRIES.p4info, keep_flags=profile == "tofino 1 profile")
+    )
+    assert entries.guard_flags is (profile == "tofino 1 profile")
     assert not entries.port_security
     enc = Encoder(entries)
     fabric = dual_stack_fabric()
