@@ -138,7 +138,14 @@ def test_one_stage_less_does_not_fit(tmp_path) -> None:
         cwd=REPO, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode != 0
-    assert f"supports up to {budget - 1} stages" in result.stdout + result.stderr
+    # Either the assembler counts the stages placed, or (since IPv6 and port
+    # security filled Tofino 2's PHV) the compiler finds no PHV allocation
+    # that places in the smaller budget; either way no binary. (It takes
+    # p4c-tofino 20-25 minutes here to give up: its longest test.)
+    log = result.stdout + result.stderr
+    assert (
+        f"supports up to {budget - 1} stages" in log or "PHV allocation was not successful" in log
+    ), log[-2000:]
 
 
 @pytest.mark.parametrize("chip", CHIPS)
