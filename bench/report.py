@@ -25,6 +25,16 @@ DOCS = REPO / "docs"
 PLOTS = DOCS / "benchmarks"
 
 
+def pinned_where(pinning: dict) -> str:
+    """Where a convergence run's processes ran (its ``pinning`` record)."""
+    if not pinning.get("switches"):
+        return "cores shared with both switches"
+    return (
+        f"switches on CPU {','.join(map(str, pinning['switches']))}, controller (or raw "
+        f"writer) on CPU {','.join(map(str, pinning['bench_process']))}"
+    )
+
+
 def load(name: str) -> dict | None:
     path = RESULTS / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
@@ -444,12 +454,7 @@ def section_routed(out: list[str]) -> None:
         return
     if conv:
         pinning = conv["pinning"]
-        where = (
-            f"switches on CPU {','.join(map(str, pinning['switches']))}, controller (or raw "
-            f"writer) on CPU {','.join(map(str, pinning['bench_process']))}"
-            if pinning.get("switches")
-            else "cores shared with both switches"
-        )
+        where = pinned_where(pinning)
         out.append(
             "Every tenant routed, two subnets (VNIs) per VRF, so each VM has a host route\n"
             f"on both ToRs besides its bridging entries; {where} (the target is for the\n"
@@ -558,12 +563,7 @@ def section_dual_stack(out: list[str]) -> None:
         return
     runs = runs_of(data)
     pinning = runs[-1]["result"]["pinning"]
-    where = (
-        f"switches on CPU {','.join(map(str, pinning['switches']))}, controller (or raw "
-        f"writer) on CPU {','.join(map(str, pinning['bench_process']))}"
-        if pinning.get("switches")
-        else "cores shared with both switches"
-    )
+    where = pinned_where(pinning)
     out.append(
         "The routed workload above with every VM dual-stack: each routed VNI has an IPv6\n"
         "subnet (2001:db8:<VNI index>::/64, gateway ::fe) beside its IPv4 one and each VM\n"
