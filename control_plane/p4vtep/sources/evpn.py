@@ -229,7 +229,7 @@ class EvpnSource:
             try:
                 if self._learned_stale:
                     self._last_commit = time.monotonic()
-                self._sync_pending()
+                self._sync_pending(drain=False)
             except StateError as exc:
                 if self._leading.is_set():
                     log.warning("EVPN: learned routes not committed, trying again: %s", exc)
@@ -252,9 +252,14 @@ class EvpnSource:
         self._learned_stale = True
         self._sync_pending()
 
-    def _sync_pending(self) -> None:
+    def _sync_pending(self, drain: bool = True) -> None:
+        """``drain``: until nothing is stale (sync()). The worker passes
+        False: what arrives during its commit waits for its window (its next
+        round lingers), instead of a commit each as routes keep coming."""
         with self._sync_lock:
-            while self._local_stale or self._learned_stale:
+            once = True
+            while (drain or once) and (self._local_stale or self._learned_stale):
+                once = False
                 if self._local_stale:
                     self._local_stale = False
                     self._advertise()
