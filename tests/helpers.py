@@ -205,3 +205,13 @@ def p4info_without_port_security(p4info: P4Info, keep_flags: bool = False) -> P4
                 del action.params[:]
                 action.params.extend(params)
     return P4Info(message)
+
+
+def scrape(controller: Controller) -> str:
+    """The controller's data-plane metrics as Prometheus would scrape them."""
+    from p4vtep.api.metrics import DataPlaneCollector
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry()
+    registry.register(DataPlaneCollector(controller))
+    return generate_latest(registry).decode()

@@ -12,11 +12,10 @@ from dataclasses import replace
 import grpc
 import pytest
 from fabric_fixture import two_tor_fabric
-from helpers import wait_until
+from helpers import scrape, wait_until
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.api.counters import MAX_SINGLE_READS, CounterReader, Traffic
-from p4vtep.api.metrics import DataPlaneCollector
 from p4vtep.api.server import serve
 from p4vtep.cli import main as cli_main
 from p4vtep.controller import Controller
@@ -26,17 +25,10 @@ from p4vtep.dataplane.entries import EGRESS_DROP_COUNTER, INGRESS_DROP_COUNTER
 from p4vtep.model.fabric import Server, Vm
 from p4vtep.state.sqlite_store import Store
 from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, free_port
-from prometheus_client import CollectorRegistry, generate_latest
 from switch_fabric import switch_test
 
 A1 = Vm("a1", "00:00:0a:00:00:01", ("192.168.1.1",), 5000, "s11", 10)
 A2 = Vm("a2", "00:00:0a:00:00:02", ("192.168.1.2",), 5000, "s21", 20)
-
-
-def scrape(controller: Controller) -> str:
-    registry = CollectorRegistry()
-    registry.register(DataPlaneCollector(controller))
-    return generate_latest(registry).decode()
 
 
 @contextmanager

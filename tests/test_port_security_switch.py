@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 
-from helpers import api_client
+from helpers import api_client, scrape
 from netns_socket import ETH_P_ALL, PACKET_AUXDATA, SOL_PACKET, receive
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.model.addressing import link_local
@@ -248,9 +248,7 @@ def rose(controller, vm: str, before: dict[str, int]) -> dict[str, int]:
 
 
 def check_cli_and_metrics(controller, capsys, drops: dict[str, int]) -> None:
-    from p4vtep.api.metrics import DataPlaneCollector
     from p4vtep.cli.main import main as cli_main
-    from prometheus_client import CollectorRegistry, generate_latest
 
     with api_client(controller) as (_, address):
         capsys.readouterr()
@@ -259,9 +257,7 @@ def check_cli_and_metrics(controller, capsys, drops: dict[str, int]) -> None:
     rows = {tuple(line.split()[:3]): line.split()[3] for line in out if line.startswith("attacker")}
     for reason in ("spoofed_ip", "spoofed_arp", "spoofed_nd"):  # (those that counted)
         assert rows[("attacker", "tor1", reason)] == str(drops[reason])
-    registry = CollectorRegistry()
-    registry.register(DataPlaneCollector(controller))
-    text = generate_latest(registry).decode()
+    text = scrape(controller)
     line = (
         'p4vtep_vm_port_security_drop_packets_total{reason="spoofed_arp",tor="tor1",'
         f'vm="attacker"}} {float(drops["spoofed_arp"])}'

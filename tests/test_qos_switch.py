@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from helpers import scrape
 from p4vtep.api.counters import CounterReader
 from p4vtep.model.fabric import QosPolicy, Rates
 from scapy.layers.inet import IP, UDP
@@ -124,11 +125,9 @@ def check_api_cli_and_metrics(controller, capsys, rx) -> None:
     import grpc
     from p4vtep.api import overlay_pb2 as pb
     from p4vtep.api import overlay_pb2_grpc as pb_grpc
-    from p4vtep.api.metrics import DataPlaneCollector
     from p4vtep.api.server import serve
     from p4vtep.cli import main as cli_main
     from p4vtep.switch.bmv2 import free_port
-    from prometheus_client import CollectorRegistry, generate_latest
 
     address = f"127.0.0.1:{free_port()}"
     server = serve(controller, address)
@@ -148,9 +147,7 @@ def check_api_cli_and_metrics(controller, capsys, rx) -> None:
         assert cells[7:9] == [str(rx["red"].packets), str(rx["red"].bytes)]
     finally:
         server.stop(0)
-    registry = CollectorRegistry()
-    registry.register(DataPlaneCollector(controller))
-    text = generate_latest(registry).decode()
+    text = scrape(controller)
     line = (
         'p4vtep_vm_color_packets_total{color="red",direction="rx",tor="tor2",vm="a2"} '
         f"{float(rx['red'].packets)}"
