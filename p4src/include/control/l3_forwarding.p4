@@ -218,14 +218,19 @@ control L3Forwarding(inout headers_t hdr,
                 // else with a non-global source or destination is not
                 // routed, whether a route would take it or not (the scope
                 // decides before the prefix lookup, as on Tofino).
-                bool host_hit = ipv6_host_route.apply().hit;
-                if (!meta.to_gateway) {
-                    if (IPV6_NOT_GLOBAL(hdr.ipv6.dst_addr) ||
-                        IPV6_NOT_GLOBAL(hdr.ipv6.src_addr)) {
+                // (The hit branches on apply() itself: a bool kept from it
+                // costs BMv2 a table of its own per routed frame.)
+                if (ipv6_host_route.apply().hit) {
+                    if (!meta.to_gateway &&
+                        (IPV6_NOT_GLOBAL(hdr.ipv6.dst_addr) ||
+                         IPV6_NOT_GLOBAL(hdr.ipv6.src_addr))) {
                         meta.drop_reason = DROP_IPV6_SCOPE;
-                    } else if (!host_hit) {
-                        ipv6_prefix_route.apply();
                     }
+                } else if (IPV6_NOT_GLOBAL(hdr.ipv6.dst_addr) ||
+                           IPV6_NOT_GLOBAL(hdr.ipv6.src_addr)) {
+                    meta.drop_reason = DROP_IPV6_SCOPE;
+                } else {
+                    ipv6_prefix_route.apply();
                 }
                 if (meta.drop_reason != DROP_NONE) {
                     // (not a global address, or no route)
