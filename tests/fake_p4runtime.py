@@ -59,6 +59,7 @@ class FakeP4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.pipeline_pushes = 0
         self.reads = 0  # Read RPCs answered
         self.stream_opened: list[float] = []  # monotonic time of every StreamChannel
+        self.packet_outs: list[p4runtime_pb2.PacketOut] = []  # every packet-out received
         self.reject_streams = False  # answer every new stream with UNAVAILABLE
         self._refusals: list[Refusal] = []
         self._streams: list[_Stream] = []
@@ -110,6 +111,21 @@ class FakeP4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         with self._lock:
             self._foreign_primary = None
             self._announce()
+
+    def send_packet_in(self, payload: bytes, metadata: dict[int, bytes] | None = None) -> bool:
+        """A frame punted to the CPU: to the primary's stream, as a switch
+        sends packet-ins (False: no client is primary)."""
+        response = p4runtime_pb2.StreamMessageResponse()
+        response.packet.payload = payload
+        for metadata_id, value in (metadata or {}).items():
+            response.packet.metadata.add(metadata_id=metadata_id, value=value)
+        with self._lock:
+            primary = self.primary_id()
+            for stream in self._streams:
+                if stream.election_id == primary and primary != self._foreign_primary:
+                    stream.responses.put(response)
+                    return True
+        return False
 
     @property
     def stream_count(self) -> int:
@@ -173,10 +189,14 @@ class FakeP4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         def read_requests() -> None:
             try:
                 for request in request_iterator:
-                    if request.WhichOneof("update") == "arbitration":
+                    kind = request.WhichOneof("update")
+                    if kind == "arbitration":
                         with self._lock:
                             stream.election_id = _election(request.arbitration.election_id)
                             self._announce()
+                    elif kind == "packet":
+                        with self._lock:
+                            self.packet_outs.append(request.packet)
             except grpc.RpcError:
                 pass
             finally:

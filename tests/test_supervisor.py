@@ -565,3 +565,41 @@ def test_failure_reason_names_the_connect_timeout_and_stays_short():
     assert "\n" not in long
     assert len(long) <= 160
     assert long.startswith("read: xxx")
+
+
+def test_packet_ins_reach_the_handler_and_only_the_primary_sends_packet_outs(fake, running):
+    """The CPU path's two ends (cpu/responder.py): each packet-in goes to the
+    handler with the ToR's name; a packet-out leaves only while this
+    supervisor is primary, and a backup's is refused, not sent."""
+    sup, _, _ = running
+    handed: queue.Queue[tuple[str, bytes]] = queue.Queue()
+    sup.packet_in_handler = lambda tor, packet: handed.put((tor, packet.payload))
+    assert fake.send_packet_in(b"punted frame", {1: b"\x01"})
+    assert handed.get(timeout=5) == ("tor1", b"punted frame")
+
+    assert sup.send_packet_out(b"answer", {1: b"\x02"})
+    assert wait_until(lambda: len(fake.packet_outs) == 1, 5)
+    assert fake.packet_outs[0].payload == b"answer"
+    assert [(m.metadata_id, m.value) for m in fake.packet_outs[0].metadata] == [(1, b"\x02")]
+
+    fake.take_primary(ELECTION_ID + 1)  # another controller takes over: we are backup
+    assert wait_until(lambda: not sup.status.primary, 5)
+    assert not sup.send_packet_out(b"answer", {1: b"\x02"})
+    assert sup.packet_outs_refused == 1
+    assert not fake.send_packet_in(b"punted frame")  # (the switch sends to the primary only)
+    assert len(fake.packet_outs) == 1
+
+
+def test_a_failing_handler_does_not_end_the_cpu_path(fake, running):
+    sup, _, _ = running
+    handed: queue.Queue[bytes] = queue.Queue()
+
+    def handler(tor: str, packet) -> None:
+        if packet.payload == b"bad":
+            raise ValueError("malformed")
+        handed.put(packet.payload)
+
+    sup.packet_in_handler = handler
+    fake.send_packet_in(b"bad")
+    fake.send_packet_in(b"good")
+    assert handed.get(timeout=5) == b"good"

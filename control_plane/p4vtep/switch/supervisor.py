@@ -12,10 +12,11 @@ every batch it writes, and drops the session as soon as the gate closes.
 from __future__ import annotations
 
 import logging
+import queue
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,6 +29,7 @@ from ..model.fabric import Tor
 from ..runtime.client import ConnectError, P4RuntimeError, SwitchConnection, WriteError
 from ..runtime.describe import describe
 from ..runtime.p4info import P4Info
+from ..runtime.protos import p4runtime_pb2
 from .reconciler import Diff, SwitchReader, changes_diff, reconcile, reconcile_in_parts, write
 
 log = logging.getLogger(__name__)
@@ -187,6 +189,11 @@ class _Outage:
     warned_at: float  # monotonic time of the last WARNING about this reason
 
 
+# What the CPU path's responder is handed for each packet-in: the ToR's name
+# and the packet (payload and metadata as the switch sent them).
+PacketInHandler = Callable[[str, p4runtime_pb2.PacketIn], None]
+
+
 class SwitchSupervisor:
     def __init__(
         self,
@@ -235,6 +242,13 @@ class SwitchSupervisor:
         # ``coalesce_seconds`` after that end, so back-to-back changes share it.
         self._last_pass_end = float("-inf")
         self._busy = False
+        # The CPU path (cpu/responder.py): packet-ins go to the handler, one
+        # at a time, on a thread of their own per session, so a burst of
+        # punts never delays a reconcile pass.
+        self.packet_in_handler: PacketInHandler | None = None
+        self.packet_ins = 0  # handed to the handler
+        self.packet_outs = 0  # sent
+        self.packet_outs_refused = 0  # not sent: not primary, gate closed or no session
 
     def start(self) -> None:
         self._thread.start()
@@ -249,6 +263,24 @@ class SwitchSupervisor:
     def notify(self) -> None:
         """The desired state changed: reconcile soon."""
         self._wake.set()
+
+    def send_packet_out(self, payload: bytes, metadata: dict[int, bytes]) -> bool:
+        """Send a frame out of the switch's CPU port. Only the primary, with
+        the write gate open, sends (a backup or a follower replica never
+        answers for the switch): False, and nothing sent, otherwise."""
+        conn = self.conn
+        if (
+            conn is None
+            or not self.status.primary
+            or not conn.is_primary
+            or not conn.stream_alive
+            or (self.gate is not None and not self.gate.may_write())
+        ):
+            self.packet_outs_refused += 1
+            return False
+        conn.send_packet_out(payload, metadata)
+        self.packet_outs += 1
+        return True
 
     def wait_applied(self, version: int, timeout: float) -> bool:
         """Block until desired-state ``version`` (or later) is on the switch."""
@@ -349,6 +381,9 @@ class SwitchSupervisor:
         self.status.connected = True
         self.status.primary = primary
         self.bus.publish(events.SwitchConnected(self.tor.name, primary=primary))
+        threading.Thread(
+            target=self._hand_packet_ins, args=(conn,), daemon=True, name=f"pkt-in-{self.tor.name}"
+        ).start()
         if primary:
             self._become_primary(conn)
         last_sync = time.monotonic()
@@ -387,6 +422,26 @@ class SwitchSupervisor:
                     last_sync = time.monotonic()
                 self._last_pass_end = time.monotonic()
                 self._busy = self._wake.is_set()  # (cleared before the pass)
+
+    def _hand_packet_ins(self, conn: SwitchConnection) -> None:
+        """Hand this session's packet-ins to the handler until the session
+        ends. (The switch sends them to the primary only; a handler set
+        later takes the ones that come after.)"""
+        while self.conn is conn and not self._stop.is_set():
+            try:
+                packet = conn.packet_in.get(timeout=0.5)
+            except queue.Empty:
+                if not conn.stream_alive:
+                    return
+                continue
+            handler = self.packet_in_handler
+            if handler is None:
+                continue
+            self.packet_ins += 1
+            try:
+                handler(self.tor.name, packet)
+            except Exception:  # (one bad frame must not end the CPU path)
+                log.exception("%s: packet-in handler failed", self.tor.name)
 
     def _gather(self) -> None:
         """Busy (changes came in while the last pass ran): wait until
