@@ -138,7 +138,7 @@ def test_drop_reasons_are_named_in_lower_case(api, monkeypatch, capsys):
         "oversize", "tenant_ttl_expired", "no_tenant_route", "not_ip_routed",
         "wrong_router_mac", "routed_transit", "to_gateway", "excess_congested",
         "tenant_hop_limit", "ipv6_scope", "spoofed_ip", "spoofed_arp", "spoofed_nd",
-        "ra_from_vm", "dhcp_server_from_vm",
+        "ra_from_vm", "dhcp_server_from_vm", "router_solicitation",
     }  # fmt: skip
 
 

@@ -65,6 +65,8 @@ const bit<16> ICMPV6_ECHO_REPLY   = 0x8100;   // 129
 // ICMPv6 messages only a router sends (RFC 4861): what RA guard drops.
 @noWarn("unused") const bit<8> ICMPV6_TYPE_RA       = 134;  // Router Advertisement
 @noWarn("unused") const bit<8> ICMPV6_TYPE_REDIRECT = 137;  // Redirect
+// What a host sends to find its routers (RFC 4861 6.3.7): the controller's.
+@noWarn("unused") const bit<8> ICMPV6_TYPE_RS       = 133;  // Router Solicitation
 
 // DHCP server messages (server port -> client port): DHCPv4 67 -> 68,
 // DHCPv6 547 -> 546 (RFC 2131, RFC 8415).
@@ -153,8 +155,32 @@ const drop_reason_t DROP_TO_GATEWAY        = 27;  // to a gateway IP, not an ech
                                                   // address option not the frame's source
 @noWarn("unused") const drop_reason_t DROP_RA_FROM_VM        = 34;  // ICMPv6 Router Advertisement or Redirect
 @noWarn("unused") const drop_reason_t DROP_DHCP_SERVER_FROM_VM = 35; // DHCP server message from a VM not allowed to
+// The controller's CPU path (issue 39, cpu_port.p4): an ICMPv6 Router
+// Solicitation from a VM in a routed VNI, which the controller answers (in an
+// L2-only VNI it is flooded to the tenant's own routers).
+@noWarn("unused") const drop_reason_t DROP_ROUTER_SOLICITATION = 36;
 const bit<32> DROP_REASON_COUNT = 40;
 
-const bit<8> PUNT_REASON_L2_TRAP = 1;  // l2 entry asked for the frame to go to the controller
+// Punt classes (packet_in.reason, cpu_port.p4): why a frame went to the
+// controller. Each has its CoPP meter and counters (index = class). The
+// drop reasons a class covers are the controller's punt_policy entries.
+typedef bit<8> punt_class_t;
+const punt_class_t PUNT_CLASS_NONE                = 0;  // not punted
+const punt_class_t PUNT_CLASS_L2_TRAP             = 1;  // an l2 entry traps the MAC (mac_table punt_to_cpu)
+@noWarn("unused") const punt_class_t PUNT_CLASS_TTL_EXPIRED         = 2;  // routed, TTL / hop limit <= 1
+@noWarn("unused") const punt_class_t PUNT_CLASS_NO_ROUTE            = 3;  // routed, no host or prefix route
+@noWarn("unused") const punt_class_t PUNT_CLASS_TO_GATEWAY          = 4;  // to a gateway IP, not answered here
+@noWarn("unused") const punt_class_t PUNT_CLASS_ROUTER_SOLICITATION = 5;  // RS from a VM in a routed VNI
+// Cells of the CoPP meter and counters: every class, and room for more.
+#define PUNT_CLASS_COUNT 8
+// What a packet-out asks for (packet_out.mode).
+// (The name before issue 39, which tna/p4vtep.p4 uses until its port.)
+@noWarn("unused") const bit<8> PUNT_REASON_L2_TRAP = PUNT_CLASS_L2_TRAP;
+const bit<8> PACKET_OUT_PORT  = 0;  // out of packet_out.egress_port, untouched
+const bit<8> PACKET_OUT_ROUTE = 1;  // routed in VRF packet_out.vni as from a VM
+const bit<8> PACKET_OUT_FLOOD = 2;  // flooded in VNI packet_out.vni as from a VM
+// A punted frame is cut to this length (BMv2: the controller quotes at most
+// 1280 bytes of it in an ICMP error).
+@noWarn("unused") const bit<32> PUNT_TRUNCATE_BYTES = 1400;
 
 #endif  // P4VTEP_DEFINES_P4

@@ -4,19 +4,26 @@
 
 #include "defines.p4"
 
-// The pad comes first so that the port ends on a byte boundary: Tofino's
-// egress can then fill it from the bridged port without a rotation.
+// What the controller learns of a punted frame (cpu_port.p4). The pads come
+// first so that each field ends on a byte boundary: Tofino's egress can then
+// fill the port from the bridged port without a rotation.
 @controller_header("packet_in")
 header packet_in_t {
-    bit<7> _pad;
-    port_t ingress_port;
-    bit<8> reason;
+    bit<7>       _pad;
+    port_t       ingress_port;
+    punt_class_t reason;         // PUNT_CLASS_*
+    vni_t        vni;            // the VNI it was switched in (from the fabric: the one it came in)
+    bit<4>       _pad2;
+    vlan_id_t    vlan;           // the VF VLAN it came on (0 from the fabric)
 }
 
+// What the controller asks of a frame it sends (mode: PACKET_OUT_*).
 @controller_header("packet_out")
 header packet_out_t {
-    port_t egress_port;
+    port_t egress_port;          // PORT: out of this port, untouched
     bit<7> _pad;
+    bit<8> mode;
+    vni_t  vni;                  // ROUTE: the VRF (its L3 VNI); FLOOD: the VNI
 }
 
 header ethernet_t {
@@ -193,7 +200,12 @@ struct local_metadata_t {
     bit<3>        traffic_class;
     mcast_group_t flood_group;        // local VFs + one replica per remote VTEP
     mcast_group_t local_flood_group;  // local VFs only (BUM that came from the fabric)
-    bool          is_packet_out;
+    bool          is_packet_out;   // a packet-out in PORT mode (sent as it is)
+    // The CPU path (cpu_port.p4): a packet-out the pipeline routes or floods
+    // (never punted back), and why a frame goes to the controller.
+    bool          from_cpu;
+    bool          cpu_flood;       // ...to be flooded (PACKET_OUT_FLOOD)
+    punt_class_t  punt_class;
     bool          arp_replied;     // ARP suppression turned the request into a reply
 #ifdef P4VTEP_IPV6
     bool          nd_replied;      // ND suppression took the solicitation (no MAC lookup)...

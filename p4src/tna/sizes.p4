@@ -102,5 +102,8 @@
 #ifndef ALLOWED_SOURCE_MAC_TABLE_SIZE
 #define ALLOWED_SOURCE_MAC_TABLE_SIZE ALLOWED_SOURCE_MAC_DEFAULT  // (port, VLAN, MAC)
 #endif
+// The CPU path (cpu_port.p4): drop reason -> punt class, one entry per
+// reason (40 reasons: a small exact table, one SRAM block).
+#define PUNT_POLICY_TABLE_SIZE     64
 
 #endif  // P4VTEP_TNA_SIZES_P4

@@ -43,6 +43,8 @@ typedef bit<18> color_index_t;
 // the colour into a bit<2>.
 #define BYTE_METER(name, size, index_type) meter<index_type>(size, MeterType.bytes) name
 #define EXECUTE_METER(name, index, color) name.execute_meter(index, color)
+// Packet meter array (the CPU path's CoPP, cpu_port.p4): rates in packets/s.
+#define PACKET_METER(name, size, index_type) meter<index_type>(size, MeterType.packets) name
 
 // Flow hash: CRC32 of the fields listed after dst, truncated to 16 bits.
 #define FLOW_HASHER(name)   // hash() needs no instance

@@ -37,6 +37,7 @@
 #include "../include/control/policing.p4"
 #include "../include/control/replication.p4"
 #include "../include/control/tunnel.p4"
+#include "../include/control/cpu_port.p4"
 #include "queue_admission.p4"
 
 parser VtepParser(packet_in packet,
@@ -93,6 +94,9 @@ control VtepIngress(inout headers_t hdr,
                  IPV6_HOST_ROUTE_TABLE_SIZE, IPV6_PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
     QueueAdmission() queue_admission;
+    CpuInjection() cpu_injection;
+    CpuFlood() cpu_flood;
+    PuntDecision(PUNT_POLICY_TABLE_SIZE) punt_decision;
     PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
     apply {
@@ -100,28 +104,34 @@ control VtepIngress(inout headers_t hdr,
         // below, or marked to drop: no mark_to_drop up front (on BMv2 it
         // would cost a table apply per packet).
         if (hdr.packet_out.isValid()) {
-            // Sent by the controller: out of the port it names, untouched.
-            std.egress_spec = hdr.packet_out.egress_port;
-            hdr.packet_out.setInvalid();
-            meta.is_packet_out = true;
-            exit;
-        }
-        port_config.apply(meta);
-        // The first reason found is the one counted. The steps are grouped so
-        // that few depend on the one before (each dependency is a Tofino
-        // stage): docs/tofino.md.
-        if (meta.parser_error || std.parser_error != error.NoError) {
-            if (hdr.udp.isValid() && hdr.udp.dst_port == VXLAN_UDP_PORT) {
-                meta.drop_reason = DROP_BAD_VXLAN;
-            } else {
-                meta.drop_reason = DROP_MALFORMED;
+            if (hdr.packet_out.mode == PACKET_OUT_PORT) {
+                // Sent by the controller: out of the port it names, untouched.
+                std.egress_spec = hdr.packet_out.egress_port;
+                hdr.packet_out.setInvalid();
+                meta.is_packet_out = true;
+                exit;
             }
-        } else if (meta.port_role == PORT_ROLE_ACCESS) {
-            access_filtering.apply(hdr, meta, std.packet_length > MAX_TENANT_FRAME);
-        } else if (meta.port_role == PORT_ROLE_FABRIC) {
-            vtep_termination.apply(hdr, meta, std.checksum_error == 0);
+            // Routed or flooded as from a VM (cpu_port.p4); no access
+            // filtering, no port security.
+            cpu_injection.apply(hdr, meta);
         } else {
-            meta.drop_reason = DROP_UNKNOWN_PORT;
+            port_config.apply(meta);
+            // The first reason found is the one counted. The steps are grouped so
+            // that few depend on the one before (each dependency is a Tofino
+            // stage): docs/tofino.md.
+            if (meta.parser_error || std.parser_error != error.NoError) {
+                if (hdr.udp.isValid() && hdr.udp.dst_port == VXLAN_UDP_PORT) {
+                    meta.drop_reason = DROP_BAD_VXLAN;
+                } else {
+                    meta.drop_reason = DROP_MALFORMED;
+                }
+            } else if (meta.port_role == PORT_ROLE_ACCESS) {
+                access_filtering.apply(hdr, meta, std.packet_length > MAX_TENANT_FRAME);
+            } else if (meta.port_role == PORT_ROLE_FABRIC) {
+                vtep_termination.apply(hdr, meta, std.checksum_error == 0);
+            } else {
+                meta.drop_reason = DROP_UNKNOWN_PORT;
+            }
         }
         if (meta.drop_reason == DROP_NONE) {
             vni_lookup.apply(meta);
@@ -144,11 +154,16 @@ control VtepIngress(inout headers_t hdr,
                     nd_advert.apply(hdr, meta);
                 }
             }
-            if (!meta.arp_replied && !meta.nd_replied) {
+            // A packet-out skips the MAC lookup: its mode decided (ROUTE
+            // set to_router, FLOOD floods). (One condition for both, which a
+            // frame to a VM meets anyway.)
+            if (!meta.arp_replied && !meta.nd_replied && !meta.from_cpu) {
                 l2_forwarding.apply(hdr, meta);
-                if (meta.to_router) {
-                    l3_forwarding.apply(hdr, meta);
-                }
+            } else if (meta.cpu_flood) {
+                cpu_flood.apply(meta);
+            }
+            if (meta.to_router) {
+                l3_forwarding.apply(hdr, meta);
             }
         }
         // A unicast to a local VM with a receive policy: its colour says what
@@ -170,8 +185,15 @@ control VtepIngress(inout headers_t hdr,
             underlay.apply(meta);
         }
         if (meta.drop_reason != DROP_NONE) {
-            mark_to_drop(std);
+            // Counted under its reason whether it is punted or dropped.
             COUNT(ingress_drop_counter, meta.drop_reason);
+            punt_decision.apply(meta);
+            if (meta.punt_class != PUNT_CLASS_NONE) {
+                std.egress_spec = CPU_PORT;
+                std.mcast_grp = 0;
+            } else {
+                mark_to_drop(std);
+            }
         } else {
             std.egress_spec = meta.egress_port;
             std.mcast_grp = meta.mcast_grp;
@@ -194,6 +216,7 @@ control VtepEgress(inout headers_t hdr,
     VxlanEncap() vxlan_encap;
     RxDelivery(VM_COUNT, VNI_COUNT) rx_delivery;
     VfTagging() vf_tagging;
+    CpuPort() cpu_port;
     PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
     PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
@@ -205,10 +228,21 @@ control VtepEgress(inout headers_t hdr,
         }
         if (std.egress_port == CPU_PORT) {
             queue_departed.apply(std);
-            hdr.packet_in.setValid();
-            hdr.packet_in.ingress_port = meta.ingress_port;
-            hdr.packet_in.reason = PUNT_REASON_L2_TRAP;
-            hdr.packet_in._pad = 0;
+            if (meta.from_cpu) {
+                // A packet-out answered back where it came from (an echo
+                // request it routed to a gateway): never punted back.
+                mark_to_drop(std);
+                COUNT(egress_drop_counter, DROP_TO_GATEWAY);
+            } else {
+                bool copp_drop;
+                cpu_port.apply(hdr, meta, copp_drop);
+                if (copp_drop) {
+                    mark_to_drop(std);
+                } else {
+                    // The controller quotes the start of it (an ICMP error).
+                    truncate(PUNT_TRUNCATE_BYTES);
+                }
+            }
             exit;
         }
         if (std.egress_rid != 0) {

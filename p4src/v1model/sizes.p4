@@ -24,5 +24,7 @@
 #define IPV4_SOURCE_GUARD_TABLE_SIZE 32768
 #define IPV6_SOURCE_GUARD_TABLE_SIZE 32768
 #define ALLOWED_SOURCE_MAC_TABLE_SIZE 8192
+// The CPU path (cpu_port.p4): drop reason -> punt class, one entry per reason.
+#define PUNT_POLICY_TABLE_SIZE     64
 
 #endif  // P4VTEP_V1MODEL_SIZES_P4

@@ -47,6 +47,9 @@ class DropReason(enum.IntEnum):
     SPOOFED_ND = 33
     RA_FROM_VM = 34
     DHCP_SERVER_FROM_VM = 35
+    # The CPU path (issue 39): a VM's Router Solicitation in a routed VNI, for
+    # the controller to answer (punt_policy punts it).
+    ROUTER_SOLICITATION = 36
 
 
 DROP_REASON_COUNT = 40

@@ -12,6 +12,28 @@
 #define NOT_FOR_ROUTER_MAC(meta)
 #endif
 
+// A Router Solicitation from a VM in a routed VNI (one with a VRF) is the
+// controller's to answer (cpu_port.p4): not flooded, but dropped with a
+// reason of its own, which punt_policy can punt. In an L2-only VNI it is
+// flooded to the tenant's own routers as before. (Tested with the flood
+// group, in the one condition a VM's BUM meets anyway: no condition more
+// for it on BMv2.)
+#ifdef P4VTEP_IPV6
+#define ROUTER_SOLICITATION(meta) \
+    (meta.vrf != 0 && hdr.ipv6.isValid() && hdr.icmp.isValid() && \
+     hdr.icmp.type_code[15:8] == ICMPV6_TYPE_RS)
+#define NO_FLOOD_FROM_VM(meta) (meta.flood_group == 0 || ROUTER_SOLICITATION(meta))
+#define WHY_NO_FLOOD_FROM_VM(meta) \
+    if (ROUTER_SOLICITATION(meta)) { \
+        meta.drop_reason = DROP_ROUTER_SOLICITATION; \
+    } else { \
+        meta.drop_reason = DROP_NO_FLOOD_GROUP; \
+    }
+#else
+#define NO_FLOOD_FROM_VM(meta) (meta.flood_group == 0)
+#define WHY_NO_FLOOD_FROM_VM(meta) meta.drop_reason = DROP_NO_FLOOD_GROUP;
+#endif
+
 // The flooding decision, written once for the two branches that flood.
 // Split horizon: BUM from the fabric only goes to local VFs. (Each branch
 // tests its own group: no temporary to wait for.)
@@ -25,8 +47,8 @@
         } else { \
             meta.mcast_grp = meta.local_flood_group; \
         } \
-    } else if (meta.flood_group == 0) { \
-        meta.drop_reason = DROP_NO_FLOOD_GROUP; \
+    } else if (NO_FLOOD_FROM_VM(meta)) { \
+        WHY_NO_FLOOD_FROM_VM(meta) \
     } else { \
         meta.mcast_grp = meta.flood_group; \
     }
@@ -61,8 +83,11 @@ control L2Forwarding(in headers_t hdr,
     }
 #endif
 
+    // An l2 trap: the frame goes to the controller (cpu_port.p4), policed
+    // as its class.
     action punt_to_cpu() {
         meta.egress_port = CPU_PORT;
+        meta.punt_class = PUNT_CLASS_L2_TRAP;
     }
 
     action flood() { }
@@ -119,6 +144,11 @@ control L2Forwarding(in headers_t hdr,
 }
 
 #undef FLOOD_IN_VNI
+#undef NO_FLOOD_FROM_VM
+#undef WHY_NO_FLOOD_FROM_VM
+#ifdef ROUTER_SOLICITATION
+#undef ROUTER_SOLICITATION
+#endif
 #undef NOT_FOR_ROUTER_MAC
 
 #endif  // P4VTEP_L2_FORWARDING_P4

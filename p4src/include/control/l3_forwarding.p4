@@ -182,8 +182,11 @@ control L3Forwarding(inout headers_t hdr,
                     prefix_route.apply();
                 }
                 if (meta.to_gateway) {
+                    // (A fragment is the controller's: the parser reads no
+                    // ICMP header behind an offset, and MF is tested here.)
                     if (!meta.from_fabric && hdr.icmp.isValid() &&
-                        hdr.icmp.type_code == ICMP_ECHO_REQUEST) {
+                        hdr.icmp.type_code == ICMP_ECHO_REQUEST &&
+                        hdr.ipv4.flags[0:0] == 0) {
                         // Echo reply from the gateway, back where the request
                         // came from; the request's TTL is kept, so the IP
                         // checksum stands (the addresses only swap).
