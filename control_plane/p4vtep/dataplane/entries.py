@@ -7,7 +7,7 @@ PTF suite and the controller both build their entries here.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,6 +16,7 @@ from ..runtime.codec import Value
 from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
 from .drop_reasons import DropReason
+from .packet_io import PUNT_CLASS_COUNT, PuntClass
 
 if TYPE_CHECKING:
     # A meter's configuration is the model's QoS rates (RFC 2698 trTCM,
@@ -63,6 +64,54 @@ def color_index(vm_index: int, color: int) -> int:
 
 
 ECMP_SELECTOR = "ecmp_selector"
+
+# The CPU path (issue 39, cpu_port.p4): per punt class (index = class), what
+# went to the controller and what its CoPP meter dropped (packets and bytes),
+# and the meter (packets/s).
+PUNT_COUNTER = "punt_counter"
+COPP_DROP_COUNTER = "copp_drop_counter"
+COPP_METER = "copp_meter"
+
+
+@dataclass(frozen=True)
+class PuntCounts:
+    """One punt class's counters: sent to the controller, dropped by CoPP."""
+
+    punted_packets: int = 0
+    punted_bytes: int = 0
+    copp_dropped_packets: int = 0
+    copp_dropped_bytes: int = 0
+
+
+def _punt_class_index(punt_class: PuntClass | int) -> int:
+    index = int(punt_class)
+    if not 0 < index < PUNT_CLASS_COUNT:
+        raise ValueError(f"punt class {index} is not in 1..{PUNT_CLASS_COUNT - 1}")
+    return index
+
+
+def punt_counts(p4info: P4Info, read: Iterable[p4runtime_pb2.Entity]) -> dict[int, PuntCounts]:
+    """Per punt class, the counts in ``read`` (what reading
+    ``PipelineEntries.punt_counters()`` returned); classes with nothing
+    counted are left out."""
+    punt_id = p4info.counter(PUNT_COUNTER).preamble.id
+    drop_id = p4info.counter(COPP_DROP_COUNTER).preamble.id
+    cells: dict[int, dict[int, tuple[int, int]]] = {punt_id: {}, drop_id: {}}
+    for entity in read:
+        entry = entity.counter_entry
+        if entry.counter_id in cells:
+            cells[entry.counter_id][entry.index.index] = (
+                entry.data.packet_count,
+                entry.data.byte_count,
+            )
+    counts = {}
+    for index in sorted(cells[punt_id].keys() | cells[drop_id].keys()):
+        punted = cells[punt_id].get(index, (0, 0))
+        dropped = cells[drop_id].get(index, (0, 0))
+        if punted != (0, 0) or dropped != (0, 0):
+            counts[index] = PuntCounts(*punted, *dropped)
+    return counts
+
 
 # Port security (port_security.p4): per VM, one cell per drop reason from
 # SPOOFED_IP to DHCP_SERVER_FROM_VM, index ``port_security_index(vm, reason)``.
@@ -479,6 +528,45 @@ class PipelineEntries:
             pir=rates.pir,
             pburst=rates.pburst,
         )
+
+    # --- the CPU path (issue 39) --------------------------------------------------
+    def punt_policy(
+        self, drop_reason: DropReason | int, punt_class: PuntClass | int
+    ) -> p4runtime_pb2.TableEntry:
+        """Frames dropped for ``drop_reason`` go to the controller instead,
+        as ``punt_class`` (still counted under their drop reason)."""
+        reason = int(drop_reason)
+        if reason == 0:
+            raise ValueError("drop reason 0 is no drop: nothing to punt")
+        return self._table(
+            "punt_policy",
+            {"drop_reason": reason},
+            "punt",
+            {"punt_class": _punt_class_index(punt_class)},
+        )
+
+    def copp_meter(
+        self, punt_class: PuntClass | int, pps: int, burst: int
+    ) -> p4runtime_pb2.MeterEntry:
+        """The CoPP meter of a punt class: at most ``pps`` packets/s after a
+        burst of ``burst`` packets; beyond that punted frames are dropped
+        (copp_drop_counter). One rate: committed and peak are the same."""
+        if pps <= 0 or burst <= 0:
+            raise ValueError(f"CoPP meter: rate {pps}/s and burst {burst} must be positive")
+        return entities.meter_entry(
+            self.p4info,
+            COPP_METER,
+            _punt_class_index(punt_class),
+            cir=pps,
+            cburst=burst,
+            pir=pps,
+            pburst=burst,
+        )
+
+    def punt_counters(self) -> list[p4runtime_pb2.CounterEntry]:
+        """Read requests for every cell of the punt and CoPP drop counters
+        (``punt_counts`` sums up what the read returns)."""
+        return [self.counter(PUNT_COUNTER), self.counter(COPP_DROP_COUNTER)]
 
     # --- counters --------------------------------------------------------------
     def policy_meters(
