@@ -8,6 +8,7 @@ own library. ``VtepFabricTest`` installs the reference fabric described in
 
 from __future__ import annotations
 
+import queue
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,12 @@ from p4vtep.dataplane.entries import (
     INGRESS_DROP_COUNTER,
     PipelineEntries,
     PortRole,
+)
+from p4vtep.dataplane.packet_io import (
+    PacketInMeta,
+    PacketOutMode,
+    decode_packet_in,
+    packet_out_metadata,
 )
 from p4vtep.model.fabric import Rates as MeterRates
 from p4vtep.runtime.client import SwitchConnection
@@ -244,6 +251,29 @@ class P4VtepTest(BaseTest):
         tu.send_packet(self, send_port, pkt)
         tu.verify_no_other_packets(self)
         self.assertEqual(self.drops(reason), before + 1, f"drop reason {reason.name}")
+
+    # --- the CPU port -------------------------------------------------------------
+    def next_packet_in(self, timeout: float = 3.0) -> tuple[PacketInMeta, bytes]:
+        """The next packet-in: its metadata (by name) and its payload."""
+        try:
+            packet = self.sw.packet_in.get(timeout=timeout)
+        except queue.Empty:
+            self.fail("no packet-in")
+        return decode_packet_in(self.p4info, packet), packet.payload
+
+    def assert_no_packet_in(self) -> None:
+        """Nothing went to the controller (so far: call it after the frames'
+        outcome is known, e.g. after verify_no_other_packets)."""
+        if not self.sw.packet_in.empty():
+            meta, payload = self.next_packet_in()
+            self.fail(f"unexpected packet-in {meta}: {Ether(payload)!r}")
+
+    def send_packet_out(
+        self, frame: Packet | bytes, mode: PacketOutMode, egress_port: int = 0, vni: int = 0
+    ) -> None:
+        self.sw.send_packet_out(
+            bytes(frame), packet_out_metadata(self.p4info, mode, egress_port, vni)
+        )
 
     # --- receiving ----------------------------------------------------------------
     def collect(self, port: int, timeout: float = 1.0) -> list[bytes]:

@@ -284,6 +284,7 @@ class DualStackFabricTest(RoutedFabricTest):
             self.fail(f"nothing out of port {port}; expected {mask.exp_pkt!r}")
         if not mask.pkt_match(result.packet):
             self.fail(f"port {port}:\ngot      {Ether(result.packet)!r}\nexpected {mask.exp_pkt!r}")
+        self.assert_no_packet_in()
         return result.packet
 
     def assert_icmpv6_checksum(self, raw: bytes) -> None:
@@ -325,6 +326,7 @@ class DualStackFabricTest(RoutedFabricTest):
         if not expected.pkt_match(raw):
             self.fail(f"got {Ether(raw)!r}\nexpected {expected.exp_pkt!r}")
         tu.verify_no_other_packets(self)
+        self.assert_no_packet_in()
 
     # --- counters ----------------------------------------------------------------
     def nd_replies(self, vni: int, target: str, mac: str, router: bool = False) -> int:

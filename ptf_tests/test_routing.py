@@ -30,6 +30,7 @@ from base import (
     vm_frame,
 )
 from p4vtep.dataplane.entries import VM_RX_COUNTER, VM_TX_COUNTER, LocalVmHop, RemoteVtepHop
+from p4vtep.dataplane.packet_io import PuntClass
 from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Packet, Raw
@@ -70,10 +71,26 @@ def delivered(frame: Packet, dst: ReferenceVm) -> Packet:
     return Ether(bytes(Ether(src=ANYCAST_MAC, dst=dst.mac) / Dot1Q(vlan=dst.vlan) / inner))
 
 
+# What the controller punts (issue 39): each routed drop reason it answers.
+PUNT_POLICY = (
+    (DropReason.TENANT_TTL_EXPIRED, PuntClass.TTL_EXPIRED),
+    (DropReason.TENANT_HOP_LIMIT, PuntClass.TTL_EXPIRED),
+    (DropReason.NO_TENANT_ROUTE, PuntClass.NO_ROUTE),
+    (DropReason.TO_GATEWAY, PuntClass.TO_GATEWAY),
+    (DropReason.ROUTER_SOLICITATION, PuntClass.ROUTER_SOLICITATION),
+)
+
+
 class RoutedFabricTest(VtepFabricTest):
+    # Install PUNT_POLICY (test_cpu_path.py); without it every routed drop is
+    # dropped, as these tests expect.
+    punting = False
+
     def setUp(self) -> None:
         super().setUp()
         e = self.entries
+        if self.punting:
+            self.sw.insert(*(e.punt_policy(reason, punt) for reason, punt in PUNT_POLICY))
         # the reference fabric's VMs of A and B, bound to their VRFs now
         self.sw.modify(
             *(
@@ -126,6 +143,7 @@ class RoutedFabricTest(VtepFabricTest):
         if not expected.pkt_match(raw):
             self.fail(f"got {Ether(raw)!r}\nexpected {expected.exp_pkt!r}")
         tu.verify_no_other_packets(self)
+        self.assert_no_packet_in()
 
 
 class GatewayArpTest(RoutedFabricTest):
