@@ -201,9 +201,9 @@ CASES = [
     ("gateway: 192.168.2.1}", "gateway: gw}", "vnis[1].subnets[0].gateway",
      "'gw' is not an IPv4 address", "gateway: gw"),
     ("[{prefix: 192.168.2.0/24, gateway: 192.168.2.1}]", "[192.168.2.0/24]", "vnis[1].subnets[0]",
-     "expected a mapping with prefix, gateway", "[192.168.2.0/24]"),
+     "expected a mapping with prefix, gateway, slaac, on_link", "[192.168.2.0/24]"),
     ("gateway: 192.168.2.1}", "gateway: 192.168.2.1, vlan: 3}", "vnis[1].subnets[0].vlan",
-     "unknown field (expected prefix, gateway)", "vlan: 3"),
+     "unknown field (expected prefix, gateway, slaac, on_link)", "vlan: 3"),
     # overlapping subnets in one VRF (the one declared later is named)
     ("{prefix: 192.168.2.0/24, gateway: 192.168.2.1}",
      "{prefix: 192.168.1.128/25, gateway: 192.168.1.129}", "vnis[1].subnets[0].prefix",

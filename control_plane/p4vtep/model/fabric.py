@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -51,6 +52,34 @@ class Subnet:
 
     prefix: str  # e.g. "192.168.1.0/24", "2001:db8:1::/64"
     gateway: str  # a host address of prefix, of its family
+    # IPv6 only, the flags of its prefix in the gateway's router
+    # advertisements (RFC 4861 4.6.2; docs/routing.md#router-advertisements):
+    # ``slaac`` is A (VMs may form addresses in it: off, since port security
+    # drops addresses the controller does not know), ``on_link`` is L.
+    slaac: bool = False
+    on_link: bool = True
+
+
+# What the gateway's router advertisements say by default (RFC 4861 6.2.1:
+# MaxRtrAdvInterval 600 s, AdvDefaultLifetime 3 x that); the MTU option is
+# the VF's: MAX_TENANT_FRAME in p4src/include/defines.p4 (9018) less the
+# Ethernet header and the VF tag.
+TENANT_MTU = 9000
+RA_INTERVAL = 600
+RA_LIFETIME = 1800
+
+
+@dataclass(frozen=True)
+class RouterAdvertisements:
+    """A routed VNI's ``router_advertisements:`` (docs/routing.md): what every
+    ToR hosting it advertises to its VMs as their IPv6 gateway."""
+
+    enabled: bool = True  # (only a VNI with an IPv6 subnet advertises)
+    interval: int = RA_INTERVAL  # MaxRtrAdvInterval, s: 4-1800 (min is a third)
+    router_lifetime: int = RA_LIFETIME  # s: 0 (not a default router) or interval-9000
+    mtu: int = TENANT_MTU  # the MTU option: 1280-9000
+    managed: bool = False  # M: addresses from DHCPv6
+    other: bool = False  # O: other configuration from DHCPv6
 
 
 @dataclass(frozen=True)
@@ -61,6 +90,7 @@ class Vni:
     flood: bool = True  # head-end replication of BUM; False drops BUM
     vrf: str | None = None  # the VRF it is routed in; None: L2 only
     subnets: tuple[Subnet, ...] = ()  # only on a routed VNI (docs/routing.md)
+    router_advertisements: RouterAdvertisements = RouterAdvertisements()
 
 
 @dataclass(frozen=True)
@@ -77,6 +107,42 @@ class Vrf:
     name: str
     l3vni: int
     routes: tuple[StaticRoute, ...] = ()
+
+
+class PuntClass(enum.IntEnum):
+    """Why the data plane sends a frame to the controller: packet_in's
+    ``reason``, and the index of its CoPP meter (PUNT_CLASS_* in
+    p4src/include/defines.p4)."""
+
+    L2_TRAP = 1  # an l2 entry to the CPU (mac_to_cpu)
+    TTL_EXPIRED = 2  # routed with TTL or hop limit <= 1
+    NO_ROUTE = 3  # routed, no host or prefix route
+    TO_GATEWAY = 4  # to a gateway IP, not answered by the data plane
+    ROUTER_SOLICITATION = 5  # from a VM in a routed VNI
+
+    @property
+    def key(self) -> str:
+        """The fabric file's name for it (``copp:``), and the metrics label."""
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class CoppRate:
+    """The CoPP meter of one punt class: packets/s and a burst in packets."""
+
+    pps: int
+    burst: int
+
+
+# Each class's CoPP rate unless the fabric file's ``copp:`` says otherwise
+# (docs/routing.md#copp): what one ToR may hand the controller per class.
+DEFAULT_COPP = {
+    PuntClass.L2_TRAP: CoppRate(100, 50),
+    PuntClass.TTL_EXPIRED: CoppRate(100, 50),
+    PuntClass.NO_ROUTE: CoppRate(100, 50),
+    PuntClass.TO_GATEWAY: CoppRate(100, 50),
+    PuntClass.ROUTER_SOLICITATION: CoppRate(50, 25),
+}
 
 
 @dataclass(frozen=True)
@@ -192,6 +258,8 @@ class Fabric:
     # is its router MAC (RMAC) for every VRF.
     vrfs: dict[str, Vrf] = field(default_factory=dict)
     anycast_gateway_mac: str | None = None
+    # The CPU path (docs/routing.md#the-cpu-path): each punt class's CoPP rate.
+    copp: dict[PuntClass, CoppRate] = field(default_factory=lambda: dict(DEFAULT_COPP))
 
     def tor_of(self, vm: Vm) -> Tor:
         return self.tors[self.servers[vm.server].tor]

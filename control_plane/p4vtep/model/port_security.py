@@ -8,7 +8,9 @@ link-local, IPv4-mapped) and of every gateway address of the VM's VRF (or
 VNI); its MAC, if any, a unicast MAC that is neither the anycast gateway
 MAC nor a ToR's router MAC; at most ``PAIRS_MAX`` pairs, none twice. A VRF
 static route whose next hop is a guarded VM needs a pair of that VM
-covering the route's prefix (what the VM forwards comes from there).
+covering the route's prefix (what the VM forwards comes from there). A
+subnet advertised for SLAAC (``slaac: true``) needs each guarded VM of its
+VNI to list the address it forms there (``slaac_problems``).
 
 Between VMs (``PairIndex``, held by ``validation.VmIndex``): no pair may
 contain another VM's address in the same VRF (routed VNI) or VNI (L2 only),
@@ -34,6 +36,7 @@ from .addressing import (
     ip_address,
     ip_network,
     ipv6_unsupported,
+    link_local,
     mac_problem,
     normalise_mac,
     within,
@@ -192,7 +195,48 @@ def vm_problems(fabric: Fabric, vm: Vm) -> list[Problem]:
             why = _mac_problem(fabric, p.mac)
         if why is not None:
             problems.append(Problem(name, FIELD, why))
-    return problems + route_problems(fabric, vm)
+    return problems + route_problems(fabric, vm) + slaac_problems(fabric, vm)
+
+
+def eui64_address(network: IPv6Network, mac: str) -> str:
+    """The address a VM with ``mac`` forms in a /64 with modified EUI-64
+    interface ids (Linux's ``addr_gen_mode`` 0): the link-local's interface id."""
+    interface_id = IPv6Address(link_local(mac)).packed[8:]
+    return canonical_ip(str(IPv6Address(network.network_address.packed[:8] + interface_id)))
+
+
+def slaac_problems(fabric: Fabric, vm: Vm) -> list[Problem]:
+    """The SLAAC subnets (A flag advertised) of the VM's VNI where a guarded
+    VM could send from an address the source guard does not hold: refused
+    unless it lists its EUI-64 address there in ``ips`` or a pair covers the
+    prefix (docs/security.md#link-local-and-slaac)."""
+    vni = fabric.vnis.get(vm.vni)
+    if not vm.port_security or vni is None or vni.vrf is None:
+        return []
+    problems = []
+    for subnet in vni.subnets:
+        if not subnet.slaac:
+            continue
+        try:
+            network = ip_network(subnet.prefix)
+        except ValueError:
+            continue  # (check_routing reports it)
+        if not isinstance(network, IPv6Network) or network.prefixlen != 64 or covered(vm, network):
+            continue
+        formed = eui64_address(network, vm.mac)
+        if formed in vm.ips:
+            continue
+        problems.append(
+            Problem(
+                subject("vm", vm.name),
+                "ips",
+                f"vni {vni.name} advertises {network} for SLAAC (slaac: true): with port "
+                f"security on, the ToR drops what vm {vm.name} sends from an address it forms "
+                f"itself (spoofed_ip): list its EUI-64 address {formed} in ips, cover "
+                f"{network} with an allowed pair, or set port_security: false",
+            )
+        )
+    return problems
 
 
 def covered(vm: Vm, network: IPNetwork) -> bool:

@@ -15,7 +15,7 @@ from typing import TypeVar
 from ..dataplane import limits
 from ..dataplane.limits import VLAN_MAX, VLAN_MIN, VNI_MAX
 from ..dataplane.targets import Target
-from . import port_security, routing_checks
+from . import cpu_path_checks, port_security, routing_checks
 from .addressing import (
     IPS_PER_FAMILY_MAX,
     canonical_ip,
@@ -187,7 +187,7 @@ def check_fabric(fabric: Fabric) -> list[Problem]:
                             " such a frame could never conform",
                         )
                     )
-    return problems + routing_checks.check_routing(fabric)
+    return problems + routing_checks.check_routing(fabric) + cpu_path_checks.check_cpu_path(fabric)
 
 
 def vm_name_problem(name: str) -> str | None:

@@ -13,11 +13,16 @@ from ..dataplane.targets import Target
 from ..evpn.config import parse_evpn
 from ..model.addressing import canonical_ip, ip_network, normalise_mac
 from ..model.bit_rates import parse_bit_rate
+from ..model.cpu_path_checks import check_cpu_path, slaac_warnings
 from ..model.fabric import (
+    DEFAULT_COPP,
     AllowedPair,
+    CoppRate,
     Fabric,
+    PuntClass,
     QosPolicy,
     Rates,
+    RouterAdvertisements,
     Server,
     StaticRoute,
     Subnet,
@@ -237,9 +242,15 @@ def load_fabric(path: str | Path) -> Fabric:
             doc.typed(p + ("flood",), bool, True),
             doc.typed(p + ("vrf",), str, None),
             tuple(
-                Subnet(_prefix(doc, q + ("prefix",)), _address(doc, q + ("gateway",)))
-                for q in _entries(doc, p + ("subnets",), ("prefix", "gateway"))
+                Subnet(
+                    _prefix(doc, q + ("prefix",)),
+                    _address(doc, q + ("gateway",)),
+                    doc.typed(q + ("slaac",), bool, False),
+                    doc.typed(q + ("on_link",), bool, True),
+                )
+                for q in _entries(doc, p + ("subnets",), ("prefix", "gateway", "slaac", "on_link"))
             ),
+            _router_advertisements(doc, p + ("router_advertisements",)),
         )
         if vni.vni in fabric.vnis:
             raise doc.error(p + ("vni",), f"VNI {vni.vni} defined twice")
@@ -309,14 +320,67 @@ def _load_routing(doc: _Doc, fabric: Fabric) -> None:
         fabric.vrfs[vrf.name] = vrf
     mac = doc.typed(("anycast_gateway_mac",), str, None)
     fabric.anycast_gateway_mac = None if mac is None else normalise_mac(mac)
-    problems = check_routing(fabric)
+    fabric.copp = _copp(doc)
+    problems = check_routing(fabric) + check_cpu_path(fabric)
     if problems:
-        rows: dict[str, dict[Any, int]] = {
-            "tors": {name: i for i, name in enumerate(fabric.tors)},
-            "vnis": {vni: i for i, vni in enumerate(fabric.vnis)},
-            "vrfs": {name: i for i, name in enumerate(fabric.vrfs)},
-        }
+        rows = rows_of(fabric)
         raise ConfigError("; ".join(str(_located(doc, rows, p)) for p in problems))
+    for vni in fabric.vnis.values():
+        for at, warning in slaac_warnings(vni):
+            log.warning("%s", _located(doc, rows_of(fabric), Problem("", "", warning, at)))
+
+
+def rows_of(fabric: Fabric) -> dict[str, dict[Any, int]]:
+    """Each keyed fabric list's position in the file, by key."""
+    return {
+        "tors": {name: i for i, name in enumerate(fabric.tors)},
+        "vnis": {vni: i for i, vni in enumerate(fabric.vnis)},
+        "vrfs": {name: i for i, name in enumerate(fabric.vrfs)},
+    }
+
+
+RA_KEYS = ("enabled", "interval", "router_lifetime", "mtu", "managed", "other")
+
+
+def _router_advertisements(doc: _Doc, path: tuple) -> RouterAdvertisements:
+    """A VNI's ``router_advertisements:`` (every key optional; the defaults
+    are RouterAdvertisements'). check_cpu_path judges the values."""
+    section = doc.get(path, {})
+    if not isinstance(section, dict):
+        raise doc.error(path, f"expected a mapping with {', '.join(RA_KEYS)}")
+    unknown = sorted(set(section) - set(RA_KEYS))
+    if unknown:
+        raise doc.error(path + (unknown[0],), f"unknown field (expected {', '.join(RA_KEYS)})")
+    d = RouterAdvertisements()
+    return RouterAdvertisements(
+        doc.typed(path + ("enabled",), bool, d.enabled),
+        doc.typed(path + ("interval",), int, d.interval),
+        doc.typed(path + ("router_lifetime",), int, d.router_lifetime),
+        doc.typed(path + ("mtu",), int, d.mtu),
+        doc.typed(path + ("managed",), bool, d.managed),
+        doc.typed(path + ("other",), bool, d.other),
+    )
+
+
+def _copp(doc: _Doc) -> dict[PuntClass, CoppRate]:
+    """``copp:``: per punt class ``{pps, burst}``; a class left out keeps its
+    default (DEFAULT_COPP), a burst left out is half its rate."""
+    section = doc.get(("copp",), {})
+    names = [c.key for c in PuntClass]
+    if not isinstance(section, dict):
+        raise doc.error(("copp",), f"expected a mapping of punt classes ({', '.join(names)})")
+    copp = dict(DEFAULT_COPP)
+    for key in section:
+        p = ("copp", key)
+        if key not in names:
+            raise doc.error(p, f"unknown punt class (expected {', '.join(names)})")
+        item = doc.get(p, {})
+        if not isinstance(item, dict) or not set(item) <= {"pps", "burst"}:
+            raise doc.error(p, "expected {pps, burst}")
+        pps = doc.typed(p + ("pps",), int)
+        burst = doc.typed(p + ("burst",), int, None)
+        copp[PuntClass[key.upper()]] = CoppRate(pps, max(1, pps // 2) if burst is None else burst)
+    return copp
 
 
 def _located(doc: _Doc, rows: dict[str, dict[Any, int]], problem: Problem) -> ConfigError:
