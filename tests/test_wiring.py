@@ -124,7 +124,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"runtime", "events", "processes", "netns"}),  # P4Runtime client; shared leaves
     frozenset({"dataplane"}),  # the P4 program: artifacts, sizes, entry builders
     frozenset({"model"}),  # the desired state as data, and every check on it
-    frozenset({"compiler", "state", "tls"}),  # desired -> entries; durable state
+    frozenset({"compiler", "state", "tls", "cpu"}),  # desired -> entries; durable state; CPU path
     frozenset({"evpn", "switch"}),  # BGP EVPN logic; one switch's life
     frozenset({"controller"}),  # the core: desired state to every ToR
     frozenset({"sources"}),  # what feeds it: fabric and inventory files, libvirt, EVPN
