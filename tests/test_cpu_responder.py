@@ -16,7 +16,7 @@ from p4vtep.cpu.frames import Emit, EmitMode, PuntClass, PuntedFrame
 from p4vtep.cpu.rate_limit import RateLimiter
 from p4vtep.cpu.responder import Responder
 from p4vtep.cpu.router_adverts import RaSchedule
-from p4vtep.model.fabric import Fabric, RouterAdvertisements, Subnet, Vm
+from p4vtep.model.fabric import Fabric, RouterAdvertisements, Subnet, Vm, punt_class_key
 from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.inet6 import (
     ICMPv6EchoReply,
@@ -187,7 +187,7 @@ def test_never_answered(punted: PuntedFrame, why: str) -> None:
     assert r.responder.handle(punted) == []
     assert r.sent == []
     assert r.responder.punt_counts() == {
-        ("tor1", PuntClass(punted.punt_class).key, "ignored", why): 1
+        ("tor1", punt_class_key(PuntClass(punted.punt_class)), "ignored", why): 1
     }
 
 

@@ -4,10 +4,9 @@ values (the glue converts them from and to P4Runtime's StreamMessages)."""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-from ..model.fabric import PuntClass
+from ..dataplane.packet_io import PacketOutMode, PuntClass
 
 __all__ = ["Emit", "EmitMode", "Ignored", "PuntClass", "PuntedFrame"]
 
@@ -27,12 +26,10 @@ class PuntedFrame:
     frame: bytes
 
 
-class EmitMode(enum.IntEnum):
-    """packet_out's ``mode`` (PACKET_OUT_* in p4src/include/defines.p4)."""
-
-    PORT = 0  # out of egress_port as it is (the frame carries the VF tag)
-    ROUTE = 1  # routed by ingress in the VRF whose L3 VNI is ``vni``
-    FLOOD = 2  # into VNI ``vni``'s flood group
+# packet_out's ``mode``: PORT (out of ``egress_port`` as it is, the frame
+# carrying the VF tag), ROUTE (routed by ingress in the VRF whose L3 VNI is
+# ``vni``), FLOOD (into VNI ``vni``'s flood group).
+EmitMode = PacketOutMode
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from scapy.packet import Raw
 
 from ..model.addressing import link_local
 from ..model.cpu_path_checks import advertises, ipv6_subnets
-from ..model.fabric import TENANT_MTU, Fabric, PuntClass, Vm
+from ..model.fabric import TENANT_MTU, Fabric, PuntClass, Vm, punt_class_key
 from .echo import EchoResponder
 from .frames import Emit, EmitMode, Ignored, PuntedFrame
 from .icmp_errors import ORIGINATED_TTL, TIME_EXCEEDED, UNREACHABLE, icmp_error, refusal
@@ -215,7 +215,7 @@ class Responder:
         except ValueError:
             self._count(punted.tor, f"class_{punted.punt_class}", IGNORED, "unknown punt class")
             return []
-        label = punt_class.key
+        label = punt_class_key(punt_class)
         if not self.may_send(punted.tor):
             self._count(punted.tor, label, NOT_PRIMARY)
             return []

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ipaddress import IPv6Network
 
 from .addressing import ip_network
-from .fabric import Fabric, RouterAdvertisements, Subnet, Vni
+from .fabric import Fabric, RouterAdvertisements, Subnet, Vni, punt_class_key
 from .problems import Problem, subject
 
 # Bounds of a CoPP meter: at least one packet; at most what the controller
@@ -44,9 +44,9 @@ def _copp(fabric: Fabric) -> list[Problem]:
                 problems.append(
                     Problem(
                         "copp",
-                        f"{punt_class.key}.{name}",
+                        f"{punt_class_key(punt_class)}.{name}",
                         f"{value} outside 1-{top}",
-                        ("copp", punt_class.key, name),
+                        ("copp", punt_class_key(punt_class), name),
                     )
                 )
     return problems

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import enum
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar, cast
+
+from ..dataplane.packet_io import PuntClass as PuntClass  # (the copp: keys)
 
 if TYPE_CHECKING:
     from ..evpn.config import EvpnConfig
@@ -109,21 +110,9 @@ class Vrf:
     routes: tuple[StaticRoute, ...] = ()
 
 
-class PuntClass(enum.IntEnum):
-    """Why the data plane sends a frame to the controller: packet_in's
-    ``reason``, and the index of its CoPP meter (PUNT_CLASS_* in
-    p4src/include/defines.p4)."""
-
-    L2_TRAP = 1  # an l2 entry to the CPU (mac_to_cpu)
-    TTL_EXPIRED = 2  # routed with TTL or hop limit <= 1
-    NO_ROUTE = 3  # routed, no host or prefix route
-    TO_GATEWAY = 4  # to a gateway IP, not answered by the data plane
-    ROUTER_SOLICITATION = 5  # from a VM in a routed VNI
-
-    @property
-    def key(self) -> str:
-        """The fabric file's name for it (``copp:``), and the metrics label."""
-        return self.name.lower()
+def punt_class_key(punt_class: PuntClass) -> str:
+    """A punt class's name in the fabric file (``copp:``) and in metrics labels."""
+    return punt_class.name.lower()
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from ..model.fabric import (
     Vm,
     Vni,
     Vrf,
+    punt_class_key,
 )
 from ..model.port_security import pair, parse_pair
 from ..model.problems import Problem
@@ -366,7 +367,7 @@ def _copp(doc: _Doc) -> dict[PuntClass, CoppRate]:
     """``copp:``: per punt class ``{pps, burst}``; a class left out keeps its
     default (DEFAULT_COPP), a burst left out is half its rate."""
     section = doc.get(("copp",), {})
-    names = [c.key for c in PuntClass]
+    names = [punt_class_key(c) for c in PuntClass]
     if not isinstance(section, dict):
         raise doc.error(("copp",), f"expected a mapping of punt classes ({', '.join(names)})")
     copp = dict(DEFAULT_COPP)
