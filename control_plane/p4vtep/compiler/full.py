@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from ..dataplane.entries import PipelineEntries
 from ..model.allocation import Allocations
 from ..model.fabric import Fabric, Vm
-from . import flooding, local_vm, ports, remote_vm, routing, underlay
+from . import cpu_path, flooding, local_vm, ports, remote_vm, routing, underlay
 from .encode import Encoder
 from .learned import NOTHING, Learned
 from .switch_state import Encoded, SwitchState
@@ -49,6 +49,7 @@ def compile_tor(
         raise KeyError(f"vm@{tor_name}: no index allocated for {local[0].name!r}")
 
     add(ports.build(enc, fabric, tor_name))
+    add(cpu_path.build(enc, fabric))
     add(underlay.build(enc, fabric, tor_name, learned.vteps()))
 
     remote_tors_of_vni: dict[int, set[str]] = defaultdict(set)

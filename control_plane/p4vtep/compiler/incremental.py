@@ -25,7 +25,7 @@ from collections.abc import Generator, Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..model.fabric import Vm
-from . import flooding, local_vm, ports, remote_vm, routing, underlay
+from . import cpu_path, flooding, local_vm, ports, remote_vm, routing, underlay
 from .learned import Learned
 from .switch_state import METER, Encoded, Key, SwitchState
 
@@ -387,6 +387,7 @@ class TorCompiler:
         }
         units: dict[Unit, list[Encoded]] = {
             ("ports",): ports.build(self.enc, fabric, self.name),
+            ("cpu",): cpu_path.build(self.enc, fabric),
             ("underlay",): self._underlay_items(),
             ("replicas",): self._replica_items(),
             **vrf_units,
