@@ -6,6 +6,7 @@ The message classes come from GoBGP's own protos, compiled at install time
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import Any
 
@@ -20,6 +21,10 @@ from .routes import (
     canonical_ip,
     canonical_mac,
     canonical_rd,
+    canonical_rt,
+    canonical_vtep,
+    check_vni,
+    mac_ip_route,
     parse_admin_value,
 )
 
@@ -36,7 +41,11 @@ def _any(message: Any) -> Any:
 
 
 def _type_name(wrapped: Any) -> str:
-    return str(wrapped.type_url).rpartition(".")[2]
+    url = wrapped.type_url
+    name = _TYPE_NAMES.get(url)
+    if name is None:
+        name = _remember(_TYPE_NAMES, url, str(url).rpartition(".")[2])
+    return name
 
 
 def _unpack(wrapped: Any, cls: Any) -> Any:
@@ -51,6 +60,19 @@ def _unpack(wrapped: Any, cls: Any) -> Any:
 # theirs (route targets, router MAC, encapsulation), so most are decoded once.
 _COMMUNITIES: dict[bytes, tuple[tuple[str, ...], int, bool, str | None]] = {}
 _COMMUNITIES_MAX = 4096
+# The same for a path's next hop and a route's RD: every path of one UPDATE
+# carries the message's whole MP_REACH_NLRI (all its routes), and a peer's
+# routes share their RD.
+_NEXT_HOPS: dict[bytes, str] = {}
+_TYPE_NAMES: dict[str, str] = {}  # type URL -> message name
+_RDS: dict[tuple[str, bytes], str] = {}
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> Any:
+    if len(cache) >= _COMMUNITIES_MAX:
+        cache.clear()  # (bounded: started again when full)
+    cache[key] = value
+    return value
 
 
 def evpn_family() -> Any:
@@ -282,6 +304,23 @@ def _communities(
     return tuple(targets), seq, sticky, router_mac
 
 
+def _next_hop(wrapped: Any) -> str:
+    value = wrapped.value
+    hop = _NEXT_HOPS.get(value)
+    if hop is None:
+        reach = _unpack(wrapped, gobgp_api.attribute_pb2.MpReachNLRIAttribute)
+        hop = _remember(_NEXT_HOPS, value, reach.next_hops[0] if reach.next_hops else "")
+    return hop
+
+
+def _cached_rd(wrapped: Any) -> str:
+    key = (wrapped.type_url, wrapped.value)
+    rd = _RDS.get(key)
+    if rd is None:
+        rd = _remember(_RDS, key, canonical_rd(_decode_rd(wrapped)))
+    return rd
+
+
 def decode(path: Any) -> EvpnRoute | None:
     """A received (announced) path as a route; None for route types we do not
     use. Raises RouteError for a malformed one (the caller counts it)."""
@@ -295,44 +334,48 @@ def decode(path: Any) -> EvpnRoute | None:
     for wrapped in path.pattrs:
         kind = _type_name(wrapped)
         if kind == "MpReachNLRIAttribute":
-            reach = _unpack(wrapped, attr.MpReachNLRIAttribute)
-            next_hop = reach.next_hops[0] if reach.next_hops else ""
+            next_hop = _next_hop(wrapped)
         elif kind == "NextHopAttribute":
             next_hop = next_hop or _unpack(wrapped, attr.NextHopAttribute).next_hop
         elif kind == "ExtendedCommunitiesAttribute":
             decoded = _COMMUNITIES.get(wrapped.value)
             if decoded is None:
-                decoded = _communities(_unpack(wrapped, attr.ExtendedCommunitiesAttribute))
-                if len(_COMMUNITIES) >= _COMMUNITIES_MAX:
-                    _COMMUNITIES.clear()
-                _COMMUNITIES[wrapped.value] = decoded
+                decoded = _remember(
+                    _COMMUNITIES,
+                    wrapped.value,
+                    _communities(_unpack(wrapped, attr.ExtendedCommunitiesAttribute)),
+                )
             found, seq, sticky, router_mac = decoded
             targets.extend(found)
         elif kind == "PmsiTunnelAttribute":
             pmsi = _unpack(wrapped, attr.PmsiTunnelAttribute)
     if not next_hop:
         raise RouteError("no next hop")
-    if name == attr.EVPNMACIPAdvertisementRoute.__name__:
+    if name == "EVPNMACIPAdvertisementRoute":
         n = _unpack(path.nlri, attr.EVPNMACIPAdvertisementRoute)
-        if not n.labels:
+        labels = n.labels
+        if not labels:
             raise RouteError(f"type 2 {n.mac_address} without a label (VNI)")
-        if len(n.labels) > 2:
-            raise RouteError(f"type 2 {n.mac_address} with {len(n.labels)} labels (at most 2)")
-        return MacIpRoute(
-            rd=_decode_rd(n.rd),
-            mac=n.mac_address,
-            vni=n.labels[0],
-            next_hop=next_hop,
-            ip=_ip_or_none(n.ip_address),
-            route_targets=tuple(targets),
+        if len(labels) > 2:
+            raise RouteError(f"type 2 {n.mac_address} with {len(labels)} labels (at most 2)")
+        ip = _ip_or_none(n.ip_address)
+        # (MacIpRoute's own checks, the RD, next hop, route targets and
+        # router MAC canonical once per distinct encoding)
+        return mac_ip_route(
+            rd=_cached_rd(n.rd),
+            mac=canonical_mac(n.mac_address),
+            vni=check_vni(labels[0]),
+            next_hop=canonical_vtep(next_hop),
+            ip=canonical_ip(ip) if ip is not None else None,
+            route_targets=_canonical_targets(tuple(targets)),
             mobility_seq=seq,
             sticky=sticky,
             esi=_decode_esi(n.esi),
             ethernet_tag=n.ethernet_tag,
-            l3vni=n.labels[1] if len(n.labels) == 2 else None,
-            router_mac=router_mac,
+            l3vni=check_vni(labels[1]) if len(labels) == 2 else None,
+            router_mac=_canonical_router_mac(router_mac),
         )
-    if name == attr.EVPNIPPrefixRoute.__name__:
+    if name == "EVPNIPPrefixRoute":
         n = _unpack(path.nlri, attr.EVPNIPPrefixRoute)
         return _prefix_route(
             n,
@@ -341,7 +384,7 @@ def decode(path: Any) -> EvpnRoute | None:
             route_targets=tuple(targets),
             router_mac=router_mac,
         )
-    if name == attr.EVPNInclusiveMulticastEthernetTagRoute.__name__:
+    if name == "EVPNInclusiveMulticastEthernetTagRoute":
         n = _unpack(path.nlri, attr.EVPNInclusiveMulticastEthernetTagRoute)
         if pmsi is None:
             raise RouteError(f"type 3 from {n.ip_address} without a PMSI tunnel attribute")
@@ -361,3 +404,13 @@ def decode(path: Any) -> EvpnRoute | None:
             tunnel_endpoint=endpoint,
         )
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_targets(targets: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({canonical_rt(t) for t in targets}))
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_router_mac(mac: str | None) -> str | None:
+    return canonical_mac(mac) if mac is not None else None

@@ -173,6 +173,10 @@ class LearnedTable:
         if not ops:
             return ViewChange()
         with self._lock:
+            change = self._new_macs(ops)
+            if change is not None:
+                self._notify(change)
+                return change
             touched: set[MacKey] = set()
             touched5: set[PrefixKey] = set()
             flood = False
@@ -203,6 +207,46 @@ class LearnedTable:
                     self._unlearn(op.source, op.nlri_key)
             change = self._diff(before)
         self._notify(change)
+        return change
+
+    def _new_macs(self, ops: list[Learn | Unlearn]) -> ViewChange | None:
+        """An update of type 2 routes for MACs nobody else claims (no route,
+        local VM or static MAC for their VNI and MAC, one route each): a
+        peer's table as it comes. Each route's claim is its MAC's winner
+        and the change adds them all, as the rules would settle it; done
+        without their bookkeeping (the state before, the contest, the
+        difference), which costs more than the route. None when any route
+        is not such (the update takes the general path)."""
+        fresh: dict[MacKey, tuple[tuple[str, tuple[object, ...]], Learn]] = {}
+        by_mac, local, static = self._by_mac, self._local, self._static_macs
+        for op in ops:
+            route = op.route if isinstance(op, Learn) else None
+            if not isinstance(route, MacIpRoute):
+                return None
+            mac_key = (route.vni, route.mac)
+            key = (op.source, route.nlri_key())
+            if (
+                mac_key in fresh
+                or mac_key in by_mac
+                or mac_key in local
+                or mac_key in static
+                or key in self._type2
+            ):
+                return None
+            fresh[mac_key] = (key, op)  # type: ignore[assignment]
+        added = []
+        for mac_key, (key, op) in fresh.items():
+            route = op.route
+            assert isinstance(route, MacIpRoute)
+            use = (op.vrf, op.bridged, op.neighbour)
+            self._type2[key] = route
+            self._use[key] = use
+            by_mac[mac_key] = {key}
+            claim = _claim(route, op.source, use)
+            self._winner[mac_key] = claim
+            added.append(_remote(mac_key, claim))
+        change = ViewChange(frozenset(added))
+        self._published.apply(change, None)
         return change
 
     def _learn(self, op: Learn) -> None:
@@ -337,30 +381,22 @@ class LearnedTable:
         """One claim per remote VTEP: its highest number, the union of its IPs
         (of the routes bridged into the VNI) and of its host routes."""
         claims: dict[str, _Claim] = {}
-        for route_key in sorted(self._by_mac.get(key, ()), key=repr):
-            source, route = route_key[0], self._type2[route_key]
-            vrf, bridged, neighbour = self._use.get(route_key, (None, True, True))
-            ips = frozenset([route.ip]) if route.ip and bridged and neighbour else frozenset()
-            routed: frozenset[RoutedIp] = frozenset()
-            if vrf is not None and route.ip is not None:
-                if route.l3vni is not None and route.router_mac is not None:
-                    routed = frozenset([(vrf, route.ip, route.router_mac, route.l3vni)])
-                else:  # asymmetric: to the host itself, in its own VNI
-                    routed = frozenset([(vrf, route.ip, route.mac, route.vni)])
+        keys = self._by_mac.get(key, ())
+        for route_key in sorted(keys, key=repr) if len(keys) > 1 else keys:
+            route = self._type2[route_key]
+            claim = _claim(route, route_key[0], self._use.get(route_key, (None, True, True)))
             old = claims.get(route.next_hop)
             if old is None:
-                claims[route.next_hop] = _Claim(
-                    route.next_hop, route.mobility_seq, route.sticky, ips, source, bridged, routed
-                )
+                claims[route.next_hop] = claim
             else:
                 claims[route.next_hop] = _Claim(
                     route.next_hop,
-                    max(old.seq, route.mobility_seq),
-                    old.sticky or route.sticky,
-                    old.ips | ips,
+                    max(old.seq, claim.seq),
+                    old.sticky or claim.sticky,
+                    old.ips | claim.ips,
                     old.source,
-                    old.bridged or bridged,
-                    old.routed | routed,
+                    old.bridged or claim.bridged,
+                    old.routed | claim.routed,
                 )
         static = self._static_macs.get(key)
         if static is not None and static.vtep not in claims:
@@ -616,6 +652,20 @@ class LearnedTable:
                 listener(change)
             except Exception:  # a listener's bug must not stop route intake
                 log.exception("EVPN: change listener failed")
+
+
+def _claim(route: MacIpRoute, source: str, use: tuple[str | None, bool, bool]) -> _Claim:
+    """One type 2 route's claim on its MAC; ``use``: (the VRF of its host
+    route, bridged, its IP given to ARP/ND suppression)."""
+    vrf, bridged, neighbour = use
+    ips = frozenset([route.ip]) if route.ip and bridged and neighbour else frozenset()
+    routed: frozenset[RoutedIp] = frozenset()
+    if vrf is not None and route.ip is not None:
+        if route.l3vni is not None and route.router_mac is not None:
+            routed = frozenset([(vrf, route.ip, route.router_mac, route.l3vni)])
+        else:  # asymmetric: to the host itself, in its own VNI
+            routed = frozenset([(vrf, route.ip, route.mac, route.vni)])
+    return _Claim(route.next_hop, route.mobility_seq, route.sticky, ips, source, bridged, routed)
 
 
 def _remote(key: MacKey, claim: _Claim) -> RemoteMac:
