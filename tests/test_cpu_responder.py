@@ -385,3 +385,27 @@ def test_the_schedule_spreads_new_vfs_and_forgets_gone_ones() -> None:
     schedule.set_vfs([("vf1", 600.0)], now)
     assert len(schedule) == 1
     assert "vf2" not in schedule
+
+
+def test_the_counters_for_prometheus() -> None:
+    from p4vtep.cpu.metrics import ResponderCollector
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    r = rig()
+    probe = IP(src="192.168.1.1", dst="10.1.2.3", ttl=1) / UDP()
+    r.responder.handle(from_web1(probe, PuntClass.TTL_EXPIRED))
+    r.responder.handle(
+        from_web1(IP(src="192.168.1.1", dst="224.0.0.9") / UDP(), PuntClass.NO_ROUTE)
+    )
+    registry = CollectorRegistry()
+    registry.register(ResponderCollector(r.responder))
+    text = generate_latest(registry).decode()
+    assert (
+        'p4vtep_cpu_punts_total{class="ttl_expired",outcome="answered",reason="",tor="tor1"} 1.0'
+        in text
+    )
+    assert (
+        'p4vtep_cpu_punts_total{class="no_route",outcome="ignored",'
+        'reason="a multicast or broadcast destination",tor="tor1"} 1.0' in text
+    )
+    assert 'p4vtep_cpu_sent_total{kind="time_exceeded",tor="tor1"} 1.0' in text
