@@ -409,3 +409,30 @@ def test_the_counters_for_prometheus() -> None:
         'reason="a multicast or broadcast destination",tor="tor1"} 1.0' in text
     )
     assert 'p4vtep_cpu_sent_total{kind="time_exceeded",tor="tor1"} 1.0' in text
+
+
+def test_a_view_source_is_read_at_most_once_a_second_under_churn() -> None:
+    fabric, vms = dual_stack_fabric(), {vm.name: vm for vm in dual_stack_vms()}
+    reads = []
+
+    def source() -> View:
+        reads.append(1)
+        return View(len(reads), fabric, dict(vms))
+
+    clock = Clock()
+    sent: list[Emit] = []
+    responder = Responder(source, sent.append, lambda tor: True, clock=clock, rng=Random(1))
+    probe = IP(src="192.168.1.1", dst="10.1.2.3", ttl=1) / UDP()
+    assert len(responder.handle(from_web1(probe, PuntClass.TTL_EXPIRED))) == 1
+    assert len(reads) == 1
+    del vms["web-1"]  # detached; many commits follow within the second
+    for _ in range(10):
+        responder.changed()
+        responder.handle(from_web1(probe, PuntClass.TTL_EXPIRED))
+        clock.now += 0.05
+    assert len(reads) == 1  # (web-1 still answered from the view before)
+    clock.now += 1.0
+    assert responder.handle(from_web1(probe, PuntClass.TTL_EXPIRED)) == []
+    assert len(reads) == 2
+    counts = responder.punt_counts()
+    assert counts[("tor1", "ttl_expired", "ignored", "from a VF with no VM")] == 1

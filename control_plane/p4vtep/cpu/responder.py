@@ -50,6 +50,9 @@ from .router_adverts import (
 )
 
 ETHERTYPE = {4: 0x0800, 6: 0x86DD}
+# How stale the view read from a source may get under churn: a VM attached
+# this long ago may still be "from a VF with no VM" (its punts ignored).
+REFRESH_SECONDS = 1.0
 Vf = tuple[str, int, int]  # (ToR, port, VLAN): a VM's VF
 
 # Outcomes of a punted frame (the ``outcome`` label).
@@ -162,7 +165,7 @@ class Responder:
 
     def __init__(
         self,
-        view: View,
+        view: View | Callable[[], View],
         send: Callable[[Emit], None],
         may_send: Callable[[str], bool],
         *,
@@ -171,7 +174,10 @@ class Responder:
         error_rate: float = ERROR_RATE,
         error_burst: float = ERROR_BURST,
         echo: EchoResponder | None = None,
+        refresh_seconds: float = REFRESH_SECONDS,
     ) -> None:
+        """``view``: the desired state, or where to read it from
+        (``controller.desired_view``: then ``changed()`` on each commit)."""
         self.send = send
         self.may_send = may_send
         self.clock = clock
@@ -179,7 +185,11 @@ class Responder:
         self.echo = echo if echo is not None else EchoResponder()
         self.schedule: RaSchedule[Vf] = RaSchedule(rng)
         self._lock = threading.Lock()
-        self._view = view
+        self._source = view if callable(view) else None
+        self._view: View | None = None if callable(view) else view
+        self.refresh_seconds = refresh_seconds
+        self._fetched = float("-inf")  # when the source was last read
+        self._changed = self._source is not None  # (the source changed since)
         self._index: _Index | None = None
         self._stale = True
         self._punts: Counter[tuple[str, str, str, str]] = Counter()
@@ -187,14 +197,28 @@ class Responder:
 
     # --- the desired state ----------------------------------------------------------
     def update(self, view: View) -> None:
-        """A newer desired state (the glue calls it on each commit; it is
-        read when next needed, so many commits cost one rebuild)."""
+        """A newer desired state, read when next needed."""
         with self._lock:
             self._view = view
             self._stale = True
 
+    def changed(self) -> None:
+        """The desired state changed (cheap: call it on every commit). The
+        source is read again when next needed, at most once every
+        ``refresh_seconds``: a view is a copy of every VM, and under churn
+        commits come faster than that."""
+        with self._lock:
+            self._changed = True
+
     def _current(self) -> _Index | None:
-        if self._stale:
+        if self._changed and self._source is not None:
+            now = self.clock()
+            if now - self._fetched >= self.refresh_seconds or self._view is None:
+                self._changed = False
+                self._fetched = now
+                self._view = self._source()
+                self._stale = True
+        if self._stale and self._view is not None:
             self._stale = False
             self._index = _index(self._view)
             now = self.clock()
