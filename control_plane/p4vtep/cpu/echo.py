@@ -133,9 +133,7 @@ class EchoResponder:
         reassembly apart per ToR and VRF."""
         if frame.truncated:
             raise Ignored("truncated by the punt")
-        if not frame.fragmented():
-            return fit(_reply(frame.ip, frame.version, ttl, self._ident()), frame.version, mtu, 0)
-        whole = self._reassemble(scope, frame, now)
+        whole = frame.ip if not frame.fragmented() else self._reassemble(scope, frame, now)
         if whole is None:
             return []
         ident = self._ident()
