@@ -26,6 +26,9 @@ from types import MappingProxyType
 from . import events, tls
 from .compiler import Change, DesiredState, Encoder, Key, Learned, SwitchState, compile_tor
 from .compiler.desired import steps_under
+from .cpu.frames import Emit
+from .cpu.responder import Responder
+from .cpu.stream import packet_out, punted
 from .dataplane.artifacts import Pipeline, pipeline_for
 from .dataplane.entries import PipelineEntries
 from .model.allocation import EXTERNAL_VTEP, Allocations, SpaceFull, external_vtep_key
@@ -41,6 +44,7 @@ from .model.validation import (
     validate_change,
     vrf_of,
 )
+from .runtime.protos import p4runtime_pb2
 from .state.batching import Batcher, Request
 from .state.protocol import Change as StateChange
 from .state.protocol import Leadership, NotLeader, StateEvent, StateStore
@@ -219,6 +223,15 @@ class Controller:
             )
             for name, tor in fabric.tors.items()
         }
+        # The CPU path (cpu/, issue 39): what a switch punts is answered
+        # here, through the supervisor of that ToR and only while it is
+        # primary with its write gate open (a backup or a follower replica
+        # never answers); the router advertisements are sent on a timer.
+        self.responder = Responder(self.desired_view, self._send_emit, self._may_send)
+        for sup in self.supervisors.values():
+            sup.packet_in_handler = self._punted
+        self._cpu_stop = threading.Event()
+        self._cpu_timer = threading.Thread(target=self._advertise, daemon=True, name="cpu-path")
 
     @property
     def vms(self) -> dict[str, Vm]:
@@ -261,10 +274,44 @@ class Controller:
         at once (EVPN's learned routes) are started before this."""
         for sup in self.supervisors.values():
             sup.start()
+        self._cpu_timer.start()
 
     def stop(self) -> None:
+        self._cpu_stop.set()
+        if self._cpu_timer.is_alive():
+            self._cpu_timer.join(timeout=5)
         for sup in self.supervisors.values():
             sup.stop()
+
+    # --- the CPU path (cpu/responder.py) ------------------------------------------
+    def _punted(self, tor: str, packet: p4runtime_pb2.PacketIn) -> None:
+        """A supervisor's packet-in (its own thread)."""
+        try:
+            frame = punted(self.pipelines[tor].p4info, tor, packet)
+        except ValueError as exc:
+            log.warning("%s: a packet-in without its metadata: %s", tor, exc)
+            return
+        self.responder.handle(frame)
+
+    def _send_emit(self, emit: Emit) -> None:
+        payload, metadata = packet_out(self.pipelines[emit.tor].p4info, emit)
+        self.supervisors[emit.tor].send_packet_out(payload, metadata)
+
+    def _may_send(self, tor: str) -> bool:
+        sup = self.supervisors[tor]
+        return sup.status.primary and (sup.gate is None or sup.gate.may_write())
+
+    def _advertise(self) -> None:
+        """The periodic router advertisements: each when due, and at least
+        once a second (a new VF's first one, after a change)."""
+        while not self._cpu_stop.is_set():
+            try:
+                self.responder.tick()
+            except Exception:  # (a bad advert must not end the timer)
+                log.exception("router advertisements failed")
+            due = self.responder.next_due()
+            wait = 1.0 if due is None else min(1.0, max(0.0, due - self.responder.clock()))
+            self._cpu_stop.wait(wait)
 
     def wait_converged(self, timeout: float = 60.0) -> bool:
         version = self.version
@@ -394,6 +441,7 @@ class Controller:
             route_changes = route_deltas(self.fabric, before, after)
         self.bus.publish(events.DesiredStateChanged(vm="*", change=f"replicated {event.origin}"))
         self._publish_routes(route_changes)
+        self.responder.changed()
         for sup in self.supervisors.values():
             sup.notify()
 
@@ -488,6 +536,7 @@ class Controller:
         for one in applied:
             self.bus.publish(one.event)
             self._publish_routes(one.routes)
+        self.responder.changed()
         for sup in self.supervisors.values():
             sup.notify()
 
@@ -612,6 +661,7 @@ class Controller:
                 raise
             self.version += 1
             version = self.version
+        self.responder.changed()
         for sup in self.supervisors.values():
             sup.notify()
         return version
@@ -637,6 +687,7 @@ class Controller:
                 space.restore(key, index)
                 space.changes.pop(key, None)  # (nothing to store: as it was)
             self.version += 1
+        self.responder.changed()
         for sup in self.supervisors.values():
             sup.notify()
 
