@@ -53,6 +53,10 @@ ETHERTYPE = {4: 0x0800, 6: 0x86DD}
 # How stale the view read from a source may get under churn: a VM attached
 # this long ago may still be "from a VF with no VM" (its punts ignored).
 REFRESH_SECONDS = 1.0
+# A punt from a VF the view does not know, while a change is pending, reads
+# the view at once, but not more often than this (a flood from an unknown VF
+# under churn must not copy the desired state per frame).
+FORCED_REFRESH_SECONDS = 0.05
 Vf = tuple[str, int, int]  # (ToR, port, VLAN): a VM's VF
 
 # Outcomes of a punted frame (the ``outcome`` label).
@@ -210,10 +214,13 @@ class Responder:
         with self._lock:
             self._changed = True
 
-    def _current(self) -> _Index | None:
+    def _current(self, soon: bool = False) -> _Index | None:
+        """The index of the view, read again if it changed and
+        ``refresh_seconds`` passed (``soon``: ``FORCED_REFRESH_SECONDS``)."""
         if self._changed and self._source is not None:
             now = self.clock()
-            if now - self._fetched >= self.refresh_seconds or self._view is None:
+            wait = FORCED_REFRESH_SECONDS if soon else self.refresh_seconds
+            if now - self._fetched >= wait or self._view is None:
                 self._changed = False
                 self._fetched = now
                 self._view = self._source()
@@ -275,7 +282,16 @@ class Responder:
         frame = parse(punted.frame)
         if frame is None:
             raise Ignored("not IPv4 or IPv6")
-        sender = self._sender(index, punted, frame)
+        try:
+            sender = self._sender(index, punted, frame)
+        except Ignored:
+            # A VM attached since the view was read (a traceroute right
+            # after its attach): read it again now, rather than in a second.
+            fresh = self._current(soon=True) if self._changed else None
+            if fresh is None or fresh is index:
+                raise
+            index = fresh
+            sender = self._sender(index, punted, frame)
         if punt_class is PuntClass.ROUTER_SOLICITATION:
             return self._solicited_advert(index, punted, frame, sender), "router_advert"
         to_gateway = frame.dst in sender.vrf.gateways
