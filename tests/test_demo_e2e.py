@@ -39,6 +39,18 @@ def test_dual_stack_tenant_gets_nd_from_the_tors_and_routes_ipv6(fabric):
     assert_check(fabric.check_ipv6())
 
 
+def test_slaac_vms_configure_ipv6_from_the_tors_router_advertisements(fabric):
+    assert_check(fabric.check_slaac())
+
+
+def test_traceroute_lists_the_gateway_once_per_routing_tor_then_the_target(fabric):
+    assert_check(fabric.check_traceroute())
+
+
+def test_a_prefix_without_route_is_answered_unreachable(fabric):
+    assert_check(fabric.check_unreachable())
+
+
 def test_both_uplinks_carry_traffic(fabric):
     assert_check(fabric.check_ecmp())
 

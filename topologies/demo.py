@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from ipaddress import ip_address, ip_network
 from pathlib import Path
 
 import grpc
@@ -28,6 +29,7 @@ from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PORT_TX_COUNTER, PipelineEntries, RemoteVtepHop
+from p4vtep.model.addressing import link_local
 from p4vtep.processes import stop_process
 from p4vtep.runtime import entities
 from p4vtep.runtime.client import P4RuntimeError, SwitchConnection
@@ -48,10 +50,12 @@ POLICED_RATE_MBPS = 5.0
 # one uplink got a single flow in about 7 % of runs (and 9.9 % of the
 # packets in one), with 16 a split of 2:14 or worse is 0.4 %.
 ECMP_FLOWS = 16
-# The anycast gateway (topologies/fabric.yaml) and its IPv6 link-local address
-# (the MAC's modified EUI-64): the dual-stack VMs' default router.
-ANYCAST_MAC = "00:00:5e:00:01:01"
-GATEWAY_LLA = "fe80::200:5eff:fe00:101"
+# traceroute across the fabric: a1 (tor1, tenant A's first subnet) to a5
+# (tor2, its second subnet), both families.
+TRACEROUTE_SRC, TRACEROUTE_DST = "a1", "a5"
+# In no subnet and no route of tenant A's VRF (TEST-NET-2, the IPv6
+# documentation prefix's unused /48): the ToR answers "no route".
+UNROUTED = ("198.51.100.1", "2001:db8:99::1")
 
 
 @dataclass
@@ -85,7 +89,7 @@ def missing_requirements(evpn: bool = False) -> list[str]:
         missing.append("root")
     if find_simple_switch_grpc() is None:
         missing.append("simple_switch_grpc")
-    for tool in ("mnexec", "iperf3", "ethtool", "ping"):
+    for tool in ("mnexec", "iperf3", "ethtool", "ping", "traceroute"):
         if shutil.which(tool) is None:
             missing.append(tool)
     try:
@@ -309,12 +313,54 @@ class Demo:
     def ipv6_of(self, name: str) -> str:
         return next(ip for ip in self.layout.vms[name].ips if ":" in ip)
 
+    @property
+    def gateway_lla(self) -> str:
+        """The gateway's IPv6 link-local address: the modified EUI-64 of the
+        anycast MAC (fe80::200:5eff:fe00:101), the VMs' default router."""
+        return link_local(self.layout.fabric.anycast_gateway_mac)
+
+    def gateway_of(self, name: str, ip: str) -> str:
+        """The gateway address of the subnet that holds ``ip``, one of the
+        VM's addresses: what the ToRs answer ICMP errors to it from."""
+        vni = self.layout.fabric.vnis[self.layout.vms[name].vni]
+        return next(s.gateway for s in vni.subnets if ip_address(ip) in ip_network(s.prefix))
+
+    def slaac_vms(self) -> list[str]:
+        """The VMs that form their IPv6 address from the ToRs' router
+        advertisements (a SLAAC subnet: leaf_spine.slaac_addresses)."""
+        vms = self.layout.vms
+        return [n for n in sorted(vms) if self.leaf_spine.slaac_addresses(self.layout, vms[n])]
+
+    def missing_ipv6(self, names: list[str]) -> dict[str, list[str]]:
+        """Per VM of ``names``: the IPv6 addresses of its ``ips`` it does not
+        hold yet, or holds tentative (in DAD)."""
+        missing = {}
+        for name in names:
+            held = set()
+            for line in self.host(name).cmd("ip -6 -o addr show scope global").splitlines():
+                fields = line.split()
+                if "inet6" in fields and "tentative" not in fields:
+                    held.add(ip_address(fields[fields.index("inet6") + 1].split("/")[0]))
+            want = [ip for ip in self.layout.vms[name].ips if ":" in ip]
+            if gone := [ip for ip in want if ip_address(ip) not in held]:
+                missing[name] = gone
+        return missing
+
+    def wait_ipv6(self, names: list[str], timeout: float) -> dict[str, list[str]]:
+        """Waits until the VMs hold their IPv6 addresses out of DAD (a SLAAC
+        VM's appear once it has heard a router advertisement); what is still
+        missing at the deadline."""
+        deadline = time.monotonic() + timeout
+        while (missing := self.missing_ipv6(names)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return missing
+
     def ping6(self, src: str, dst_ip: str) -> str:
         host = self.host(src)
         host.cmd(f"ip -6 neigh flush to {dst_ip}")
         return host.cmd(f"ping -6 -c 1 -W 1 {dst_ip}")
 
-    def check_ipv6(self, timeout: float = 10.0) -> Check:
+    def check_ipv6(self, timeout: float = 30.0) -> Check:
         """Tenant A is dual-stack: its VMs' neighbour solicitations are
         answered by the ToRs (for a VM behind the other ToR, and for the
         gateway's link-local address, the VMs' default router), and ping6 is
@@ -322,12 +368,10 @@ class Demo:
         vms = self.layout.vms
         dual = sorted(n for n in vms if any(":" in ip for ip in vms[n].ips))
         # DAD first: the ToRs never answer a VM's probe for its own address,
-        # so every address leaves the tentative state.
-        deadline = time.monotonic() + timeout
-        while any(self.host(n).cmd("ip -6 addr show tentative").strip() for n in dual):
-            if time.monotonic() > deadline:
-                return Check("IPv6", False, "addresses still tentative (DAD)")
-            time.sleep(0.2)
+        # so every address leaves the tentative state (and the SLAAC VMs'
+        # have been formed from the ToRs' router advertisements).
+        if missing := self.wait_ipv6(dual, timeout):
+            return Check("IPv6", False, f"addresses missing or tentative (DAD): {missing}")
         before = self.replies("nd_suppression")
         # a1 (tor1) and a3 (tor2): one subnet, bridged; the NS a3 answers to
         # is answered by tor1 instead, with a3's MAC.
@@ -338,8 +382,8 @@ class Demo:
         pairs = [("a1", "a5"), ("a5", "a1"), ("a6", "a4"), ("a4", "a6")]
         routed = [(s, d) for s, d in pairs if "ttl=62" in self.ping6(s, self.ipv6_of(d))]
         # the default router, learnt from the ToR's advert: R flag, anycast MAC
-        gateway = self.host("a1").cmd(f"ip -6 neigh show to {GATEWAY_LLA}")
-        router = "router" in gateway and ANYCAST_MAC in gateway
+        gateway = self.host("a1").cmd(f"ip -6 neigh show to {self.gateway_lla}")
+        router = "router" in gateway and self.layout.fabric.anycast_gateway_mac in gateway
         answered = self.replies("nd_suppression") - before
         ok = bridged and len(routed) == len(pairs) and answered > 0 and router
         return Check(
@@ -348,9 +392,142 @@ class Demo:
             f"{answered} solicitations answered by the ToRs; ping6 a1->a3 bridged across "
             f"ToRs: {'ok' if bridged else 'FAILED'}; routed ping6 across ToRs "
             f"{len(routed)}/{len(pairs)} (hop limit 62)"
-            + f"; gateway {GATEWAY_LLA}: "
+            + f"; gateway {self.gateway_lla}: "
             + ("router, anycast MAC" if router else f"WRONG: {gateway.strip()}"),
         )
+
+    def check_slaac(self, timeout: float = 30.0) -> Check:
+        """The SLAAC VMs (a5, a6: 2001:db8:2::/64 is advertised with the A
+        flag) configure IPv6 from the ToRs' router advertisements alone (the
+        demo sets neither their IPv6 address nor their default route): each
+        holds its EUI-64 address with a lifetime (``dynamic``: formed from a
+        prefix option), and a default route learnt from an advert (``proto
+        ra``) via the gateway's link-local address; then each pings a VM of
+        the other subnet behind the other ToR (routed by both: hop limit 62)."""
+        names = self.slaac_vms()
+        if not names:
+            return Check("SLAAC", False, "no VM forms its address with SLAAC")
+        missing = self.wait_ipv6(names, timeout)
+        formed, routed, wrong = [], [], []
+        for name in names:
+            host = self.host(name)
+            for ip in self.leaf_spine.slaac_addresses(self.layout, self.layout.vms[name]):
+                if "dynamic" in host.cmd(f"ip -6 -o addr show to {ip}"):
+                    formed.append(ip)
+                else:
+                    wrong.append(f"{name}: {ip} not formed from an advert")
+            # The default route comes with an advert: wait for it as well.
+            deadline = time.monotonic() + timeout
+            while True:
+                default = host.cmd("ip -6 route show default")
+                if (f"via {self.gateway_lla}" in default and "proto ra" in default) or (
+                    time.monotonic() > deadline
+                ):
+                    break
+                time.sleep(0.2)
+            if f"via {self.gateway_lla}" not in default or "proto ra" not in default:
+                wrong.append(f"{name}: default route {default.strip() or 'none'}")
+            # a VM of the other subnet behind the other ToR
+            vms, fabric = self.layout.vms, self.layout.fabric
+            peer = next(
+                n
+                for n in sorted(vms)
+                if self.routed_pair(name, n)
+                and n not in names
+                and fabric.tor_of(vms[n]) != fabric.tor_of(vms[name])
+                and any(":" in ip for ip in vms[n].ips)
+            )
+            if self._routed_ping(host, self.ipv6_of(peer)):
+                routed.append(f"{name}->{peer}")
+            else:
+                wrong.append(f"{name}->{peer}: no reply with hop limit 62")
+        prefixes = sorted(
+            {
+                s.prefix
+                for n in names
+                for s in self.layout.fabric.vnis[self.layout.vms[n].vni].subnets
+                if s.slaac
+            }
+        )
+        ok = not missing and not wrong and len(routed) == len(names)
+        return Check(
+            "SLAAC",
+            ok,
+            f"{'/'.join(names)} formed {', '.join(formed) or 'nothing'} from the ToRs' adverts "
+            f"({', '.join(prefixes)}), default router {self.gateway_lla}; routed ping6 "
+            f"{', '.join(routed) or 'none'} across ToRs (hop limit 62)"
+            + (f"; missing: {missing}" if missing else "")
+            + (f"; {'; '.join(wrong)}" if wrong else ""),
+        )
+
+    def traceroute(self, src: str, dst_ip: str) -> list[str]:
+        """The hops ``traceroute`` (UDP probes, one a hop) lists from ``src``
+        to ``dst_ip``: an address, or * for a hop that did not answer."""
+        family = "-6 " if ":" in dst_ip else ""
+        out = self.host(src).cmd(f"traceroute {family}-n -q 1 -w 2 -m 5 {dst_ip}")
+        hops = []
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) >= 2 and fields[0].isdigit():
+                hop = fields[1]
+                hops.append(hop if hop == "*" else str(ip_address(hop)))
+        return hops
+
+    def check_traceroute(self, tries: int = 3) -> Check:
+        """traceroute from a1 (tor1) to a5 (tor2, the other subnet) over IPv4
+        and IPv6: every ToR that routes the probe (symmetric IRB: both)
+        answers the one that expires there with ICMP time exceeded from the
+        gateway address of the sender's subnet (the controller, through the
+        CPU path; tor2's answer routed back over the L3 VNI), so the
+        gateway is listed twice, then the target."""
+        src, dst = TRACEROUTE_SRC, TRACEROUTE_DST
+        vms, fabric = self.layout.vms, self.layout.fabric
+        tors = f"{fabric.tor_of(vms[src]).name} -> {fabric.tor_of(vms[dst]).name}"
+        parts, ok = [], True
+        for family, pick in (("IPv4", lambda ips: ips[0]), ("IPv6", self._ipv6_in)):
+            target = pick(vms[dst].ips)
+            gateway = self.gateway_of(src, pick(vms[src].ips))
+            want = [str(ip_address(gateway))] * 2 + [str(ip_address(target))]
+            for _ in range(tries):  # (a probe may be lost, as to any traceroute)
+                hops = self.traceroute(src, target)
+                if hops == want:
+                    break
+            ok = ok and hops == want
+            parts.append(f"{family} {', '.join(hops) or 'nothing'}")
+        return Check(
+            "traceroute",
+            ok,
+            f"{src} -> {dst} ({tors}) listed: "
+            + "; ".join(parts)
+            + " (the gateway once per routing ToR, then the target)",
+        )
+
+    @staticmethod
+    def _ipv6_in(ips: list[str]) -> str:
+        return next(ip for ip in ips if ":" in ip)
+
+    def check_unreachable(self, tries: int = 3) -> Check:
+        """A ping to a prefix tenant A's VRF has no route for is answered by
+        the ToR (through the CPU path) with destination unreachable, no
+        route, from the gateway of the sender's subnet: ping prints
+        "Destination Net Unreachable" (IPv4 3/0) and "Destination
+        unreachable: No route" (IPv6 1/0)."""
+        src = TRACEROUTE_SRC
+        ips = self.layout.vms[src].ips
+        parts, ok = [], True
+        for family, target, own, text in (
+            ("IPv4", UNROUTED[0], ips[0], "Destination Net Unreachable"),
+            ("IPv6", UNROUTED[1], self._ipv6_in(ips), "Destination unreachable: No route"),
+        ):
+            want = f"From {self.gateway_of(src, own)} icmp_seq=1 {text}"
+            for _ in range(tries):
+                out = self.host(src).cmd(f"ping -c 1 -W 1 {target}")
+                if want in out:
+                    break
+            got = want in out
+            ok = ok and got
+            parts.append(f'{family} {target}: "{want}"' if got else f"{family} {target}: no answer")
+        return Check("unreachable", ok, f"{src} pings: " + "; ".join(parts))
 
     def check_ecmp(self) -> Check:
         before = {p: self.port_tx("tor1", p) for p in (3, 4)}
@@ -658,6 +835,7 @@ class Demo:
             for n in sorted(vms)
             if fabric.vnis[vms[n].vni].vrf == tenant.vrf and any(":" in ip for ip in vms[n].ips)
         ]
+        self.wait_ipv6(dual, timeout)  # (a SLAAC VM's address comes with an advert)
         deadline = time.monotonic() + timeout
         while True:
             on_tors = self._routed_host_on_tors(tenant.l3vni, plan.routed_vm_ip6)
@@ -702,6 +880,9 @@ class Demo:
         checks.append(self.check_routing())
         checks.append(self.check_arp_suppression(arp_before))
         checks.append(self.check_ipv6())
+        checks.append(self.check_slaac())
+        checks.append(self.check_traceroute())
+        checks.append(self.check_unreachable())
         if self.frr_plan is not None:
             # Before the migration moves a3: the FDB check knows each VM's ToR.
             checks.append(self.check_evpn_session())

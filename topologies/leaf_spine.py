@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from mininet.net import Mininet
 from mininet.node import Host
 from p4vtep.model.addressing import link_local
 from p4vtep.model.fabric import Fabric, Vm
+from p4vtep.model.port_security import eui64_address
 from p4vtep.processes import stop_processes
 from p4vtep.sources.fabric_file import load_fabric, load_inventory
 
@@ -66,7 +68,15 @@ def build(
     inventory_file: Path = INVENTORY_FILE,
     frr: FrrHostPlan | None = None,
 ) -> LeafSpine:
-    fabric = load_fabric(fabric_file)
+    # The loader warns about a subnet advertised for SLAAC: the demo's is
+    # meant (a5, a6 list their EUI-64 addresses); controller.log keeps it.
+    loader_log = logging.getLogger("p4vtep.sources.fabric_file")
+    level = loader_log.level
+    loader_log.setLevel(logging.ERROR)
+    try:
+        fabric = load_fabric(fabric_file)
+    finally:
+        loader_log.setLevel(level)
     vms = {vm.name: vm for vm in load_inventory(inventory_file)}
     net = Mininet(controller=None, autoSetMacs=False, autoStaticArp=False, cleanup=False)
     tors = {}
@@ -152,12 +162,10 @@ def configure(layout: LeafSpine) -> None:
         host.cmd(f"ip addr flush dev {intf}")
         host.cmd(f"ip addr add {vm.ips[0]}/{SUBNET_PREFIX} dev {intf}")
         if ipv6_addresses(layout, vm):
-            # Dual-stack: IPv6 back on, addresses static (no RAs yet: issue 39).
-            host.cmd(
-                "sysctl -qw net.ipv6.conf.all.disable_ipv6=0 "
-                f"net.ipv6.conf.{intf}.disable_ipv6=0 net.ipv6.conf.{intf}.accept_ra=0"
-            )
-            for address in ipv6_addresses(layout, vm):
+            # Dual-stack: IPv6 back on; addresses static, or formed from the
+            # ToRs' router advertisements (a VM in a SLAAC subnet).
+            host.cmd(f"sysctl -qw {ipv6_sysctls(layout, vm, intf)}")
+            for address in static_ipv6_addresses(layout, vm):
                 host.cmd(f"ip -6 addr add {address} dev {intf}")
         host.cmd(f"ip link set {intf} up")
         set_gateway(layout, vm, intf)
@@ -299,14 +307,13 @@ def move_vm(layout: LeafSpine, name: str, server: str, vlan: int) -> None:
     write_vfs(layout, server)
     write_vfs(layout, old.server)
     # The switch-over: the old vNIC goes down, the new one takes the address.
-    v6 = ipv6_addresses(layout, old)
+    v6 = static_ipv6_addresses(layout, old)
     vm_host.cmd(
         f"ip link set {old_intf} down; ip addr flush dev {old_intf}; "
         f"ip addr add {old.ips[0]}/{SUBNET_PREFIX} dev {new_intf}; "
         + (
-            f"sysctl -qw net.ipv6.conf.{new_intf}.disable_ipv6=0 "
-            f"net.ipv6.conf.{new_intf}.accept_ra=0; "
-            if v6
+            f"sysctl -qw {ipv6_sysctls(layout, old, new_intf)}; "
+            if ipv6_addresses(layout, old)
             else ""
         )
         # (nodad: the address moves with the VM, it is no new claim)
@@ -324,7 +331,11 @@ def set_gateway(layout: LeafSpine, vm: Vm, intf: str) -> None:
     for subnet in layout.fabric.vnis[vm.vni].subnets:
         if ip in ipaddress.ip_network(subnet.prefix):
             layout.vm(vm.name).cmd(f"ip route replace default via {subnet.gateway} dev {intf}")
-    if ipv6_addresses(layout, vm) and layout.fabric.anycast_gateway_mac is not None:
+    if (
+        static_ipv6_addresses(layout, vm)
+        and not slaac_addresses(layout, vm)
+        and layout.fabric.anycast_gateway_mac is not None
+    ):
         lla = link_local(layout.fabric.anycast_gateway_mac)
         layout.vm(vm.name).cmd(f"ip -6 route replace default via {lla} dev {intf}")
 
@@ -339,6 +350,43 @@ def ipv6_addresses(layout: LeafSpine, vm: Vm) -> list[str]:
             length = next((n.prefixlen for n in subnets if ip in n), 64)
             out.append(f"{ip}/{length}")
     return out
+
+
+def slaac_addresses(layout: LeafSpine, vm: Vm) -> list[str]:
+    """The addresses ``vm`` forms itself from router advertisements: its
+    EUI-64 address in each SLAAC subnet (``slaac: true``) of its VNI, when
+    its ``ips`` list it (as port security asks: docs/security.md)."""
+    out = []
+    for subnet in layout.fabric.vnis[vm.vni].subnets:
+        network = ipaddress.ip_network(subnet.prefix)
+        if subnet.slaac and network.version == 6 and network.prefixlen == 64:
+            formed = eui64_address(network, vm.mac)
+            if formed in vm.ips:
+                out.append(formed)
+    return out
+
+
+def static_ipv6_addresses(layout: LeafSpine, vm: Vm) -> list[str]:
+    """``vm``'s IPv6 addresses the demo configures (address/len): all but
+    those it forms with SLAAC."""
+    formed = set(slaac_addresses(layout, vm))
+    return [a for a in ipv6_addresses(layout, vm) if a.split("/")[0] not in formed]
+
+
+def ipv6_sysctls(layout: LeafSpine, vm: Vm, intf: str) -> str:
+    """The sysctl settings that turn IPv6 on for ``vm`` on ``intf``. A VM
+    with static addresses ignores router advertisements (its default route
+    is set: set_gateway); a SLAAC VM takes its address and default route
+    from them, with EUI-64 interface ids (the address its ``ips`` list) and
+    no temporary addresses. Its own settings come before disable_ipv6=0:
+    the link-local address (and its interface id) is formed then, and the
+    router solicitations are sent once it has passed DAD."""
+    conf = f"net.ipv6.conf.{intf}"
+    if slaac_addresses(layout, vm):
+        own = f"{conf}.addr_gen_mode=0 {conf}.use_tempaddr=0 {conf}.autoconf=1 {conf}.accept_ra=1"
+    else:
+        own = f"{conf}.accept_ra=0"
+    return f"{own} {conf}.disable_ipv6=0 net.ipv6.conf.all.disable_ipv6=0"
 
 
 def subnet_of(vm: Vm) -> ipaddress.IPv4Network:
