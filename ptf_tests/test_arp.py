@@ -76,3 +76,19 @@ class GratuitousArpFloodsTest(VtepFabricTest):
         for _ in range(2):
             self.receive_any((UPLINK_1, 4))
         tu.verify_no_other_packets(self)
+
+
+class ArpProbeFloodsTest(VtepFabricTest):
+    """An ARP probe (sender IP 0.0.0.0, RFC 5227) is not answered by the
+    switch, whether for the prober's own address (an answer would make it
+    give the address up) or another's (whose owner answers the flood)."""
+
+    def runTest(self):
+        for target in (A1, A2):
+            probe = arp_request(A1, target.ip)
+            probe[ARP].psrc = "0.0.0.0"
+            tu.send_packet(self, A1.port, probe)
+            tu.verify_packet(self, retag(probe, A2.vlan), A2.port)
+            for _ in range(2):
+                self.receive_any((UPLINK_1, 4))
+            tu.verify_no_other_packets(self)

@@ -30,20 +30,6 @@ ACCEPTED = {
     ("action_profiles", "VtepIngress.underlay.ecmp_selector", "max_group_size"),
 }
 
-# issue 39: TNA port pending. The CPU path (cpu_port.p4) is on v1model only
-# so far: its table, meter and counters, and the packet-in/packet-out fields
-# it added.
-CPU_PATH_NOT_ON_TNA = {
-    ("tables", "VtepIngress.punt_decision.punt_policy", "present"),
-    ("actions", "VtepIngress.punt_decision.punt", "present"),
-    ("meters", "VtepEgress.cpu_port.copp_meter", "present"),
-    ("counters", "VtepEgress.cpu_port.punt_counter", "present"),
-    ("counters", "VtepEgress.cpu_port.copp_drop_counter", "present"),
-    ("controller_packet_metadata", "packet_in", "metadata"),
-    ("controller_packet_metadata", "packet_out", "metadata"),
-}
-ACCEPTED |= CPU_PATH_NOT_ON_TNA
-
 # Tofino 1's profile (tna/p4vtep.p4, docs/tofino.md "Profiles"): IPv4 tenants
 # without port security. With IPv6 its ingress needs 14-15 of its 12 stages,
 # and with port security too its PHV does not allocate; Tofino 2 has both.
@@ -68,6 +54,22 @@ TOFINO1_PROFILE = {
         "VtepIngress.access_filtering.port_security_checks.port_security_drop_counter",
         "present",
     ),
+}
+
+# Tofino 2's profile has no CPU path yet (tna/p4vtep.p4, docs/tofino.md
+# "Profiles"): beside IPv6 and port security its PHV does not allocate. It
+# keeps the l2 trap's packet-in of before (port and reason) and the
+# packet-out to a port. The controller writes no punt entries there
+# (compiler/cpu_path.py reads the P4Info).
+TOFINO2_PROFILE = {
+    ("tables", "VtepIngress.punt_decision.punt_policy", "present"),
+    ("actions", "VtepIngress.punt_decision.punt", "present"),
+    ("actions", "VtepIngress.punt_decision.drop_frame", "present"),
+    ("meters", "VtepEgress.cpu_port.copp_meter", "present"),
+    ("counters", "VtepEgress.cpu_port.punt_counter", "present"),
+    ("counters", "VtepEgress.cpu_port.copp_drop_counter", "present"),
+    ("controller_packet_metadata", "packet_in", "metadata"),
+    ("controller_packet_metadata", "packet_out", "metadata"),
 }
 
 # Per chip: Tofino 1 holds fewer routes, MACs and ARP entries than BMv2 and
@@ -101,7 +103,8 @@ ACCEPTED_ON = {
         ("tables", "VtepIngress.access_filtering.port_security.allowed_source_mac", "size"),
         ("tables", "VtepIngress.access_filtering.port_security.ipv4_source_guard", "size"),
         ("tables", "VtepIngress.access_filtering.port_security.ipv6_source_guard", "size"),
-    },
+    }
+    | TOFINO2_PROFILE,
 }
 
 

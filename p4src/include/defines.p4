@@ -165,7 +165,7 @@ const bit<32> DROP_REASON_COUNT = 40;
 // controller. Each has its CoPP meter and counters (index = class). The
 // drop reasons a class covers are the controller's punt_policy entries.
 typedef bit<8> punt_class_t;
-const punt_class_t PUNT_CLASS_NONE                = 0;  // not punted
+@noWarn("unused") const punt_class_t PUNT_CLASS_NONE                = 0;  // not punted
 const punt_class_t PUNT_CLASS_L2_TRAP             = 1;  // an l2 entry traps the MAC (mac_table punt_to_cpu)
 @noWarn("unused") const punt_class_t PUNT_CLASS_TTL_EXPIRED         = 2;  // routed, TTL / hop limit <= 1
 @noWarn("unused") const punt_class_t PUNT_CLASS_NO_ROUTE            = 3;  // routed, no host or prefix route
@@ -174,11 +174,9 @@ const punt_class_t PUNT_CLASS_L2_TRAP             = 1;  // an l2 entry traps the
 // Cells of the CoPP meter and counters: every class, and room for more.
 #define PUNT_CLASS_COUNT 8
 // What a packet-out asks for (packet_out.mode).
-// (The name before issue 39, which tna/p4vtep.p4 uses until its port.)
-@noWarn("unused") const bit<8> PUNT_REASON_L2_TRAP = PUNT_CLASS_L2_TRAP;
-const bit<8> PACKET_OUT_PORT  = 0;  // out of packet_out.egress_port, untouched
-const bit<8> PACKET_OUT_ROUTE = 1;  // routed in VRF packet_out.vni as from a VM
-const bit<8> PACKET_OUT_FLOOD = 2;  // flooded in VNI packet_out.vni as from a VM
+@noWarn("unused") const bit<8> PACKET_OUT_PORT  = 0;  // out of packet_out.egress_port, untouched
+@noWarn("unused") const bit<8> PACKET_OUT_ROUTE = 1;  // routed in VRF packet_out.vni as from a VM
+@noWarn("unused") const bit<8> PACKET_OUT_FLOOD = 2;  // flooded in VNI packet_out.vni as from a VM
 // A punted frame is cut to this length (BMv2: the controller quotes at most
 // 1280 bytes of it in an ICMP error).
 @noWarn("unused") const bit<32> PUNT_TRUNCATE_BYTES = 1400;

@@ -4,7 +4,9 @@
 
 #include "defines.p4"
 
-// What the controller learns of a punted frame (cpu_port.p4). The pads come
+// What the controller learns of a punted frame (cpu_port.p4; without
+// P4VTEP_CPU_PATH, a profile with only the l2 trap, the port and the
+// reason as before issue 39). The pads come
 // first so that each field ends on a byte boundary: Tofino's egress can then
 // fill the port from the bridged port without a rotation.
 @controller_header("packet_in")
@@ -12,9 +14,11 @@ header packet_in_t {
     bit<7>       _pad;
     port_t       ingress_port;
     punt_class_t reason;         // PUNT_CLASS_*
+#ifdef P4VTEP_CPU_PATH
     vni_t        vni;            // the VNI it was switched in (from the fabric: the one it came in)
     bit<4>       _pad2;
     vlan_id_t    vlan;           // the VF VLAN it came on (0 from the fabric)
+#endif
 }
 
 // What the controller asks of a frame it sends (mode: PACKET_OUT_*).
@@ -22,8 +26,10 @@ header packet_in_t {
 header packet_out_t {
     port_t egress_port;          // PORT: out of this port, untouched
     bit<7> _pad;
+#ifdef P4VTEP_CPU_PATH
     bit<8> mode;
     vni_t  vni;                  // ROUTE: the VRF (its L3 VNI); FLOOD: the VNI
+#endif
 }
 
 header ethernet_t {

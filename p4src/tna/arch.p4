@@ -43,6 +43,19 @@
 #define DIRECT_COUNT(name) name.count()
 
 #define BYTE_METER(name, size, index_type) Meter<bit<32>>(size, MeterType_t.BYTES) name
+// Packet meter array (the CPU path's CoPP, cpu_port.p4): rates in packets/s.
+#define PACKET_METER(name, size, index_type) Meter<bit<32>>(size, MeterType_t.PACKETS) name
+// Where a frame's punt class lives (cpu_port.p4): in the bridged header that
+// egress reads, written there by the punting table itself (a copy after
+// that table would be a stage of its own at the end of Tofino 1's ingress).
+// (A profile without the CPU path has only the l2 trap: the metadata field.)
+#ifdef P4VTEP_CPU_PATH
+#define PUNT_CLASS(meta) meta.bridged.punt_class
+#else
+#define PUNT_CLASS(meta) meta.punt_class
+#endif
+// PuntDecision is tna/punt_decision.p4's: its table drops or punts itself.
+#define PUNT_DECISION_IN_ARCH
 #define EXECUTE_METER(name, index, color) color = (bit<2>) name.execute((bit<32>) (index))
 
 #define FLOW_HASHER(name) Hash<bit<16>>(HashAlgorithm_t.CRC32) name;

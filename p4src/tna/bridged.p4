@@ -7,6 +7,10 @@
 @flexible
 header bridged_t {
     bit<1>      is_packet_out;
+#ifdef P4VTEP_CPU_PATH
+    bit<1>      from_cpu;       // a packet-out routed or flooded (cpu_port.p4)
+    punt_class_t punt_class;    // why it goes to the CPU port (PUNT_CLASS_*)
+#endif
     bit<1>      from_fabric;
     bit<1>      do_encap;
     port_t      ingress_port;

@@ -156,7 +156,7 @@ control L3Forwarding(inout headers_t hdr,
 
 // The decision on the lookups' result, for either family (`echo_request`:
 // the family's echo request type and code).
-#define ROUTE_DECISION(echo_request) \
+#define ROUTE_DECISION(echo_request, not_fragment) \
     if (meta.route.kind == ROUTE_LOCAL_VM) { \
         meta.egress_port = meta.route.port; \
         meta.egress_vlan = meta.route.vlan_id; \
@@ -176,7 +176,7 @@ control L3Forwarding(inout headers_t hdr,
         } \
     } else if (meta.route.kind == ROUTE_GATEWAY) { \
         if (!meta.from_fabric && hdr.icmp.isValid() && \
-            hdr.icmp.type_code == echo_request) { \
+            hdr.icmp.type_code == echo_request && not_fragment) { \
             /* Echo reply from the gateway, back where the request came from. */ \
             meta.route.echo_reply = true; \
             meta.egress_port = meta.ingress_port; \
@@ -201,7 +201,8 @@ control RouteDecision(in headers_t hdr, inout local_metadata_t meta) {
             if (hdr.ipv4.ttl <= 1) {
                 meta.drop_reason = DROP_TENANT_TTL_EXPIRED;
             } else {
-                ROUTE_DECISION(ICMP_ECHO_REQUEST)
+                // (A fragment is the controller's: cpu_port.p4.)
+                ROUTE_DECISION(ICMP_ECHO_REQUEST, hdr.ipv4.flags[0:0] == 0)
             }
         }
 #ifdef P4VTEP_IPV6
@@ -214,7 +215,7 @@ control RouteDecision(in headers_t hdr, inout local_metadata_t meta) {
                 // Only the gateway itself takes a link-local address.
                 meta.drop_reason = DROP_IPV6_SCOPE;
             } else {
-                ROUTE_DECISION(ICMPV6_ECHO_REQUEST)
+                ROUTE_DECISION(ICMPV6_ECHO_REQUEST, true)
             }
         }
 #endif

@@ -17,6 +17,11 @@
 #if __TARGET_TOFINO__ == 2
 #define P4VTEP_IPV6      // IPv6 tenants: ND suppression, IPv6 routes and gateway
 #define P4VTEP_PORT_SECURITY   // port security (port_security.p4, docs/security.md)
+#else
+// The CPU path (cpu_port.p4): Tofino 1's profile has it (12 ingress stages,
+// 10 egress). Tofino 2's does not yet: beside IPv6 and port security its PHV
+// does not allocate (34 field slices left over: docs/tofino.md, "Profiles").
+#define P4VTEP_CPU_PATH
 #endif
 #define ROUTE_DECISION_BESIDE_L2   // the route decision inside L2Forwarding's hit branch
 #define ND_ANSWER_UNTAGGED         // an answered NS leaves ingress untagged (nd_suppression.p4)
@@ -74,6 +79,10 @@
 #include "../include/control/policing.p4"
 #include "../include/control/replication.p4"
 #include "../include/control/tunnel.p4"
+#include "../include/control/cpu_port.p4"
+#ifdef P4VTEP_CPU_PATH
+#include "punt_decision.p4"
+#endif
 
 // The outer IPv4 length of a tenant frame (Ethernet + VF tag + IP) above
 // which it is oversize. Ingress on Tofino has no packet length, so the check
@@ -100,6 +109,15 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
 #define ND_REPLIED(meta) meta.nd_replied
 #else
 #define ND_REPLIED(meta) false
+#endif
+#ifdef P4VTEP_CPU_PATH
+#define INIT_CPU_PATH_METADATA(meta) \
+    meta.from_cpu = false; \
+    meta.cpu_flood = false;
+#define CPU_FLOOD(meta) meta.cpu_flood
+#else
+#define INIT_CPU_PATH_METADATA(meta)
+#define CPU_FLOOD(meta) false
 #endif
 #ifdef P4VTEP_IPV6
 #define INIT_ND_METADATA(meta) \
@@ -138,6 +156,7 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.vni = 0; \
     meta.traffic_class = 0; \
     meta.is_packet_out = false; \
+    INIT_CPU_PATH_METADATA(meta) \
     meta.arp_replied = false; \
     INIT_ND_METADATA(meta) \
     meta.dst_vm = 0; \
@@ -217,41 +236,66 @@ control VtepIngress(inout headers_t hdr,
     L3Forwarding(HOST_ROUTE_TABLE_SIZE, PREFIX_ROUTE_TABLE_SIZE,
                  IPV6_HOST_ROUTE_TABLE_SIZE, IPV6_PREFIX_ROUTE_TABLE_SIZE) l3_forwarding;
     Underlay(UNDERLAY_ROUTE_TABLE_SIZE, ECMP_MEMBER_COUNT) underlay;
+#ifdef P4VTEP_CPU_PATH
+    CpuInjection() cpu_injection;
+    CpuFlood() cpu_flood;
+    PuntDecision(PUNT_POLICY_TABLE_SIZE) punt_decision;
+#endif
     PACKET_BYTE_COUNTER(ingress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
     apply {
+#ifdef P4VTEP_CPU_PATH
+        // Valid from the start: the punt class is written into it where it
+        // is decided (an l2 trap, punt_policy).
+        meta.bridged.setValid();
+        meta.bridged.punt_class = PUNT_CLASS_NONE;
+        if (hdr.packet_out.isValid() && hdr.packet_out.mode == PACKET_OUT_PORT) {
+#else
         if (hdr.packet_out.isValid()) {
+#endif
             // Sent by the controller: out of the port it names, untouched.
             meta.egress_port = hdr.packet_out.egress_port;
             hdr.packet_out.setInvalid();
             meta.is_packet_out = true;
         } else {
-            port_config.apply(meta);
-            // Ingress has no packet length: the oversize check reads the IP
-            // length. A gateway cannot compare 16 bits with '>' here, so an
-            // action computes the excess over the limit (saturating). It needs
-            // only parsed headers, so it runs beside the port lookup.
-            bit<16> excess = 0;
-            if (hdr.ipv4.isValid()) {
-                excess = hdr.ipv4.total_len |-| MAX_TENANT_IPV4_LEN;
-            } else if (hdr.ipv6.isValid()) {
-                excess = hdr.ipv6.payload_len |-| MAX_TENANT_IPV6_PAYLOAD;
-            }
-            // The first reason found is the one counted. The steps are
-            // grouped so that few depend on the one before (each dependency
-            // is a Tofino stage): docs/tofino.md.
-            if (meta.parser_error || ig_prsr_md.parser_err != 0) {
-                if (hdr.udp.isValid() && hdr.udp.dst_port == VXLAN_UDP_PORT) {
-                    meta.drop_reason = DROP_BAD_VXLAN;
-                } else {
-                    meta.drop_reason = DROP_MALFORMED;
+#ifdef P4VTEP_CPU_PATH
+            if (hdr.packet_out.isValid()) {
+                // Routed or flooded as from a VM (cpu_port.p4), without
+                // access filtering or port security. A routed one takes the
+                // MAC lookup as a frame from the fabric does: its destination
+                // is this ToR's router MAC in the VRF's L3 VNI, whose entry
+                // sends it to the router (RouteDecision sits in that branch).
+                cpu_injection.apply(hdr, meta);
+            } else
+#endif
+            {
+                port_config.apply(meta);
+                // Ingress has no packet length: the oversize check reads the IP
+                // length. A gateway cannot compare 16 bits with '>' here, so an
+                // action computes the excess over the limit (saturating). It needs
+                // only parsed headers, so it runs beside the port lookup.
+                bit<16> excess = 0;
+                if (hdr.ipv4.isValid()) {
+                    excess = hdr.ipv4.total_len |-| MAX_TENANT_IPV4_LEN;
+                } else if (hdr.ipv6.isValid()) {
+                    excess = hdr.ipv6.payload_len |-| MAX_TENANT_IPV6_PAYLOAD;
                 }
-            } else if (meta.port_role == PORT_ROLE_ACCESS) {
-                access_filtering.apply(hdr, meta, excess != 0);
-            } else if (meta.port_role == PORT_ROLE_FABRIC) {
-                vtep_termination.apply(hdr, meta, meta.checksum_ok);
-            } else {
-                meta.drop_reason = DROP_UNKNOWN_PORT;
+                // The first reason found is the one counted. The steps are
+                // grouped so that few depend on the one before (each dependency
+                // is a Tofino stage): docs/tofino.md.
+                if (meta.parser_error || ig_prsr_md.parser_err != 0) {
+                    if (hdr.udp.isValid() && hdr.udp.dst_port == VXLAN_UDP_PORT) {
+                        meta.drop_reason = DROP_BAD_VXLAN;
+                    } else {
+                        meta.drop_reason = DROP_MALFORMED;
+                    }
+                } else if (meta.port_role == PORT_ROLE_ACCESS) {
+                    access_filtering.apply(hdr, meta, excess != 0);
+                } else if (meta.port_role == PORT_ROLE_FABRIC) {
+                    vtep_termination.apply(hdr, meta, meta.checksum_ok);
+                } else {
+                    meta.drop_reason = DROP_UNKNOWN_PORT;
+                }
             }
             if (meta.drop_reason == DROP_NONE) {
                 vni_lookup.apply(meta);
@@ -275,10 +319,15 @@ control VtepIngress(inout headers_t hdr,
                 // Beside the MAC lookup: it needs only the VRF and the IP
                 // destination (decapsulated by now).
                 l3_forwarding.apply(hdr, meta);
-                if (!meta.arp_replied && !ND_REPLIED(meta)) {
+                if (!meta.arp_replied && !ND_REPLIED(meta) && !CPU_FLOOD(meta)) {
                     // (a frame sent to the router is decided in its hit branch)
                     l2_forwarding.apply(hdr, meta);
                 }
+#ifdef P4VTEP_CPU_PATH
+                else if (meta.cpu_flood) {
+                    cpu_flood.apply(meta);
+                }
+#endif
                 // Last: it reads the headers ARP suppression may rewrite, and
                 // only the underlay (next) needs it.
                 flow_hash.apply(hdr, meta);
@@ -302,8 +351,17 @@ control VtepIngress(inout headers_t hdr,
             tx_color_count.apply(meta);
         }
         if (meta.drop_reason != DROP_NONE) {
-            ig_dprsr_md.drop_ctl = 1;
+            // Counted under its reason whether it is punted or dropped.
             COUNT(ingress_drop_counter, meta.drop_reason);
+#ifdef P4VTEP_CPU_PATH
+            if (meta.from_cpu) {
+                ig_dprsr_md.drop_ctl = 1;   // never punted back
+            } else {
+                punt_decision.apply(meta, ig_dprsr_md, ig_tm_md);
+            }
+#else
+            ig_dprsr_md.drop_ctl = 1;
+#endif
         } else if (meta.mcast_grp != 0) {
             // Copies get the replica ids of the group's nodes (egress_rid).
             ig_tm_md.mcast_grp_a = meta.mcast_grp;
@@ -332,7 +390,11 @@ control VtepIngress(inout headers_t hdr,
             }
         }
 
+#ifndef P4VTEP_CPU_PATH
         meta.bridged.setValid();
+#else
+        meta.bridged.from_cpu = (bit<1>) meta.from_cpu;
+#endif
         meta.bridged.is_packet_out = (bit<1>) meta.is_packet_out;
         meta.bridged.from_fabric = (bit<1>) meta.from_fabric;
         meta.bridged.do_encap = (bit<1>) meta.do_encap;
@@ -396,6 +458,9 @@ parser VtepEgressParser(packet_in packet,
         meta.ingress_port = 0;
         packet.extract(meta.bridged);
         meta.is_packet_out = (bool) meta.bridged.is_packet_out;
+#ifdef P4VTEP_CPU_PATH
+        meta.from_cpu = (bool) meta.bridged.from_cpu;
+#endif
         meta.from_fabric = (bool) meta.bridged.from_fabric;
         meta.do_encap = (bool) meta.bridged.do_encap;
         meta.src_vlan = meta.bridged.src_vlan;
@@ -534,6 +599,9 @@ control VtepEgress(inout headers_t hdr,
 #ifdef P4VTEP_IPV6
     NdAdvert() nd_advert;
 #endif
+#ifdef P4VTEP_CPU_PATH
+    CpuPort() cpu_port;
+#endif
     PACKET_BYTE_COUNTER(port_tx_counter, PORT_COUNT, port_t);
     PACKET_BYTE_COUNTER(egress_drop_counter, DROP_REASON_COUNT, drop_reason_t);
 
@@ -547,10 +615,26 @@ control VtepEgress(inout headers_t hdr,
             exit;
         }
         if (eg_intr_md.egress_port == CPU_PORT) {
+#ifndef P4VTEP_CPU_PATH
+            // (The profile without the CPU path: an l2 trap's frame only.)
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = meta.ingress_port;
-            hdr.packet_in.reason = PUNT_REASON_L2_TRAP;
+            hdr.packet_in.reason = PUNT_CLASS_L2_TRAP;
             hdr.packet_in._pad = 0;
+#else
+            if (meta.from_cpu) {
+                // A packet-out answered back where it came from (an echo
+                // request it routed to a gateway): never punted back.
+                eg_dprsr_md.drop_ctl = 1;
+                COUNT(egress_drop_counter, DROP_TO_GATEWAY);
+            } else {
+                bool copp_drop;
+                cpu_port.apply(hdr, meta, copp_drop);
+                if (copp_drop) {
+                    eg_dprsr_md.drop_ctl = 1;
+                }
+            }
+#endif
             exit;
         }
         if (eg_intr_md.egress_rid != 0) {

@@ -45,6 +45,9 @@ typedef bit<18> color_index_t;
 #define EXECUTE_METER(name, index, color) name.execute_meter(index, color)
 // Packet meter array (the CPU path's CoPP, cpu_port.p4): rates in packets/s.
 #define PACKET_METER(name, size, index_type) meter<index_type>(size, MeterType.packets) name
+// Where a frame's punt class lives (cpu_port.p4): in the metadata here; in
+// the bridged header on Tofino, so that egress has it without a copy.
+#define PUNT_CLASS(meta) meta.punt_class
 
 // Flow hash: CRC32 of the fields listed after dst, truncated to 16 bits.
 #define FLOW_HASHER(name)   // hash() needs no instance

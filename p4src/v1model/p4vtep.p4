@@ -14,6 +14,9 @@
 #define P4VTEP_IPV6
 // Port security (port_security.p4, docs/security.md): a VM sends only as itself.
 #define P4VTEP_PORT_SECURITY
+// The CPU path (cpu_port.p4, docs/pipeline.md): punts policed per class,
+// packet-outs routed or flooded as from a VM.
+#define P4VTEP_CPU_PATH
 // The v1model whose counters and meters take their index type (arch.p4).
 #define V1MODEL_VERSION 20200408
 #include <v1model.p4>

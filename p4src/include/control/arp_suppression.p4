@@ -1,6 +1,10 @@
 // ARP suppression: a VM asking for an IP the controller knows in its VNI is
 // answered by the switch, out of the port and VLAN it asked on. Nothing is
-// flooded. Gratuitous ARP (sender IP == target IP) is left to flood.
+// flooded. Gratuitous ARP (sender IP == target IP) is left to flood, and so
+// is an ARP probe (sender IP 0.0.0.0, RFC 5227): answered, a VM's probe for
+// its own address would tell it the address is taken (the switch cannot
+// tell the owner's probe from another's before the lookup; flooded, the
+// owner of an address another VM probes for answers it itself).
 #ifndef P4VTEP_ARP_SUPPRESSION_P4
 #define P4VTEP_ARP_SUPPRESSION_P4
 
@@ -42,7 +46,7 @@ control ArpSuppression(inout headers_t hdr,
 
     apply {
         if (hdr.arp.isValid() && hdr.arp.oper == ARP_OPER_REQUEST &&
-            !meta.from_fabric && hdr.arp.spa != hdr.arp.tpa) {
+            !meta.from_fabric && hdr.arp.spa != hdr.arp.tpa && hdr.arp.spa != 0) {
             arp_suppression.apply();
         }
     }

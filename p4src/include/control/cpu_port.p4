@@ -19,6 +19,7 @@
 // punted back to it.
 #ifndef P4VTEP_CPU_PORT_P4
 #define P4VTEP_CPU_PORT_P4
+#ifdef P4VTEP_CPU_PATH   // (a profile without it: tna/p4vtep.p4)
 
 // Ingress, first: a packet-out in ROUTE or FLOOD mode. The frame (untagged;
 // for ROUTE its Ethernet source is the anycast gateway MAC, which the route
@@ -67,12 +68,17 @@ control CpuFlood(inout local_metadata_t meta) {
 }
 
 // Ingress, for a frame being dropped: whether the controller wants it
-// instead. A frame from the CPU is dropped, never punted back.
+// instead. A frame from the CPU is dropped, never punted back. (Tofino has
+// its own, with the same names: tna/punt_decision.p4.)
+#ifndef PUNT_DECISION_IN_ARCH
 control PuntDecision(inout local_metadata_t meta)
                     (bit<32> punt_policy_size) {
     action punt(punt_class_t punt_class) {
         meta.punt_class = punt_class;
     }
+
+    // Dropped: the top level drops what has no class.
+    action drop_frame() { }
 
     table punt_policy {
         key = {
@@ -80,9 +86,9 @@ control PuntDecision(inout local_metadata_t meta)
         }
         actions = {
             punt;
-            @defaultonly NoAction;
+            @defaultonly drop_frame;
         }
-        const default_action = NoAction();
+        const default_action = drop_frame();
         size = punt_policy_size;
     }
 
@@ -95,6 +101,7 @@ control PuntDecision(inout local_metadata_t meta)
         }
     }
 }
+#endif
 
 // Egress, on the CPU port: control-plane policing per class, then the
 // packet_in header. `copp_drop`: RED, the top level drops it.
@@ -109,17 +116,17 @@ control CpuPort(inout headers_t hdr,
 
     apply {
         bit<2> color;
-        EXECUTE_METER(copp_meter, meta.punt_class[2:0], color);
+        EXECUTE_METER(copp_meter, PUNT_CLASS(meta)[2:0], color);
         if (color == METER_RED) {
             copp_drop = true;
-            COUNT(copp_drop_counter, meta.punt_class[2:0]);
+            COUNT(copp_drop_counter, PUNT_CLASS(meta)[2:0]);
         } else {
             copp_drop = false;
-            COUNT(punt_counter, meta.punt_class[2:0]);
+            COUNT(punt_counter, PUNT_CLASS(meta)[2:0]);
             hdr.packet_in.setValid();
             hdr.packet_in._pad = 0;
             hdr.packet_in.ingress_port = meta.ingress_port;
-            hdr.packet_in.reason = meta.punt_class;
+            hdr.packet_in.reason = PUNT_CLASS(meta);
             hdr.packet_in.vni = meta.vni;
             hdr.packet_in._pad2 = 0;
             hdr.packet_in.vlan = meta.src_vlan;
@@ -127,4 +134,5 @@ control CpuPort(inout headers_t hdr,
     }
 }
 
+#endif  // P4VTEP_CPU_PATH
 #endif  // P4VTEP_CPU_PORT_P4

@@ -18,7 +18,7 @@
 // flooded to the tenant's own routers as before. (Tested with the flood
 // group, in the one condition a VM's BUM meets anyway: no condition more
 // for it on BMv2.)
-#ifdef P4VTEP_IPV6
+#if defined(P4VTEP_IPV6) && defined(P4VTEP_CPU_PATH)
 #define ROUTER_SOLICITATION(meta) \
     (meta.vrf != 0 && hdr.ipv6.isValid() && hdr.icmp.isValid() && \
      hdr.icmp.type_code[15:8] == ICMPV6_TYPE_RS)
@@ -87,7 +87,7 @@ control L2Forwarding(in headers_t hdr,
     // as its class.
     action punt_to_cpu() {
         meta.egress_port = CPU_PORT;
-        meta.punt_class = PUNT_CLASS_L2_TRAP;
+        PUNT_CLASS(meta) = PUNT_CLASS_L2_TRAP;
     }
 
     action flood() { }
