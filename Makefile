@@ -11,7 +11,8 @@ P4_BUILD := p4src/v1model/build
 P4RT_GEN := control_plane/p4vtep/runtime/generated/__init__.py
 UNIT_TESTS := not (switch or e2e or scale or tofino or etcd or evpn)
 DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping iperf3 mininet \
-	pkg-config libvirt-dev frr gobgpd golang-github-osrg-gobgp-dev etcd-server etcd-client tcpreplay
+	pkg-config libvirt-dev frr gobgpd golang-github-osrg-gobgp-dev etcd-server etcd-client tcpreplay \
+	traceroute ndisc6
 # GoBGP's API protos, from golang-github-osrg-gobgp-dev (same version as gobgpd);
 # compiled into the virtualenv by `make deps`, never committed (docs/evpn.md).
 GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
@@ -21,7 +22,7 @@ GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 	demo demo-cli clean \
 	bench bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
 	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost \
-	bench-server bench-qos bench-report
+	bench-server bench-qos bench-cpu-path bench-report
 
 all: test
 
@@ -200,7 +201,7 @@ p4-if-p4c:
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.
 bench: bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
 	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost \
-	bench-server bench-qos bench-report
+	bench-server bench-qos bench-cpu-path bench-report
 
 bench-convergence: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py
@@ -240,6 +241,11 @@ bench-dataplane-cost: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/dataplane_cost.py
 bench-server: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/server_cost.py
+# Issue 39: the CPU path on two BMv2 ToRs: an ICMP error's packet-in to
+# packet-out latency, the responder's answers/s at the CoPP limit, and a
+# migration's ack latency quiet and beside a TTL-1 flood (bench/cpu_path.py).
+bench-cpu-path: deps
+	env $(TOOLCHAIN_VARS) $(VPY) bench/cpu_path.py
 # Issue 30: two guaranteed VMs and a greedy one on a server link, hypervisor
 # shaping against the guarantee at the ToR (root: namespaces, tc). 60 s per arm
 # and protocol; BENCH_QOS_FLAGS=--seconds 10 for a quick look.

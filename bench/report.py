@@ -1245,6 +1245,150 @@ def section_server(out: list[str]) -> None:
     out.append("![server cost](benchmarks/server_cost.png)\n")
 
 
+# Issue 39's bound on a migration beside a TTL-1 flood: flood / quiet.
+CPU_PATH_MOVE_RATIO = 1.2
+
+
+def section_cpu_path(out: list[str]) -> None:
+    """The CPU path (bench/cpu_path.py): an ICMP error's latency, the
+    responder's answers at the CoPP limit, a migration beside a TTL-1 flood."""
+    data = load("cpu_path")
+    if not data:
+        out.append("_Not run yet (`make bench-cpu-path`)._\n")
+        return
+    copp = data["copp"]
+    lat, move = data["latency"], data["migration_ack_ms"]
+    one = move["flood_one_vm"]
+    over = one["over_quiet"]
+    pipeline = data.get("pipeline", {})
+    built = (
+        f" BMv2 program: the one committed at {pipeline['head']}."
+        if pipeline.get("same_as_head")
+        else ""
+    )
+    out.append(
+        "Two BMv2 ToRs and the controller, one routed tenant (two IPv4 subnets), "
+        f"{data['vms']} VMs:\n"
+        "64 sources and a flooder on one server of tor1, the VM that migrates, a target\n"
+        "on tor2. TTL-1 frames from the VFs are punted by tor1 (class `ttl_expired`, CoPP\n"
+        f"{copp['pps']}/s burst {copp['burst']}) and answered by the controller's responder "
+        "with time exceeded\n"
+        "(at most 10/s, burst 20, per source: the sources are spread over 64 VMs so that\n"
+        "its limit is not what is measured, except in the one-VM flood, the issue's case).\n"
+        "Latency: probes one at a time, from send() to the kernel's receive timestamp of\n"
+        "the error on the same interface, split by wrapping the supervisors' packet-in\n"
+        "hand-off and send_packet_out. Answers: `tcpreplay --pps` at 1x, 2x and 10x the\n"
+        "CoPP rate, counted by the interface's kernel `rx_packets` after 2 s of warm-up,\n"
+        "the data plane's punt and CoPP-drop counters beside them. Migrations:\n"
+        "`migrate()` until every ToR acknowledged, back and forth between the ToRs, the\n"
+        "arms (quiet; one VM flooding at 10x; the same with its packet-ins dropped at\n"
+        "the supervisor's hand-off, to see what the responder's work adds; the flood\n"
+        "from the 64 sources; the one-VM flood's frames with TTL 64, routed to the\n"
+        "target and never punted, to see what the switches' work alone costs) rotated\n"
+        "round by round in one run. Load: "
+        f"{machine_load_cell({'result': data, 'load': '-'})}.{built}\n"
+    )
+    out.append("| figure | target (issue 39) | this run | |")
+    out.append("|---|---|---|---|")
+    out.append(
+        "| ICMP time exceeded, probe sent to error received on the VF: p50 / p99 ms | "
+        f"reported | **{lat['total_ms']['p50']:.2f} / {lat['total_ms']['p99']:.2f}** | - |"
+    )
+    out.append(
+        "| of which the controller, packet-in handed over to packet-out queued: "
+        f"p50 / p99 ms | reported | **{lat['controller_ms']['p50']:.2f} / "
+        f"{lat['controller_ms']['p99']:.2f}** | - |"
+    )
+    cells = " / ".join(
+        f"{data['answers'][f]['answers_per_s']['median']:.1f}" for f in ("1", "2", "10")
+    )
+    out.append(
+        f"| answers/s offered 1x / 2x / 10x the CoPP rate ({copp['pps']}/s) | reported; "
+        f"the CoPP rate is the ceiling | **{cells}** | - |"
+    )
+    out.append(
+        f"| migration ack, one VM flooding TTL-1 at 10x the CoPP rate / quiet: p50, p99 | "
+        f"<= {CPU_PATH_MOVE_RATIO} | **{one['over_quiet']['p50']:.2f}, "
+        f"{one['over_quiet']['p99']:.2f}** | "
+        f"{verdict([over['p50'], over['p99']], at_most=CPU_PATH_MOVE_RATIO)} |"
+    )
+    out.append("")
+    out.append(f"ICMP error latency, {lat['probes']} probes ({lat['lost']} unanswered):\n")
+    out.append("| leg | p50 ms | p99 ms | max ms |")
+    out.append("|---|---|---|---|")
+    for key, what in (
+        ("total_ms", "probe sent to error received (kernel timestamp)"),
+        ("way_in_ms", "way in: wire, tor1, punt, P4Runtime stream, supervisor's queue"),
+        ("controller_ms", "controller: hand-off to the responder until the answer is queued"),
+        ("way_out_ms", "way out: P4Runtime stream, tor1, wire"),
+    ):
+        st = lat[key]
+        out.append(f"| {what} | {st['p50']:.2f} | {st['p99']:.2f} | {st['max']:.2f} |")
+    out.append("")
+    out.append(
+        "Answers at the CoPP limit (median (min-max) over rounds; punted and dropped "
+        "summed over the rounds):\n"
+    )
+    out.append(
+        "| offered | answers/s | answers / CoPP rate | answers / offered | punted/s | "
+        "CoPP dropped | controller busy (cores) | controller ms per punt |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|")
+    for factor, row in data["answers"].items():
+        rounds = row["rounds"]
+        per_punt = [
+            r["controller_us_per_punt"] / 1e3 for r in rounds if r["controller_us_per_punt"]
+        ]
+        out.append(
+            f"| {factor}x ({row['offered_pps']}/s) | "
+            f"{spread(row['answers_per_s'], fmt='{:.1f}')} | "
+            f"{row['answers_over_copp']['median']:.2f} | "
+            f"{row['answers_over_offered']['median']:.2f} | "
+            f"{median_of([r['punted_per_s'] for r in rounds]):.1f} | "
+            f"{sum(r['copp_dropped'] for r in rounds):,} | "
+            f"{median_of([r['controller_busy_fraction'] for r in rounds]):.2f} | "
+            f"{median_of(per_punt):.2f} |"
+        )
+    out.append("")
+    out.append("Migration ack latency of another VM (ms):\n")
+    out.append(
+        "| arm | migrations | p50 | p99 | max | p50 / quiet | p99 / quiet | round medians / quiet |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|")
+    for arm, what in (
+        ("quiet", "quiet"),
+        ("flood_one_vm", "one VM flooding at 10x CoPP"),
+        ("flood_one_vm_unanswered", "the same, packet-ins dropped at the hand-off (diagnosis)"),
+        ("flood_64", "64 sources flooding at 10x CoPP"),
+        ("routed_one_vm", "one VM's frames at the same rate with TTL 64, routed (diagnosis)"),
+    ):
+        if arm not in move:
+            continue
+        m = move[arm]
+        q = m.get("over_quiet")
+        ratio_cells = (
+            f"{q['p50']:.2f} | {q['p99']:.2f} | {spread(q['round_medians'])}" if q else "- | - | -"
+        )
+        out.append(
+            f"| {what} | {m['n']} | {m['p50']:.1f} | {m['p99']:.1f} | {m['max']:.1f} | "
+            f"{ratio_cells} |"
+        )
+    out.append("")
+    floods = [f for arm, m in move.items() if arm.startswith("flood") for f in m["floods"]]
+    if floods:
+        out.append(
+            "During the flood arms tor1 punted "
+            f"{min(f['punted_per_s'] for f in floods):.0f}-"
+            f"{max(f['punted_per_s'] for f in floods):.0f}/s of "
+            f"{min(f['offered_pps'] for f in floods):.0f}-"
+            f"{max(f['offered_pps'] for f in floods):.0f}/s offered (the CoPP burst "
+            "counts in these short arms); the one-VM flood was answered "
+            f"{sum(f['responder'].get('answered', 0) for f in one['floods']):,} times and "
+            f"rate-limited {sum(f['responder'].get('rate_limited', 0) for f in one['floods']):,} "
+            "times by the responder.\n"
+        )
+
+
 def describe_machine(machine: dict) -> str:
     return (
         f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, kernel "
@@ -1377,6 +1521,9 @@ def render() -> str:
     section_server(out)
     out += ["## 6. A guaranteed rate under a greedy neighbour (QoS)", ""]
     qos_report.section(out)
+    out += ["## 7. The CPU path (issue 39)", ""]
+    ran_elsewhere(out, "cpu_path", machine)
+    section_cpu_path(out)
     notes = REPO / "bench" / "NOTES.md"
     if notes.exists():
         out += [notes.read_text()]
