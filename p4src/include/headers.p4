@@ -209,8 +209,10 @@ struct local_metadata_t {
     bool          is_packet_out;   // a packet-out in PORT mode (sent as it is)
     // The CPU path (cpu_port.p4): a packet-out the pipeline routes or floods
     // (never punted back), and why a frame goes to the controller.
+#ifdef P4VTEP_CPU_PATH
     bool          from_cpu;
     bool          cpu_flood;       // ...to be flooded (PACKET_OUT_FLOOD)
+#endif
     punt_class_t  punt_class;
     bool          arp_replied;     // ARP suppression turned the request into a reply
 #ifdef P4VTEP_IPV6

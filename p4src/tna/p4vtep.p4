@@ -110,13 +110,17 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
 #else
 #define ND_REPLIED(meta) false
 #endif
+// (punt_class: the l2 trap's class without the CPU path; with it the class
+// lives in the bridged header, PUNT_CLASS in arch.p4.)
 #ifdef P4VTEP_CPU_PATH
 #define INIT_CPU_PATH_METADATA(meta) \
     meta.from_cpu = false; \
-    meta.cpu_flood = false;
+    meta.cpu_flood = false; \
+    meta.punt_class = PUNT_CLASS_NONE;
 #define CPU_FLOOD(meta) meta.cpu_flood
 #else
-#define INIT_CPU_PATH_METADATA(meta)
+#define INIT_CPU_PATH_METADATA(meta) \
+    meta.punt_class = PUNT_CLASS_NONE;
 #define CPU_FLOOD(meta) false
 #endif
 #ifdef P4VTEP_IPV6
