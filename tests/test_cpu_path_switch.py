@@ -20,12 +20,14 @@ from pathlib import Path
 from helpers import wait_until
 from p4vtep.controller import Controller
 from p4vtep.cpu.frames import PuntedFrame
+from p4vtep.cpu.metrics import ResponderCollector
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries, punt_counts
 from p4vtep.dataplane.packet_io import PuntClass
 from p4vtep.model.fabric import RouterAdvertisements, Subnet, Vm, Vni, Vrf
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.state.sqlite_store import Store
+from prometheus_client import CollectorRegistry, generate_latest
 from scapy.layers.inet import (
     ICMP,
     IP,
@@ -137,6 +139,13 @@ def test_traceroute_ipv4_lists_both_tors_then_reaches_the_target(sf, controller)
         assert_checksums(error)
         key = (tor, "ttl_expired", "answered", "")
         assert controller.responder.punt_counts().get(key, 0) == before.get(key, 0) + 1
+    # What Prometheus scrapes (api/metrics.py serves the responder's counters).
+    registry = CollectorRegistry()
+    registry.register(ResponderCollector(controller.responder))
+    text = generate_latest(registry).decode()
+    for tor in ("tor1", "tor2"):
+        labels = f'class="ttl_expired",outcome="answered",reason="",tor="{tor}"'
+        assert f"p4vtep_cpu_punts_total{{{labels}}}" in text, text
     iface = sf.host_ifaces[DB.server]
     got = [
         Ether(d)
@@ -175,7 +184,10 @@ def test_an_unrouted_destination_is_net_unreachable(sf, controller):
     v6 = IPv6(src=WEB.ips[1], dst="2001:db8:99::1") / UDP(sport=42001, dport=53)
     got = answers(sf, WEB, [tagged(WEB, v4), tagged(WEB, v6)])
     icmp4 = from_gateway(got, WEB, ICMP)
-    assert [(f[ICMP].type, f[ICMP].code, f[IP].src) for f in icmp4] == [(3, 0, GATEWAY4[5000])]
+    assert [(f[ICMP].type, f[ICMP].code, f[IP].src) for f in icmp4] == [(3, 0, GATEWAY4[5000])], (
+        controller.responder.punt_counts(),
+        [f.summary() for f in got],
+    )
     assert icmp4[0][IPerror].dst == "10.99.0.1"
     icmp6 = from_gateway(got, WEB, ICMPv6DestUnreach)
     assert [(f[ICMPv6DestUnreach].code, f[IPv6].src) for f in icmp6] == [(0, GATEWAY6[5000])]

@@ -1,6 +1,7 @@
 """Prometheus metrics: writes, reconciles, switch state, the data-plane
-counters of every VM and VNI (read from the switches at scrape time), and
-the BGP EVPN sessions and routes (read from the speaker at scrape time)."""
+counters of every VM and VNI (read from the switches at scrape time), the
+BGP EVPN sessions and routes (read from the speaker at scrape time), and
+what the CPU path's responder answered (cpu/metrics.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from prometheus_client.registry import Collector
 
 from .. import events
 from ..controller import Controller
+from ..cpu.metrics import ResponderCollector
 from ..evpn import status as evpn_status
 from ..evpn.service import EvpnService
 from ..model.tenant_routes import route_counts
@@ -207,6 +209,7 @@ def start_metrics(
         DataPlaneCollector(controller),
         RoutingCollector(controller),
         EvpnCollector(evpn),
+        ResponderCollector(controller.responder),
     )
     for collector in collectors:
         REGISTRY.register(collector)

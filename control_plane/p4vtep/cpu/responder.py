@@ -193,6 +193,7 @@ class Responder:
         self._view: View | None = None if callable(view) else view
         self.refresh_seconds = refresh_seconds
         self._fetched = float("-inf")  # when the source was last read
+        self._forced = float("-inf")  # ...and last read at once (``_current(soon=True)``)
         self._changed = self._source is not None  # (the source changed since)
         self._index: _Index | None = None
         self._stale = True
@@ -219,8 +220,13 @@ class Responder:
         ``refresh_seconds`` passed (``soon``: ``FORCED_REFRESH_SECONDS``)."""
         if self._changed and self._source is not None:
             now = self.clock()
-            wait = FORCED_REFRESH_SECONDS if soon else self.refresh_seconds
-            if now - self._fetched >= wait or self._view is None:
+            # (A forced read is limited by the last forced one, not by the
+            # last read: a controller that just started read its view
+            # before its first attach, and may be asked at once.)
+            due = now - self._fetched >= self.refresh_seconds
+            if soon and now - self._forced >= FORCED_REFRESH_SECONDS:
+                self._forced, due = now, True
+            if due or self._view is None:
                 self._changed = False
                 self._fetched = now
                 self._view = self._source()
