@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,7 +27,7 @@ import pytest
 from netns_socket import ETH_P_ALL, PACKET_AUXDATA, SOL_PACKET, receive
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.model.fabric import Fabric, Server, Tor, Uplink, Vm, Vni
+from p4vtep.model.fabric import Fabric, Server, StaticRoute, Subnet, Tor, Uplink, Vm, Vni, Vrf
 from p4vtep.state.sqlite_store import Store
 from p4vtep.switch.bmv2 import Bmv2Switch, VethSet, find_simple_switch_grpc, free_port
 from scapy.layers.inet import IP, UDP
@@ -305,6 +305,31 @@ def probe_a_migration(
         for t in listeners:
             t.join()
     return sent[0], counts
+
+
+# The anycast gateway MAC of the dual-stack tenant below, and the gateway's
+# link-local address (its modified EUI-64).
+ANYCAST = "00:00:5e:00:01:01"
+GATEWAY_LLA = "fe80::200:5eff:fe00:101"
+
+
+def route_dual_stack_tenant(
+    sf: SwitchFabric, routes: tuple[StaticRoute, ...] = (), **vni_fields: Any
+) -> None:
+    """Tenant red: VNI 5000 (192.168.1.0/24 and 2001:db8:1::/64) and VNI
+    5001 (192.168.2.0/24 and 2001:db8:2::/64), gateways .254 and ::1, in
+    VRF red (L3 VNI 50000) with ``routes``; ``vni_fields`` set on both VNIs."""
+    fabric = sf.fabric
+    fabric.anycast_gateway_mac = ANYCAST
+    fabric.vrfs["red"] = Vrf("red", 50000, routes)
+    for vni, v4, v6 in ((5000, "192.168.1", "2001:db8:1"), (5001, "192.168.2", "2001:db8:2")):
+        base = fabric.vnis.get(vni, Vni(vni, f"red-{vni}"))
+        fabric.vnis[vni] = replace(
+            base,
+            vrf="red",
+            subnets=(Subnet(f"{v4}.0/24", f"{v4}.254"), Subnet(f"{v6}::/64", f"{v6}::1")),
+            **vni_fields,
+        )
 
 
 def routed_fabric_fixtures(route: Callable[[SwitchFabric], None], vms: list[Vm]) -> tuple:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import subprocess
 import time
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 from helpers import wait_until
@@ -24,7 +23,7 @@ from p4vtep.cpu.metrics import ResponderCollector
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries, punt_counts
 from p4vtep.dataplane.packet_io import PuntClass
-from p4vtep.model.fabric import RouterAdvertisements, Subnet, Vm, Vni, Vrf
+from p4vtep.model.fabric import RouterAdvertisements, Vm
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.state.sqlite_store import Store
 from prometheus_client import CollectorRegistry, generate_latest
@@ -52,12 +51,18 @@ from scapy.layers.inet6 import (
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 from scapy.utils import wrpcap
-from switch_fabric import needs_switch, routed_fabric_fixtures, send_frames, start_controller
+from switch_fabric import (
+    ANYCAST,
+    GATEWAY_LLA,
+    needs_switch,
+    route_dual_stack_tenant,
+    routed_fabric_fixtures,
+    send_frames,
+    start_controller,
+)
 
 pytestmark = needs_switch()
 
-ANYCAST = "00:00:5e:00:01:01"
-GATEWAY_LLA = "fe80::200:5eff:fe00:101"  # modified EUI-64 of the anycast MAC
 WEB = Vm("web", "02:0c:00:00:00:01", ("192.168.1.10", "2001:db8:1::10"), 5000, "s11", 10)
 DB = Vm("db", "02:0c:00:00:01:01", ("192.168.2.10", "2001:db8:2::10"), 5001, "s21", 11)
 APP = Vm("app", "02:0c:00:00:00:02", ("192.168.1.11", "2001:db8:1::11"), 5000, "s12", 12)
@@ -68,18 +73,8 @@ RA_INTERVAL = 4  # the smallest MaxRtrAdvInterval (RFC 4861): the first comes wi
 
 
 def route(sf) -> None:
-    """Tenant red: two dual-stack subnets and no route beyond them."""
-    fabric = sf.fabric
-    fabric.anycast_gateway_mac = ANYCAST
-    fabric.vrfs["red"] = Vrf("red", 50000)
-    for vni, v4, v6 in ((5000, "192.168.1", "2001:db8:1"), (5001, "192.168.2", "2001:db8:2")):
-        base = fabric.vnis.get(vni, Vni(vni, f"red-{vni}"))
-        fabric.vnis[vni] = replace(
-            base,
-            vrf="red",
-            subnets=(Subnet(f"{v4}.0/24", f"{v4}.254"), Subnet(f"{v6}::/64", f"{v6}::1")),
-            router_advertisements=RouterAdvertisements(interval=RA_INTERVAL),
-        )
+    """Tenant red, two dual-stack subnets, no route beyond them."""
+    route_dual_stack_tenant(sf, router_advertisements=RouterAdvertisements(interval=RA_INTERVAL))
 
 
 sf, controller = routed_fabric_fixtures(route, VMS)

@@ -12,7 +12,7 @@ import socket
 from dataclasses import replace
 
 from helpers import wait_until
-from p4vtep.model.fabric import StaticRoute, Subnet, Vm, Vni, Vrf
+from p4vtep.model.fabric import StaticRoute, Vm
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import (
     ICMPv6EchoReply,
@@ -29,19 +29,20 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Packet, Raw
 from scapy.utils6 import inet_pton
 from switch_fabric import (
+    ANYCAST,
+    GATEWAY_LLA,
     assert_make_before_break,
     needs_switch,
     probe_a_migration,
     read_back_matches,
     restarted_controller,
+    route_dual_stack_tenant,
     routed_fabric_fixtures,
     send_and_receive,
 )
 
 pytestmark = needs_switch()
 
-ANYCAST = "00:00:5e:00:01:01"
-GATEWAY_LLA = "fe80::200:5eff:fe00:101"  # modified EUI-64 of the anycast MAC
 # Two subnets of VRF red, each dual-stack; web and db-near on tor1, db and fw on tor2.
 WEB = Vm("web", "02:0a:00:00:00:01", ("192.168.1.10", "2001:db8:1::10"), 5000, "s11", 10)
 WEB2 = Vm("web2", "02:0a:00:00:00:02", ("192.168.1.11", "2001:db8:1::11"), 5000, "s21", 14)
@@ -63,20 +64,9 @@ GATEWAY6 = {5000: "2001:db8:1::1", 5001: "2001:db8:2::1"}
 
 def route(sf) -> None:
     """Tenant red: two dual-stack subnets, default routes of both families via fw."""
-    fabric = sf.fabric
-    fabric.anycast_gateway_mac = ANYCAST
-    fabric.vrfs["red"] = Vrf(
-        "red",
-        50000,
-        (StaticRoute("0.0.0.0/0", FW.ips[0]), StaticRoute("::/0", FW.ips[1])),
+    route_dual_stack_tenant(
+        sf, (StaticRoute("0.0.0.0/0", FW.ips[0]), StaticRoute("::/0", FW.ips[1]))
     )
-    for vni, v4, v6 in ((5000, "192.168.1", "2001:db8:1"), (5001, "192.168.2", "2001:db8:2")):
-        base = fabric.vnis.get(vni, Vni(vni, f"red-{vni}"))
-        fabric.vnis[vni] = replace(
-            base,
-            vrf="red",
-            subnets=(Subnet(f"{v4}.0/24", f"{v4}.254"), Subnet(f"{v6}::/64", f"{v6}::1")),
-        )
 
 
 sf, controller = routed_fabric_fixtures(route, VMS)
