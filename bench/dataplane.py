@@ -7,7 +7,10 @@ routed between two subnets (routed_*), and all six with IPv6 tenant frames
 (bridged6_*, routed6_*), run in the same rounds, each routed path compared
 with the bridged path of the same kind and IP version. With ``--before REV``
 an earlier committed p4vtep build's IPv4 paths (bridged, and routed if it
-routes) run in the same rounds too, each against today's. With ``--peer``
+routes) run in the same rounds too, each against today's; ``--before`` may
+be given up to dataplane_paths.MAX_BEFORE times (``make bench-dataplane``:
+9be722a, the last build before the IPv6 data plane, for issue 37, and
+14b7d2b, the last before port security, for issue 38). With ``--peer``
 (a user-supplied build of stratum/fabric-tna's v1model pipeline, see
 dataplane_peer.py) fabric-tna's bridging runs in the same rounds.
 
@@ -19,7 +22,24 @@ local and encap, IPv4 and IPv6) pay for the checks; a ``--before`` build
 without port security is bound as before, so the two stand side by side.
 What port security dropped of the sender's frames is counted per window
 (there should be none). ``--port-security off`` binds every VM unguarded,
-as runs before this option did.
+as runs before this option did. ``--port-security both``: as ``on``, and
+today's build also runs with its VMs bound unguarded (program
+``p4vtep-unguarded``, paths ``unguarded_local``, ``unguarded_encap``,
+``unguarded_routed_local``, ``unguarded_routed_encap``; decap is not guarded,
+so today's decap paths stand for both), so issue 37's cost (today unguarded
+/ 9be722a) and issue 38's (today guarded / 14b7d2b) come from one run.
+
+The result (bench/results/NAME.json), for readers of older results too:
+``before`` is the first ``--before`` build ({revision, commit}, None without
+one) and each path's ``vs_before`` its ratios to that build's path, as when
+only one could be given; ``befores`` lists every earlier build in order
+({revision, commit, program, prefix}: its paths are ``prefix`` + today's
+path name) and each path's ``vs_befores`` maps each revision to {before_path,
+topspeed, per_switch_core}; a guarded access path's ``vs_unguarded`` is
+{unguarded_path, topspeed, per_switch_core}, guarded / unguarded. The
+``unguarded_*`` paths carry ``vs_before``/``vs_befores`` too (against the
+earlier builds' path of the same kind). ``port_security.guarded`` says, per
+program, whether its VMs were bound guarded.
 
 Load: tcpreplay replays a scapy-made pcap (64 flows) into the ingress veth.
 Count: the egress veth's kernel rx_packets counter. Three figures per path:
@@ -48,7 +68,9 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,16 +87,23 @@ from dataplane_load import (
     topspeed,
 )
 from dataplane_paths import (
+    MAX_BEFORE,
     PATHS,
     ROUTED_VS_BRIDGED,
+    UNGUARDED,
+    UNGUARDED_PROGRAM,
     UPLINK,
+    before_prefix,
+    before_program,
     check_output,
+    committed_build,
     compile_baseline,
     frame,
     guarded,
     install,
     paths_of,
     pipeline_at,
+    program_guarded,
     resolve_commit,
     sender_guard_drops,
     switch_on,
@@ -136,7 +165,7 @@ class Bench:
         pipeline = self.programs[p.program]
         if p.ingress == UPLINK or not p.program.startswith("p4vtep"):
             return None
-        if not guarded(pipeline, self.port_security):
+        if not program_guarded(p.program, pipeline, self.port_security):
             return None
         return sender_guard_drops(self.conn, pipeline)
 
@@ -171,11 +200,12 @@ PROBE_SEQ = 1_000_000  # latency probes' markers never collide with the pcaps' (
 def measure(
     bench: Bench, args: argparse.Namespace, pcaps: dict[tuple[str, int], Path]
 ) -> dict[tuple[str, int], dict[str, Any]]:
-    """The rounds: every round runs the baseline, then p4vtep's paths (IPv4
-    bridged and routed, the earlier build's IPv4 paths if any, IPv6 bridged and
-    routed: dataplane_paths.PATHS), then the peer's if supplied, each at every
-    size: a topspeed window and latency probes. Then the no-loss search, in
-    rounds of its own, same order."""
+    """The rounds: every round runs the baseline, then p4vtep's paths (the
+    first earlier build's IPv4 paths if any, today's unguarded ones if asked
+    for, today's IPv4 bridged and routed, the other earlier builds', IPv6
+    bridged and routed: dataplane_paths.PATHS), then the peer's if supplied,
+    each at every size: a topspeed window and latency probes. Then the no-loss
+    search, in rounds of its own, same order."""
     paths = paths_of(bench.programs)
     out: dict[tuple[str, int], dict[str, Any]] = {
         key: {"windows": [], "latency_us": [], "no_loss": []} for key in pcaps
@@ -245,11 +275,27 @@ def measure(
     return out
 
 
+def versus(windows: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per-round ratios of one path's windows to another's (same rounds)."""
+    return {
+        "topspeed": ratios([w["pps"] for w in windows], [w["pps"] for w in other]),
+        "per_switch_core": ratios(
+            [w["pps_per_switch_core"] for w in windows],
+            [w["pps_per_switch_core"] for w in other],
+        ),
+    }
+
+
 def summarise(
-    raw: dict[tuple[str, int], dict[str, Any]], sizes: list[int], paths: list[str]
+    raw: dict[tuple[str, int], dict[str, Any]],
+    sizes: list[int],
+    paths: list[str],
+    revisions: Sequence[str] = (),
 ) -> dict[str, dict[str, Any]]:
     """Per path and size: medians and spreads, and per-round ratios to the
-    baseline measured in the same round."""
+    baseline measured in the same round; to each earlier build's path
+    (``revisions[n]`` is the nth ``--before``'s) and, for a guarded path,
+    to the same path unguarded, when those ran."""
     results: dict[str, dict[str, Any]] = {}
     for size in sizes:
         base = raw["baseline", size]
@@ -275,13 +321,24 @@ def summarise(
             ]
             if guard_drops:  # (a guarded sender's frames port security dropped: none, if right)
                 entry["port_security_drops"] = sum(guard_drops)
-            if (f"before_{path}", size) in raw:  # today's IPv4 path / the earlier build's
-                before = raw[f"before_{path}", size]
-                entry["vs_before"] = {
-                    "topspeed": ratios(pps, [w["pps"] for w in before["windows"]]),
-                    "per_switch_core": ratios(
-                        per_core, [w["pps_per_switch_core"] for w in before["windows"]]
-                    ),
+            today = UNGUARDED.get(path, path)  # (unguarded_X: against each build's X)
+            for n, revision in enumerate(revisions or ["?"]):
+                before_path = before_prefix(n) + today
+                if (before_path, size) not in raw:
+                    continue
+                vs = versus(r["windows"], raw[before_path, size]["windows"])
+                if n == 0:  # (as results had it when one --before was all)
+                    entry["vs_before"] = vs
+                if revisions:
+                    entry.setdefault("vs_befores", {})[revision] = {
+                        "before_path": before_path,
+                        **vs,
+                    }
+            unguarded = f"unguarded_{path}"
+            if (unguarded, size) in raw:  # guarded / unguarded, today's build
+                entry["vs_unguarded"] = {
+                    "unguarded_path": unguarded,
+                    **versus(r["windows"], raw[unguarded, size]["windows"]),
                 }
             bridged = ROUTED_VS_BRIDGED.get(path)
             if bridged is not None:  # routed / bridged of the same kind, per round
@@ -312,7 +369,10 @@ def latency_summary(samples: list[float]) -> dict[str, Any] | None:
     return {**summary(samples), "p99": percentile(samples, 99)}
 
 
-def main() -> None:
+def options(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line, checked: every ``--before`` names a distinct commit
+    with a committed BMv2 build, at most MAX_BEFORE of them (a bad one: an
+    error before anything runs)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=4, help="topspeed rounds")
     parser.add_argument("--seconds", type=float, default=2.0, help="topspeed window per round")
@@ -339,19 +399,23 @@ def main() -> None:
     )
     parser.add_argument(
         "--before",
-        default=None,
+        action="append",
+        default=[],
+        metavar="REV",
         help="a git revision whose committed p4vtep build runs beside today's in every "
         "round (its IPv4 paths: before_local/encap/decap and, if that build routes, "
-        "before_routed_local/encap/decap), e.g. the commit before a change",
+        "before_routed_local/encap/decap), e.g. the commit before a change; up to "
+        f"{MAX_BEFORE} times: the second build's paths are before2_*, the third's before3_*",
     )
     parser.add_argument(
         "--port-security",
-        choices=("on", "off"),
+        choices=("on", "off", "both"),
         default="on",
         help="on: the local VMs of a p4vtep build that has port security (issue 38) are "
         "bound guarded, with their source guards, as the controller binds a VM by default; "
         "a --before build without it runs as before. off: every VM unguarded (as results "
-        "from before this option)",
+        "from before this option). both: as on, and today's build also bound unguarded "
+        "(unguarded_local/encap, unguarded_routed_local/encap)",
     )
     parser.add_argument(
         "--peer",
@@ -365,7 +429,26 @@ def main() -> None:
         help=f"the fabric-tna commit that build came from, for the record (the doc's figures: "
         f"{MEASURED_COMMIT[:12]})",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if len(args.before) > MAX_BEFORE:
+        parser.error(f"--before: at most {MAX_BEFORE} earlier builds, {len(args.before)} given")
+    commits: list[str] = []
+    for rev in args.before:
+        try:
+            commit = resolve_commit(rev)
+        except subprocess.CalledProcessError:
+            parser.error(f"--before {rev}: not a commit of this repository")
+        if commit in commits:
+            parser.error(f"--before {rev}: the same commit as an earlier --before")
+        if not committed_build(commit):
+            parser.error(f"--before {rev}: that commit has no committed BMv2 build")
+        commits.append(commit)
+    args.before_commits = commits
+    return args
+
+
+def main() -> None:
+    args = options()
     peer = peer_pipeline(args.peer)
     try:
         niceness = os.nice(args.nice - os.nice(0))
@@ -382,17 +465,23 @@ def main() -> None:
             return
     share = MachineShare()
     share.start()
-    port_security = args.port_security == "on"
+    port_security = args.port_security != "off"
+    if args.port_security == "both" and not guarded(bmv2_pipeline(), True):
+        print("--port-security both: this build has no port security to leave off")
+        raise SystemExit(2)
     trace = trace_paths(64, peer, port_security)
     with tempfile.TemporaryDirectory() as tmp, VethSet(f"pd{os.getpid() % 1000}", 3) as veths:
         programs = {"baseline": compile_baseline(Path(tmp)), "p4vtep": bmv2_pipeline()}
         if peer is not None:
             programs["fabric-tna"] = peer
-        if args.before:
-            programs["p4vtep-before"] = pipeline_at(args.before, Path(tmp))
+        if args.port_security == "both":  # (the same build, bound unguarded)
+            programs[UNGUARDED_PROGRAM] = programs["p4vtep"]
+        for n, commit in enumerate(args.before_commits):
+            (Path(tmp) / f"before{n}").mkdir()
+            programs[before_program(n)] = pipeline_at(commit, Path(tmp) / f"before{n}")
         paths = paths_of(programs)
         guards = {
-            name: guarded(pipeline, port_security)
+            name: program_guarded(name, pipeline, port_security)
             for name, pipeline in programs.items()
             if name.startswith("p4vtep")
         }
@@ -423,17 +512,19 @@ def main() -> None:
             conn.close()
             switch.stop()
     machine_load = share.stop()
-    results = summarise(raw, args.sizes, paths)
+    results = summarise(raw, args.sizes, paths, args.before)
     for key, r in results.items():
         line = f"{key}: topspeed {r['topspeed_pps']['median']:,.0f} pps"
         if r["no_loss_pps"]:
             line += f", no-loss {r['no_loss_pps']['median']:,.0f} pps"
         if "ratio" in r:
             line += ", ratios " + ", ".join(f"{k} {v['median']:.2f}" for k, v in r["ratio"].items())
-        for key, what in (("vs_bridged", "/ bridged"), ("vs_before", "/ before")):
-            if key in r:
-                line += f"; {what} topspeed {r[key]['topspeed']['median']:.2f}"
-                line += f", per switch core {r[key]['per_switch_core']['median']:.2f}"
+        versus_ = [("/ bridged", r.get("vs_bridged")), ("/ unguarded", r.get("vs_unguarded"))]
+        versus_ += [(f"/ {rev}", vs) for rev, vs in r.get("vs_befores", {}).items()]
+        for what, vs in versus_:
+            if vs is not None:
+                line += f"; {what} topspeed {vs['topspeed']['median']:.2f}"
+                line += f", per switch core {vs['per_switch_core']['median']:.2f}"
         if "port_security_drops" in r:
             line += f"; port security dropped {r['port_security_drops']}"
         print(line)
@@ -476,14 +567,26 @@ def main() -> None:
                 "what": "guarded: the local VMs (A, B, D) bound with bind_vm guarded=1, a "
                 "source guard per address (IPv4 /32, IPv6 /128), fe80::/64 and ::/128, as the "
                 "controller writes a guarded VM (dataplane_paths.bind_vm); unguarded: "
-                "guarded=0 or a build without port security, no source guards",
+                "guarded=0 or a build without port security, no source guards; "
+                f"{UNGUARDED_PROGRAM} (option both): today's build bound unguarded",
                 "sender_drops": refused,
             },
             "before": (
-                {"revision": args.before, "commit": resolve_commit(args.before)}
+                {"revision": args.before[0], "commit": args.before_commits[0]}
                 if args.before
                 else None
             ),
+            "befores": [
+                {
+                    "revision": rev,
+                    "commit": commit,
+                    "program": before_program(n),
+                    "prefix": before_prefix(n),
+                }
+                for n, (rev, commit) in enumerate(
+                    zip(args.before, args.before_commits, strict=True)
+                )
+            ],
             "peer": (
                 {
                     "program": "stratum/fabric-tna p4src/v1model/fabric_v1model.p4, profile "

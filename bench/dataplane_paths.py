@@ -2,7 +2,12 @@
 baseline, p4vtep's local switching, VXLAN encap and VXLAN decap, the same three
 routed between two subnets of a VRF (docs/routing.md), the six again with IPv6
 tenant frames (bridged6_*, routed6_*), and, when the user supplies a build of
-it, fabric-tna's bridging (``dataplane_peer``).
+it, fabric-tna's bridging (``dataplane_peer``). Beside today's build: up to
+MAX_BEFORE earlier committed builds' IPv4 paths (``before_*`` for the first
+``--before``, ``before2_*``, ``before3_*``, ... for the next ones: programs
+``p4vtep-before``, ``p4vtep-before2``, ...) and today's build bound
+unguarded (program ``p4vtep-unguarded``, the same pipeline: its
+``unguarded_*`` access paths; decap is never guarded, so it has none).
 What each program is given (entries through P4Runtime: on a build with port
 security, the local VMs bound guarded with their source guards, as the
 controller binds a VM by default), what each path is sent (frames made with
@@ -73,13 +78,33 @@ ROUTED_VS_BRIDGED = {
     **{f"routed_{kind}": kind for kind in KINDS},
     **{f"routed6_{kind}": f"bridged6_{kind}" for kind in KINDS},
 }
-# The IPv4 paths of an earlier p4vtep build ("p4vtep-before", `--before REV`),
-# bridged and, when that build routes, routed; each compared with today's in
-# the same round.
-BEFORE = {
-    **{f"before_{kind}": kind for kind in KINDS},
-    **{f"before_routed_{kind}": f"routed_{kind}" for kind in KINDS},
-}
+IPV4_PATHS = (*KINDS, *(f"routed_{kind}" for kind in KINDS))
+# Earlier p4vtep builds (`--before REV`, several allowed): the Nth one's
+# program and the prefix of its paths; the first keeps the names results had
+# when only one could be given.
+MAX_BEFORE = 4
+
+
+def before_program(n: int) -> str:
+    """The program name of the ``n``th (0-based) earlier build."""
+    return "p4vtep-before" if n == 0 else f"p4vtep-before{n + 1}"
+
+
+def before_prefix(n: int) -> str:
+    """The path prefix of the ``n``th (0-based) earlier build."""
+    return "before_" if n == 0 else f"before{n + 1}_"
+
+
+# Each earlier build's IPv4 paths, bridged and, when that build routes,
+# routed -> today's path it is compared with in the same round.
+BEFORE = {before_prefix(n) + path: path for n in range(MAX_BEFORE) for path in IPV4_PATHS}
+# Today's build with its VMs bound unguarded (`--port-security both`): the
+# access paths only (a frame from the fabric is never checked).
+UNGUARDED_PROGRAM = "p4vtep-unguarded"
+UNGUARDED = {f"unguarded_{path}": path for path in IPV4_PATHS if not path.endswith("decap")}
+# Any measured path that stands for one of today's (sent the same frames,
+# must make the same output).
+STANDS_FOR = {**BEFORE, **UNGUARDED}
 MARKER = b"P4VT"  # + 4-byte sequence number: the last 8 bytes of every frame
 ENCAP_SPORT = slice(34, 36)  # the outer UDP source port (a flow hash) of an encap output
 
@@ -89,7 +114,7 @@ class MeasuredPath:
     """One measured path: which program, in and out of which switch port."""
 
     name: str
-    program: str  # "baseline", "p4vtep", "p4vtep-before" or "fabric-tna"
+    program: str  # "baseline", "p4vtep", "p4vtep-unguarded", "p4vtep-before[N]", "fabric-tna"
     ingress: int
     egress: int
 
@@ -101,12 +126,28 @@ def _p4vtep(name: str, program: str = "p4vtep") -> MeasuredPath:
     return MeasuredPath(name, program, *PORTS[name.rsplit("_", 1)[-1]])
 
 
-# In the order a round runs them: an earlier build's IPv4 paths (only with
-# --before) next to today's, so each pair runs close in time.
+# In the order a round runs them, one program after the other, so that each
+# pair a target compares is at most 6 paths (12 windows, about 45 s) apart:
+# the first earlier build's IPv4 paths (issue 37's 9be722a in `make
+# bench-dataplane`) access paths first, today's unguarded access paths
+# (against those), today's IPv4 paths decap first (against the first build's
+# decap, and against the unguarded ones), the other earlier builds' in
+# today's order (issue 38's 14b7d2b against today's), then IPv6 (bridged,
+# routed).
+ACCESS_FIRST = ("local", "encap", "routed_local", "routed_encap", "decap", "routed_decap")
+DECAP_FIRST = ("decap", "routed_decap", "local", "encap", "routed_local", "routed_encap")
 PATHS = {
     "baseline": MeasuredPath("baseline", "baseline", ACCESS_1, ACCESS_2),
-    **{name: _p4vtep(name) for prefix in ("", "routed_") for name in (prefix + k for k in KINDS)},
-    **{name: _p4vtep(name, "p4vtep-before") for name in BEFORE},
+    **{
+        before_prefix(0) + p: _p4vtep(before_prefix(0) + p, before_program(0)) for p in ACCESS_FIRST
+    },
+    **{f"unguarded_{p}": _p4vtep(f"unguarded_{p}", UNGUARDED_PROGRAM) for p in ACCESS_FIRST[:4]},
+    **{name: _p4vtep(name) for name in DECAP_FIRST},
+    **{
+        before_prefix(n) + p: _p4vtep(before_prefix(n) + p, before_program(n))
+        for n in range(1, MAX_BEFORE)
+        for p in DECAP_FIRST
+    },
     **{
         name: _p4vtep(name)
         for prefix in ("bridged6_", "routed6_")
@@ -130,9 +171,9 @@ def families_routed(pipeline: Pipeline | None) -> set[int]:
 
 
 def routed_family(path: str) -> int | None:
-    """The IP version a path routes (an earlier build's path: the path it
-    stands for); None for a bridged path."""
-    path = BEFORE.get(path, path)
+    """The IP version a path routes (an earlier build's or an unguarded path:
+    the path it stands for); None for a bridged path."""
+    path = STANDS_FOR.get(path, path)
     if path.startswith("routed6_"):
         return 6
     return 4 if path.startswith("routed_") else None
@@ -141,7 +182,7 @@ def routed_family(path: str) -> int | None:
 def paths_of(programs: Mapping[str, Pipeline | None]) -> list[str]:
     """The paths whose program is loaded (the peer's only when supplied; the
     routed ones only for the IP versions the p4vtep build routes)."""
-    routes = {name: families_routed(programs.get(name)) for name in ("p4vtep", "p4vtep-before")}
+    routes = {name: families_routed(p) for name, p in programs.items() if name.startswith("p4vtep")}
     return [
         name
         for name, path in PATHS.items()
@@ -177,7 +218,7 @@ def switch_on(veths: VethSet, name: str, log_dir: Path, **options: Any) -> Bmv2S
 
 def _kind(path: str) -> tuple[str, bool, bool]:
     """(local, encap or decap; routed; IPv6) of a p4vtep path."""
-    path = BEFORE.get(path, path)
+    path = STANDS_FOR.get(path, path)
     kind = path.rsplit("_", 1)[-1]
     if kind not in KINDS:
         raise ValueError(f"unknown path {path!r}")
@@ -190,7 +231,7 @@ def frame(path: str, size: int, seq: int) -> Packet:
     IPv6 frame is never shorter than its headers and the marker: at 64 B it
     is the smallest there is, 74 B tagged (14 + 4 + 40 + 8 + 8), 70 B
     untagged (inside decap's VXLAN)."""
-    path = BEFORE.get(path, path)  # (an earlier build is sent the same frames)
+    path = STANDS_FOR.get(path, path)  # (an earlier or unguarded build: the same frames)
 
     def tenant(
         src_mac: str, src_ip: str, dst_mac: str, dst_ip: str, vlan: int | None = None
@@ -275,7 +316,7 @@ def expected_output(path: str, sent: bytes) -> bytes:
     byte for byte; an encap output's outer UDP source port (the flow hash)
     is zero here and not compared (ENCAP_SPORT)."""
     pkt = Ether(sent)
-    if BEFORE.get(path, path) in ("baseline", "fabric"):  # forwarded unchanged, tag included
+    if path in ("baseline", "fabric"):  # forwarded unchanged, tag included
         return sent
     kind, routed, _ = _kind(path)
     out: Packet
@@ -329,6 +370,12 @@ def guarded(pipeline: Pipeline | None, port_security: bool) -> bool:
     38): when it is asked for (``--port-security on``) and the build has it;
     an older build's are bound as that build's controller bound them."""
     return port_security and pipeline is not None and port_security_supported(pipeline.p4info)
+
+
+def program_guarded(program: str, pipeline: Pipeline | None, port_security: bool) -> bool:
+    """Whether ``program``'s VMs are bound guarded: as ``guarded``, but never
+    for today's build loaded as ``p4vtep-unguarded``."""
+    return program != UNGUARDED_PROGRAM and guarded(pipeline, port_security)
 
 
 def bind_vm(
@@ -433,9 +480,9 @@ def install(
     conn: SwitchConnection, program: str, pipeline: Pipeline, port_security: bool = True
 ) -> None:
     """A program's entries; a p4vtep build's VMs guarded when ``port_security``
-    and the build has it (``guarded``)."""
-    if program in ("p4vtep", "p4vtep-before"):
-        install_p4vtep(conn, pipeline, port_security)
+    and the build has it (``program_guarded``: never ``p4vtep-unguarded``)."""
+    if program.startswith("p4vtep"):
+        install_p4vtep(conn, pipeline, program_guarded(program, pipeline, port_security))
     else:
         INSTALL[program](conn, pipeline)
 
@@ -450,14 +497,29 @@ def resolve_commit(rev: str) -> str:
     ).stdout.strip()
 
 
+BUILD = "p4src/v1model/build"
+
+
+def committed_build(rev: str) -> bool:
+    """Whether git revision ``rev`` holds a BMv2 build of p4vtep (its JSON and
+    P4Info, as ``pipeline_at`` takes them)."""
+    return all(
+        subprocess.run(
+            ["git", "-C", str(BENCH.parent), "cat-file", "-e", f"{rev}:{BUILD}/{name}"],
+            capture_output=True,
+        ).returncode
+        == 0
+        for name in ("p4vtep.json", "p4vtep.p4info.txtpb")
+    )
+
+
 def pipeline_at(rev: str, out: Path) -> Pipeline:
     """The committed BMv2 build of p4vtep at git revision ``rev`` (its JSON and
     P4Info, as that commit's `make p4` left them)."""
-    build = "p4src/v1model/build"
     files = {}
     for name in ("p4vtep.json", "p4vtep.p4info.txtpb"):
         data = subprocess.run(
-            ["git", "-C", str(BENCH.parent), "show", f"{rev}:{build}/{name}"],
+            ["git", "-C", str(BENCH.parent), "show", f"{rev}:{BUILD}/{name}"],
             check=True,
             capture_output=True,
         ).stdout

@@ -927,7 +927,8 @@ def section_dataplane(out: list[str]) -> None:
             latency = f"{lat['median']:.0f} / {lat['p99']:.0f}" if lat else "-"
             no_loss = spread(r["no_loss_pps"], fmt="{:,.0f}") if r["no_loss_pps"] else "-"
             out.append(
-                f"| {r['path']} | {frame_cell(r)} | {spread(r['topspeed_pps'], fmt='{:,.0f}')} | "
+                f"| {path_label(data, r['path'])} | {frame_cell(r)} | "
+                f"{spread(r['topspeed_pps'], fmt='{:,.0f}')} | "
                 f"{spread(r['pps_per_switch_core'], fmt='{:,.0f}')} | {no_loss} | {latency} |"
             )
     out.append("")
@@ -981,14 +982,59 @@ def section_dataplane(out: list[str]) -> None:
     out.append("![dataplane](benchmarks/dataplane.png)\n")
 
 
+def befores_of(data: dict) -> list[dict]:
+    """The run's earlier builds (`--before`), in order: {revision, commit,
+    program, prefix}; a result from when one was all has only ``before``."""
+    if data.get("befores") is not None:
+        return list(data["befores"])
+    before = data.get("before")
+    return [{**before, "program": "p4vtep-before", "prefix": "before_"}] if before else []
+
+
+def versus_build(r: dict, data: dict, commit: str) -> dict | None:
+    """Path ``r``'s per-round ratios to the same path of the earlier build whose
+    commit starts with ``commit``, if that build ran."""
+    for n, build in enumerate(befores_of(data)):
+        if build["commit"].startswith(commit):
+            if "vs_befores" in r:
+                found: dict | None = r["vs_befores"].get(build["revision"])
+                return found
+            return r.get("vs_before") if n == 0 else None
+    return None
+
+
+def todays_vms_guarded(data: dict) -> bool:
+    """Whether today's build ran with its VMs bound guarded (port security on);
+    results from before the option bound every VM unguarded."""
+    info = data.get("port_security")
+    return bool(info and info["guarded"].get("p4vtep"))
+
+
+def program_label(data: dict, program: str) -> str:
+    """A program of the run as the report names it."""
+    if program == "p4vtep":
+        return "this build"
+    if program == "p4vtep-unguarded":
+        return "this build again as `unguarded_*`"
+    build = next((b for b in befores_of(data) if b["program"] == program), None)
+    return f"the build at {build['revision']}" if build else "the earlier build"
+
+
+def path_label(data: dict, path: str) -> str:
+    """A path's name, with the revision of the earlier build it is from."""
+    for build in befores_of(data):
+        if path.startswith(build["prefix"]):
+            return f"{path} ({build['revision']})"
+    return path
+
+
 def port_security_line(out: list[str], data: dict) -> None:
     """Whose VMs the run guarded (issue 38), when the result says."""
     info = data.get("port_security")
     if not info:
         return
     bound = ", ".join(
-        f"{'the earlier build' if name == 'p4vtep-before' else 'this build'} "
-        f"{'guarded' if on else 'unguarded'}"
+        f"{program_label(data, name)} {'guarded' if on else 'unguarded'}"
         for name, on in info["guarded"].items()
     )
     out.append(
@@ -1063,9 +1109,15 @@ def peer_section(out: list[str], data: dict, paths: dict, sizes: list[int]) -> N
 
 # Issue 37's data-plane targets: each routed IPv6 path / the bridged IPv6 path
 # of the same kind >= 0.85, and today's IPv4 paths within 5 % of this build,
-# the last before the IPv6 data plane (`make bench-dataplane`'s BENCH_BEFORE).
+# the last before the IPv6 data plane (`make bench-dataplane`'s BENCH_BEFORE),
+# today's VMs bound unguarded: 9be722a has no port security, whose cost is
+# issue 38's target, not the dual-stack work's.
 IPV6_BEFORE = "9be722a"
+# Issue 38's: today's paths with the VMs bound guarded within 5 % of this
+# build, the last before port security (also in BENCH_BEFORE).
+PORT_SECURITY_BEFORE = "14b7d2b"
 KINDS = ("local", "encap", "decap")
+IPV4_ROWS = (("", "bridged"), ("routed_", "routed"))
 
 
 def frame_cell(r: dict) -> str:
@@ -1075,61 +1127,141 @@ def frame_cell(r: dict) -> str:
     return str(size) if tenant == size else f"{size} ({tenant})"
 
 
-def ipv6_targets(out: list[str], data: dict) -> None:
-    """Issue 37's targets at a glance: medians of the per-round topspeed ratios,
-    "to be measured" where the run has no such path (or another before-build)."""
-    paths = data["paths"]
-    sizes = sorted({r["frame_bytes"] for r in paths.values()} | {64, 1024})
-    before = (data.get("before") or {}).get("commit", "")
-    rows: list[tuple[str, str, str]] = [
-        (f"routed6_{kind} / bridged6_{kind} >= 0.85", f"routed6_{kind}", "vs_bridged")
-        for kind in KINDS
-    ]
-    for prefix, what in (("", "bridged"), ("routed_", "routed")):
-        rows += [
-            (
-                f"{what} IPv4 {kind} / {IPV6_BEFORE} within 5 %",
-                f"{prefix}{kind}",
-                "vs_before" if before.startswith(IPV6_BEFORE) else "",
-            )
-            for kind in KINDS
-        ]
-    out.append(
-        f"Issue 37's targets (IPv6 tenants): routed / bridged IPv6 of the same kind, and "
-        f"today's IPv4 paths / the build before the IPv6 data plane ({IPV6_BEFORE}), "
-        "alternating in the same rounds; topspeed, median of the per-round ratios (the "
-        "tables below give the spread):\n"
-    )
+def target_sizes(data: dict) -> list[int]:
+    return sorted({r["frame_bytes"] for r in data["paths"].values()} | {64, 1024})
+
+
+def topspeed_cell(vs: dict | None) -> str:
+    return f"{vs['topspeed']['median']:.2f}" if vs else "to be measured"
+
+
+def target_table(out: list[str], sizes: list[int], rows: list[tuple[str, list[str]]]) -> None:
     out.append("| target | " + " | ".join(f"{size} B" for size in sizes) + " |")
     out.append("|---|" + "---|" * len(sizes))
-    for what, path, key in rows:
-        cells = []
-        for size in sizes:
-            r = paths.get(f"{path}_{size}", {})
-            cells.append(f"{r[key]['topspeed']['median']:.2f}" if key in r else "to be measured")
+    for what, cells in rows:
         out.append(f"| {what} | " + " | ".join(cells) + " |")
     out.append("")
 
 
+def todays_binding(data: dict) -> str:
+    """How today's build bound its VMs in the run's main paths."""
+    if todays_vms_guarded(data):
+        return "its VMs bound guarded, as the controller binds a VM by default"
+    return "its VMs bound unguarded"
+
+
+def ipv6_targets(out: list[str], data: dict) -> None:
+    """Issue 37's targets at a glance: medians of the per-round topspeed ratios,
+    "to be measured" where the run has no such path (or no 9be722a build).
+    IPv4 is judged with today's VMs bound unguarded (``unguarded_*``, or a run
+    that guarded none), the guarded figure beside it; decap is never guarded."""
+    paths = data["paths"]
+    sizes = target_sizes(data)
+    guarded = todays_vms_guarded(data)
+    rows = [
+        (
+            f"routed6_{kind} / bridged6_{kind} >= 0.85",
+            [
+                topspeed_cell(paths.get(f"routed6_{kind}_{size}", {}).get("vs_bridged"))
+                for size in sizes
+            ],
+        )
+        for kind in KINDS
+    ]
+    for prefix, what in IPV4_ROWS:
+        for kind in KINDS:
+            path, access = f"{prefix}{kind}", kind != "decap"
+            cells = []
+            for size in sizes:
+                r = paths.get(f"{path}_{size}", {})
+                unguarded = paths.get(f"unguarded_{path}_{size}", {}) if guarded and access else r
+                cell = topspeed_cell(versus_build(unguarded, data, IPV6_BEFORE))
+                beside = versus_build(r, data, IPV6_BEFORE) if guarded and access else None
+                if beside:
+                    cell += f" (guarded: {topspeed_cell(beside)})"
+                cells.append(cell)
+            binding = " (VMs unguarded)" if access else ""
+            rows.append((f"{what} IPv4 {kind}{binding} / {IPV6_BEFORE} within 5 %", cells))
+    out.append(
+        "Issue 37's targets (IPv6 tenants), alternating in the same rounds; topspeed, median "
+        "of the per-round ratios (the tables below give the spread and the ratios per switch "
+        f"core). Routed / bridged IPv6 of the same kind: today's build, {todays_binding(data)}. "
+        f"IPv4: today's build with its local VMs bound unguarded (`unguarded_*`) / {IPV6_BEFORE}, "
+        "the last build before the IPv6 data plane, which has no port security: the dual-stack "
+        "work's own cost; in brackets, today's build with its VMs guarded / the same (port "
+        "security's cost included, issue 38's target below). Decap paths (frames from the "
+        "fabric) are never guarded:\n"
+    )
+    target_table(out, sizes, rows)
+
+
+def port_security_targets(out: list[str], data: dict) -> None:
+    """Issue 38's target: today's IPv4 paths with the VMs bound guarded / the
+    last build before port security (14b7d2b), >= 0.95; today's build bound
+    unguarded / the same in brackets (what is not port security's)."""
+    paths = data["paths"]
+    sizes = target_sizes(data)
+    guarded = todays_vms_guarded(data)
+    rows = []
+    for prefix, what in IPV4_ROWS:
+        for kind in KINDS:
+            path, access = f"{prefix}{kind}", kind != "decap"
+            cells = []
+            for size in sizes:
+                r = paths.get(f"{path}_{size}", {})
+                cell = topspeed_cell(
+                    versus_build(r, data, PORT_SECURITY_BEFORE) if guarded else None
+                )
+                unguarded = paths.get(f"unguarded_{path}_{size}", {})
+                beside = versus_build(unguarded, data, PORT_SECURITY_BEFORE) if guarded else None
+                if beside:
+                    cell += f" (unguarded: {topspeed_cell(beside)})"
+                cells.append(cell)
+            binding = " (VMs guarded)" if access else " (not guarded)"
+            rows.append((f"{what} IPv4 {kind}{binding} / {PORT_SECURITY_BEFORE} >= 0.95", cells))
+    out.append(
+        "Issue 38's target (port security): today's build with its local VMs bound guarded, "
+        "as the controller binds a VM by default (a source guard per address, `fe80::/64`, "
+        f"`::/128`) / {PORT_SECURITY_BEFORE}, the last build before port security, alternating "
+        "in the same rounds; topspeed, median of the per-round ratios; in brackets, today's "
+        "build with the same VMs bound unguarded / the same (what is not port security's). "
+        "Decap paths are never guarded:\n"
+    )
+    target_table(out, sizes, rows)
+
+
 def routed_section(out: list[str], data: dict) -> None:
-    """The routing targets, when the run measured them: today's paths against an
-    earlier build's (`--before`: within 5 %), and each routed path against the
-    bridged path of the same kind and IP version (>= 0.85, issues 28 and 37)."""
+    """The targets, when the run measured them: issue 37's and 38's tables,
+    today's paths against each earlier build's (`--before`: within 5 %), port
+    security's cost (guarded / unguarded, `--port-security both`), and each
+    routed path against the bridged path of the same kind and IP version
+    (>= 0.85, issues 28 and 37)."""
     paths = data["paths"]
     ipv6_targets(out, data)
-    before = data.get("before")
-    earlier = (
-        f"the p4vtep build at {before['revision']} ({before['commit'][:12]})"
-        if before
-        else "the build before routing"
-    )
+    port_security_targets(out, data)
+    for build in befores_of(data):
+        rev = build["revision"]
+        compared = [
+            {**r, "vs": vs, "revision": rev}
+            for r in paths.values()
+            if (vs := versus_build(r, data, build["commit"])) is not None
+        ]
+        comparison_table(
+            out,
+            compared,
+            "vs",
+            f"IPv4 paths of this build ({todays_binding(data)}; `unguarded_*`: bound unguarded) "
+            f"/ the same paths of the p4vtep build at {rev} ({build['commit'][:12]}), "
+            "alternating in the same round (median (min-max, n)); **target: within 5 %**:\n",
+            lambda r: f"{r['path']} vs {r['revision']}",
+        )
     comparison_table(
         out,
-        [r for r in paths.values() if "vs_before" in r],
-        "vs_before",
-        f"{'IPv4' if before else 'Bridged'} paths of this build / the same paths of {earlier}, "
-        "alternating in the same round (median (min-max, n)); **target: within 5 %**:\n",
-        lambda r: f"{r['path']} vs before",
+        [r for r in paths.values() if "vs_unguarded" in r],
+        "vs_unguarded",
+        "Port security's cost in this build: its VMs bound guarded / the same paths with "
+        "them bound unguarded, in the same round (median (min-max, n)):\n",
+        lambda r: f"{r['path']} vs {r['vs_unguarded']['unguarded_path']}",
     )
     comparison_table(
         out,
@@ -1487,14 +1619,16 @@ def render() -> str:
         "(`routed_*`: through the anycast gateway locally, into the L3 VNI towards another",
         "VTEP, out of the L3 VNI to a VM), the six again with IPv6 tenant frames",
         "(`bridged6_*`, `routed6_*`: 2001:db8:1::/64 and 2001:db8:2::/64), and with",
-        "`--before REV` an earlier committed build's IPv4 paths (`before_*`,",
-        "`before_routed_*`; `make bench-dataplane` takes 9be722a, the last build before",
-        "the IPv6 data plane). Every path's output is checked byte for byte before the",
-        "rounds. Targets: each routed path / the bridged path of the same kind and IP",
-        "version >= 0.85 (issue 28 for IPv4, issue 37 for IPv6), today's IPv4 paths within",
-        "5 % of the build before (issue 37). An IPv6 frame at 64 B is the smallest one",
-        "that holds its headers and the benchmark's 8-byte marker: 74 B tagged (70 B",
-        "untagged inside decap's VXLAN), given in brackets after the size.",
+        "`--before REV` (several times) earlier committed builds' IPv4 paths (the first",
+        "build's `before_*`, `before_routed_*`, the second's `before2_*`, ...; `make",
+        "bench-dataplane` takes 9be722a, the last build before the IPv6 data plane, and",
+        "14b7d2b, the last before port security). Every path's output is checked byte for",
+        "byte before the rounds. Targets: each routed path / the bridged path of the same",
+        "kind and IP version >= 0.85 (issue 28 for IPv4, issue 37 for IPv6); today's IPv4",
+        "paths, VMs bound unguarded, within 5 % of 9be722a (issue 37); today's IPv4 paths,",
+        "VMs bound guarded, within 5 % of 14b7d2b (issue 38). An IPv6 frame at 64 B is the",
+        "smallest one that holds its headers and the benchmark's 8-byte marker: 74 B",
+        "tagged (70 B untagged inside decap's VXLAN), given in brackets after the size.",
         "",
         "Port security (issue 38; `--port-security on`, the default):",
         "a build that has it gets its local VMs bound as the controller binds a VM by",
@@ -1502,8 +1636,12 @@ def render() -> str:
         "`::/128`, so every path from an access port (local, encap, routed local and",
         "encap, IPv4 and IPv6) pays for the checks, and what port security dropped of the",
         "sender's frames is counted (none, if right); a `--before` build without it runs",
-        "as before. Results from before the option (no `port_security` in the result),",
-        "and `--port-security off`, bind every VM unguarded.",
+        "as before. `--port-security both` (`make bench-dataplane`) also runs today's",
+        "build with the same VMs bound unguarded (`unguarded_local`, `unguarded_encap`,",
+        "`unguarded_routed_local`, `unguarded_routed_encap`; decap is never guarded), so",
+        "port security's cost and the rest of a change's are told apart in one run.",
+        "Results from before the option (no `port_security` in the result), and",
+        "`--port-security off`, bind every VM unguarded.",
         "",
         "A well-known peer runs in the same rounds when the user supplies it:",
         "stratum/fabric-tna's v1model pipeline (`fabric_v1model.p4`, profile `fabric`)",

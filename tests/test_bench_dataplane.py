@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dataplane import summarise
+from dataplane import options, summarise
 from dataplane_cost import VARIANTS, Variant, against_baselines, compile_variant, unit_cost
 from dataplane_load import fixed_rate_loss, iface_counter, receive_marked, receiver
 from dataplane_paths import (
@@ -38,6 +38,7 @@ from dataplane_paths import (
     expected_output,
     frame,
     guarded,
+    install,
     install_p4vtep,
     paths_of,
     tenant_bytes,
@@ -230,22 +231,25 @@ def test_the_peer_runs_only_when_its_build_is_supplied(
     from p4vtep.dataplane.artifacts import bmv2_pipeline
 
     both = {"baseline": None, "p4vtep": bmv2_pipeline()}
-    bridged = ["baseline", "local", "encap", "decap"]
-    routed = ["routed_local", "routed_encap", "routed_decap"]
+    today = ["decap", "routed_decap", "local", "encap", "routed_local", "routed_encap"]
     bridged6 = ["bridged6_local", "bridged6_encap", "bridged6_decap"]
     routed6 = ["routed6_local", "routed6_encap", "routed6_decap"]
-    assert paths_of(both) == bridged + routed + bridged6 + routed6
+    assert paths_of(both) == ["baseline", *today, *bridged6, *routed6]
     assert paths_of({**both, "fabric-tna": None})[-1] == "fabric"
     # a build that does not route (an older p4vtep): the bridged paths only
+    bridged = ["baseline", "decap", "local", "encap"]
     assert paths_of({"baseline": None, "p4vtep": None}) == bridged + bridged6
-    # an earlier build (--before): its IPv4 paths, the routed ones if it routes
+    # an earlier build (--before): its IPv4 paths, the routed ones if it routes,
+    # run just before today's
     before = ["before_local", "before_encap", "before_decap"]
-    before_routed = ["before_routed_local", "before_routed_encap", "before_routed_decap"]
-    assert (
-        paths_of({**both, "p4vtep-before": None}) == bridged + routed + before + bridged6 + routed6
+    assert paths_of({**both, "p4vtep-before": None}) == (
+        ["baseline", *before, *today, *bridged6, *routed6]
     )
-    today_and_before = bridged + routed + before + before_routed + bridged6 + routed6
-    assert paths_of({**both, "p4vtep-before": bmv2_pipeline()}) == today_and_before
+    before_all = ["local", "encap", "routed_local", "routed_encap", "decap", "routed_decap"]
+    today_and_before = ["baseline", *(f"before_{p}" for p in before_all), *today]
+    assert paths_of({**both, "p4vtep-before": bmv2_pipeline()}) == today_and_before + (
+        bridged6 + routed6
+    )
     (tmp_path / "p4info.txt").write_text("")
     monkeypatch.setenv(PEER_ENV, str(tmp_path))
     with pytest.raises(FileNotFoundError, match=r"bmv2\.json"):
@@ -476,3 +480,131 @@ def test_summary_compares_each_routed_path_with_its_bridged_one_and_the_earlier_
     assert "vs_bridged" not in out["bridged6_local_64"]
     assert out["local_64"]["tenant_frame_bytes"] == 64
     assert "ratio" not in out["baseline_64"]
+
+
+def test_paths_of_two_earlier_builds_and_both_bindings_keep_each_pair_close() -> None:
+    """--before 9be722a --before 14b7d2b --port-security both: the first
+    earlier build's IPv4 paths (access paths first), today's unguarded access
+    paths, today's IPv4 paths (decap first), the second earlier build's, then
+    IPv6; 29 paths, each pair a target compares 6 paths apart."""
+    today = bmv2_pipeline()
+    programs = {
+        "baseline": None,
+        "p4vtep": today,
+        "p4vtep-unguarded": today,
+        "p4vtep-before": today,
+        "p4vtep-before2": today,
+    }
+    access = ["local", "encap", "routed_local", "routed_encap"]
+    decap = ["decap", "routed_decap"]
+    want = ["baseline", *(f"before_{p}" for p in access + decap)]
+    want += [f"unguarded_{p}" for p in access] + decap + access
+    want += [f"before2_{p}" for p in decap + access] + IPV6_PATHS
+    got = paths_of(programs)
+    assert got == want
+    assert len(got) == 29
+    for path in access + decap:  # issue 37: unguarded / before_; issue 38: today / before2_
+        unguarded_or_today = f"unguarded_{path}" if path in access else path
+        assert got.index(unguarded_or_today) - got.index(f"before_{path}") == 6
+        assert got.index(f"before2_{path}") - got.index(path) == 6
+        if path in access:  # (port security's own cost: guarded / unguarded)
+            assert got.index(path) - got.index(f"unguarded_{path}") == 6
+    # an earlier build that does not route: its bridged paths only
+    only_bridged = paths_of({**programs, "p4vtep-before2": None})
+    assert [p for p in only_bridged if p.startswith("before2_")] == [
+        "before2_decap",
+        "before2_local",
+        "before2_encap",
+    ]
+
+
+def test_unguarded_and_earlier_builds_paths_are_todays_frames_and_outputs() -> None:
+    for stand_in, today in (
+        ("unguarded_routed_encap", "routed_encap"),
+        ("before2_routed_local", "routed_local"),
+        ("before4_decap", "decap"),
+    ):
+        sent = bytes(frame(stand_in, 64, 3))
+        assert sent == bytes(frame(today, 64, 3))
+        assert expected_output(stand_in, sent) == expected_output(today, sent)
+        assert check_output(stand_in, sent, expected_output(today, sent)) is None
+
+
+def test_todays_build_loaded_unguarded_writes_no_guard(tmp_path: Path) -> None:
+    """--port-security both: the same build, as program p4vtep-unguarded, binds
+    its VMs unguarded and writes no source guard; as p4vtep, guarded."""
+    today = bmv2_pipeline()
+    e = PipelineEntries(today.p4info)
+    unguarded, on = _Written(), _Written()
+    install(unguarded, "p4vtep-unguarded", today, True)  # type: ignore[arg-type]
+    install(on, "p4vtep", today, True)  # type: ignore[arg-type]
+    assert not GUARDS & set(unguarded.tables(today))
+    assert GUARDS & set(on.tables(today))
+    for port, (mac, _, vlan, index), vni in LOCAL_VMS:
+        assert e.access_binding(port, vlan, vni, index, mac, L3VNI) in unguarded.entities
+    assert len(unguarded.entities) == len(_install(today, False).entities)
+
+
+def test_options_take_several_earlier_builds_and_both_bindings() -> None:
+    args = options(["--before", "9be722a", "--before", "14b7d2b", "--port-security", "both"])
+    assert args.before == ["9be722a", "14b7d2b"]
+    assert [c[:7] for c in args.before_commits] == ["9be722a", "14b7d2b"]
+    assert all(len(c) == 40 for c in args.before_commits)
+    assert args.port_security == "both"
+    plain = options([])
+    assert (plain.before, plain.before_commits, plain.port_security) == ([], [], "on")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--before", "no-such-revision"], "not a commit of this repository"),
+        (["--before", "9be722a", "--before", "9be722a4b0ad"], "the same commit"),
+        ([f"--before=HEAD~{n}" for n in range(5)], "at most 4"),
+        (["--port-security", "sometimes"], "invalid choice"),
+    ],
+)
+def test_options_refuse_bad_earlier_builds_before_anything_runs(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        options(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_summary_compares_with_each_earlier_build_and_the_unguarded_paths() -> None:
+    """Two earlier builds and both bindings: today's guarded path / each
+    build's (vs_befores by revision; vs_before: the first's, as results had
+    it), guarded / unguarded (vs_unguarded), the unguarded path / each build's."""
+    pps = {
+        "baseline": [1000.0, 1000.0],
+        "local": [270.0, 300.0],
+        "unguarded_local": [300.0, 300.0],
+        "before_local": [300.0, 250.0],
+        "before2_local": [300.0, 300.0],
+        "decap": [400.0, 400.0],
+        "before_decap": [400.0, 500.0],
+        "before2_decap": [500.0, 400.0],
+    }
+    raw = {(p, 64): _raw(v, 64) for p, v in pps.items()}
+    out = summarise(raw, [64], list(pps), ["9be722a", "14b7d2b"])
+    local = out["local_64"]
+    assert local["vs_befores"]["14b7d2b"]["before_path"] == "before2_local"
+    assert local["vs_befores"]["14b7d2b"]["topspeed"]["min"] == pytest.approx(0.9)
+    assert local["vs_befores"]["14b7d2b"]["topspeed"]["max"] == pytest.approx(1.0)
+    assert local["vs_befores"]["9be722a"]["topspeed"]["max"] == pytest.approx(1.2)
+    assert local["vs_before"]["topspeed"] == local["vs_befores"]["9be722a"]["topspeed"]
+    assert local["vs_unguarded"]["unguarded_path"] == "unguarded_local"
+    assert local["vs_unguarded"]["topspeed"]["min"] == pytest.approx(0.9)
+    assert local["vs_unguarded"]["per_switch_core"]["max"] == pytest.approx(1.0)
+    unguarded = out["unguarded_local_64"]
+    assert unguarded["vs_befores"]["9be722a"]["before_path"] == "before_local"
+    assert unguarded["vs_befores"]["9be722a"]["topspeed"]["max"] == pytest.approx(1.2)
+    assert "vs_unguarded" not in unguarded
+    decap = out["decap_64"]
+    assert "vs_unguarded" not in decap  # (decap is never guarded: no unguarded twin)
+    assert decap["vs_befores"]["14b7d2b"]["topspeed"]["min"] == pytest.approx(0.8)
+    assert "vs_befores" not in out["before2_local_64"]
+    # without revisions (one --before, as before): vs_before only
+    assert "vs_befores" not in summarise(raw, [64], list(pps))["local_64"]

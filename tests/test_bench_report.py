@@ -81,16 +81,40 @@ def test_convergence_target_counts_shared_cores_only(monkeypatch: pytest.MonkeyP
     assert pinned == ["-", "0.84", "-"]
 
 
-def _dataplane_row(path: str, size: int, tenant: int | None = None, **ratios: float) -> dict:
+def _stats(median: float) -> dict:
+    return {"median": median, "min": median, "max": median, "n": 1}
+
+
+def _dataplane_row(
+    path: str, size: int, tenant: int | None = None, befores: dict | None = None, **ratios: float
+) -> dict:
     """One path of a data-plane result with the per-round comparisons given
-    (``vs_bridged`` / ``vs_before``: the median topspeed ratio)."""
+    (``vs_bridged`` / ``vs_before`` / ``vs_unguarded``: the median topspeed
+    ratio; ``befores``: revision -> the median topspeed ratio to that build;
+    per switch core: the same less 0.5, to tell them apart)."""
     row: dict = {"path": path, "frame_bytes": size, "tenant_frame_bytes": tenant or size}
     for key, median in ratios.items():
-        stats = {"median": median, "min": median, "max": median, "n": 1}
-        row[key] = {"topspeed": stats, "per_switch_core": stats}
+        row[key] = {"topspeed": _stats(median), "per_switch_core": _stats(median - 0.5)}
         if key == "vs_bridged":
             row[key]["bridged_path"] = path.replace("routed6_", "bridged6_")
+        if key == "vs_unguarded":
+            row[key]["unguarded_path"] = f"unguarded_{path}"
+    if befores is not None:
+        row["vs_befores"] = {
+            rev: {"topspeed": _stats(m), "per_switch_core": _stats(m - 0.5)}
+            for rev, m in befores.items()
+        }
     return row
+
+
+def _rows(out: list[str]) -> dict[str, list[str]]:
+    """A rendered section's table rows: first cell -> the others."""
+    return {
+        cells[0]: cells[1:]
+        for cells in (
+            [c.strip() for c in line.strip("|").split(" | ")] for line in out if line[:2] == "| "
+        )
+    }
 
 
 def test_ipv6_targets_show_what_was_measured_and_leave_the_rest_to_be_measured() -> None:
@@ -102,26 +126,28 @@ def test_ipv6_targets_show_what_was_measured_and_leave_the_rest_to_be_measured()
     }
     data = {"paths": paths, "before": {"revision": "9be722a", "commit": "9be722a4b0ad" + "0" * 28}}
     out: list[str] = []
-    report.routed_section(out, data)
-    rows = {
-        cells[0]: cells[1:]
-        for cells in (
-            [c.strip() for c in line.strip("|").split(" | ")] for line in out if line[:2] == "| "
-        )
-    }
+    report.routed_section(out, data)  # (a result with one --before, no port_security)
+    rows = _rows(out)
     assert rows["routed6_local / bridged6_local >= 0.85"] == ["0.87", "to be measured"]
     assert rows["routed6_decap / bridged6_decap >= 0.85"] == ["to be measured"] * 2
-    assert rows["bridged IPv4 local / 9be722a within 5 %"] == ["0.97", "to be measured"]
+    # no port_security record: today's VMs were unguarded, so vs_before is the figure
+    assert rows["bridged IPv4 local (VMs unguarded) / 9be722a within 5 %"] == [
+        "0.97",
+        "to be measured",
+    ]
     assert rows["routed IPv4 decap / 9be722a within 5 %"] == ["to be measured", "1.01"]
     # the comparison tables: the IPv6 frame's own length beside the size asked for
     assert rows["routed6_local vs bridged6_local"][0] == "64 (74)"
-    assert rows["local vs before"][0] == "64"
+    assert rows["local vs 9be722a"][0] == "64"
     assert any("the p4vtep build at 9be722a (9be722a4b0ad)" in line for line in out)
     # compared with another build (issue 28's): issue 37's IPv4 rows wait for a 9be722a run
     data["before"] = {"revision": "83c9917", "commit": "83c9917" + "0" * 33}
     out = []
     report.routed_section(out, data)
-    assert "| bridged IPv4 local / 9be722a within 5 % | to be measured | to be measured |" in out
+    assert (
+        "| bridged IPv4 local (VMs unguarded) / 9be722a within 5 % | to be measured | "
+        "to be measured |" in out
+    )
     assert any("the p4vtep build at 83c9917" in line for line in out)
 
 
@@ -191,3 +217,133 @@ def test_dual_stack_targets_leave_loaded_runs_out_of_the_ratio(
     assert "not measured on a quiet machine (loaded: 2 runs below) | - |" in text
     restart = "| a restart over the installed state writes nothing | 3 writes in 4 restarts |"
     assert f"{restart} **not met** |" in text
+
+
+NINE, FOURTEEN = (
+    "9be722a4b0ad60910c2ef2166db29db5a50815d1",
+    "14b7d2b234b8e8460e3d8e5aa01af3e71f2573e3",
+)
+BOTH_BEFORES = [
+    {"revision": "9be722a", "commit": NINE, "program": "p4vtep-before", "prefix": "before_"},
+    {"revision": "14b7d2b", "commit": FOURTEEN, "program": "p4vtep-before2", "prefix": "before2_"},
+]
+
+
+def _both_run() -> dict:
+    """A --before 9be722a --before 14b7d2b --port-security both result (64 B
+    only): today guarded / 9be722a 0.88, unguarded / 9be722a 0.97, today /
+    14b7d2b 0.96 (decap: 0.99 / 1.00), unguarded / 14b7d2b 1.01."""
+    paths = {}
+    for prefix in ("", "routed_"):
+        for kind in ("local", "encap"):
+            path = prefix + kind
+            paths[f"{path}_64"] = _dataplane_row(
+                path, 64, befores={"9be722a": 0.88, "14b7d2b": 0.96}, vs_unguarded=0.93
+            )
+            paths[f"unguarded_{path}_64"] = _dataplane_row(
+                f"unguarded_{path}", 64, befores={"9be722a": 0.97, "14b7d2b": 1.01}
+            )
+        decap = f"{prefix}decap"
+        paths[f"{decap}_64"] = _dataplane_row(decap, 64, befores={"9be722a": 0.99, "14b7d2b": 1.00})
+    for name in list(paths):  # (vs_before: the first build's, as results have it)
+        befores = paths[name]["vs_befores"]
+        paths[name]["vs_before"] = befores["9be722a"]
+    return {
+        "paths": paths,
+        "before": {"revision": "9be722a", "commit": NINE},
+        "befores": BOTH_BEFORES,
+        "port_security": {
+            "option": "both",
+            "guarded": {
+                "p4vtep": True,
+                "p4vtep-unguarded": False,
+                "p4vtep-before": False,
+                "p4vtep-before2": False,
+            },
+            "sender_drops": 0,
+        },
+    }
+
+
+def test_issue_37_judges_ipv4_unguarded_against_9be722a_the_guarded_figure_beside() -> None:
+    out: list[str] = []
+    report.ipv6_targets(out, _both_run())
+    rows = _rows(out)
+    for what in ("bridged", "routed"):
+        for kind in ("local", "encap"):
+            assert rows[f"{what} IPv4 {kind} (VMs unguarded) / 9be722a within 5 %"] == [
+                "0.97 (guarded: 0.88)",
+                "to be measured",
+            ]
+        assert rows[f"{what} IPv4 decap / 9be722a within 5 %"] == ["0.99", "to be measured"]
+    text = "\n".join(out)
+    assert "today's build with its local VMs bound unguarded (`unguarded_*`) / 9be722a" in text
+    assert "in brackets, today's build with its VMs guarded" in text
+    # the same run without the unguarded paths (--port-security on): guarded only
+    run = _both_run()
+    run["paths"] = {k: v for k, v in run["paths"].items() if not k.startswith("unguarded_")}
+    out = []
+    report.ipv6_targets(out, run)
+    assert _rows(out)["bridged IPv4 local (VMs unguarded) / 9be722a within 5 %"][0] == (
+        "to be measured (guarded: 0.88)"
+    )
+
+
+def test_issue_38_judges_todays_guarded_paths_against_14b7d2b() -> None:
+    out: list[str] = []
+    report.port_security_targets(out, _both_run())
+    rows = _rows(out)
+    for what in ("bridged", "routed"):
+        for kind in ("local", "encap"):
+            assert rows[f"{what} IPv4 {kind} (VMs guarded) / 14b7d2b >= 0.95"] == [
+                "0.96 (unguarded: 1.01)",
+                "to be measured",
+            ]
+        assert rows[f"{what} IPv4 decap (not guarded) / 14b7d2b >= 0.95"] == [
+            "1.00",
+            "to be measured",
+        ]
+    text = "\n".join(out)
+    assert "today's build with its local VMs bound guarded" in text
+    assert "/ 14b7d2b, the last build before port security" in text
+    # a run whose VMs were not guarded (--port-security off), or without 14b7d2b,
+    # judges nothing
+    off = _both_run()
+    off["port_security"]["guarded"]["p4vtep"] = False
+    nine_only = _both_run()
+    nine_only["befores"] = BOTH_BEFORES[:1]
+    for run in (off, nine_only):
+        out = []
+        report.port_security_targets(out, run)
+        assert set(_rows(out)["routed IPv4 local (VMs guarded) / 14b7d2b >= 0.95"]) == {
+            "to be measured"
+        }
+    # an older result (one --before, no vs_befores): the first build only
+    old = _both_run()
+    old["befores"] = None
+    old["before"] = {"revision": "14b7d2b", "commit": FOURTEEN}
+    for row in old["paths"].values():
+        row["vs_before"] = row.pop("vs_befores")["14b7d2b"]
+    out = []
+    report.port_security_targets(out, old)
+    assert _rows(out)["bridged IPv4 encap (VMs guarded) / 14b7d2b >= 0.95"][0] == (
+        "0.96 (unguarded: 1.01)"
+    )
+
+
+def test_each_earlier_build_and_the_unguarded_paths_get_their_comparison_table() -> None:
+    out: list[str] = []
+    report.routed_section(out, _both_run())
+    rows = _rows(out)
+    assert rows["local vs 9be722a"] == ["64", "**0.88 (0.88-0.88, n=1)**", "0.38 (0.38-0.38, n=1)"]
+    assert rows["unguarded_local vs 9be722a"][1] == "**0.97 (0.97-0.97, n=1)**"
+    assert rows["routed_decap vs 14b7d2b"][1] == "**1.00 (1.00-1.00, n=1)**"
+    assert rows["encap vs unguarded_encap"][1] == "**0.93 (0.93-0.93, n=1)**"
+    text = "\n".join(out)
+    assert "the p4vtep build at 9be722a (9be722a4b0ad)" in text
+    assert "the p4vtep build at 14b7d2b (14b7d2b234b8)" in text
+    assert (
+        report.path_label(_both_run(), "before2_routed_local") == "before2_routed_local (14b7d2b)"
+    )
+    assert report.path_label(_both_run(), "before_local") == "before_local (9be722a)"
+    assert report.path_label(_both_run(), "unguarded_local") == "unguarded_local"
