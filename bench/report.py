@@ -906,7 +906,9 @@ def section_dataplane(out: list[str]) -> None:
     for r in vtep + peer:
         ratio = r["ratio"]
         no_loss = spread(ratio["no_loss"]) if "no_loss" in ratio else "-"
-        name = "fabric-tna bridging (peer)" if r["path"] == "fabric" else r["path"]
+        name = (
+            "fabric-tna bridging (peer)" if r["path"] == "fabric" else path_label(data, r["path"])
+        )
         out.append(
             f"| {name} | {frame_cell(r)} | **{spread(ratio['topspeed'])}** | "
             f"{spread(ratio['per_switch_core'])} | {no_loss} |"
