@@ -571,6 +571,23 @@ class Routed6RemoteToLocalTest(DualStackFabricTest):
         tu.verify_no_other_packets(self)
 
 
+class Routed6FromTenantVniNotRoutedTest(DualStackFabricTest):
+    """IPv6 from VTEP 1 in a tenant VNI (VNI A, not the L3 VNI) to the anycast
+    gateway MAC (asymmetric IRB): not routed, no route (test_routing.py's
+    FromTenantVniNotRoutedTest says why)."""
+
+    def runTest(self):
+        inner = frozen(
+            Ether(src=A3.mac, dst=ANYCAST_MAC)
+            / IPv6(src=ip6(A3), dst=ip6(A5), hlim=63)
+            / UDP(sport=5000, dport=80)
+            / Raw(b"\xce" * 40)
+        )
+        self.assert_dropped_only(
+            UPLINK_1, from_remote(inner, VNI_A, REMOTE_VTEP_1), DropReason.NO_TENANT_ROUTE
+        )
+
+
 class Routed6HostRouteBeatsPrefixTest(DualStackFabricTest):
     """2001:db8:2::6 (a6) has a host route to VTEP 1; the rest of
     2001:db8:2::/64 follows the prefix to VTEP 2; 2001:db8:2::5 is the local a5."""

@@ -231,6 +231,26 @@ class RoutedRemoteToLocalTest(RoutedFabricTest):
         tu.verify_no_other_packets(self)
 
 
+class FromTenantVniNotRoutedTest(RoutedFabricTest):
+    """From VTEP 1 in a tenant VNI (VNI A, not the L3 VNI) to the anycast
+    gateway MAC, as an asymmetric-IRB peer would send it: not routed
+    (docs/routing.md), on both targets under the same reason: a frame from the
+    fabric is routed in the VRF its VNI names, and only an L3 VNI names one,
+    so there is no route for it. (On BMv2 routing moves the tenant's IP header
+    that decap left behind first, as Tofino's decap does.)"""
+
+    def runTest(self):
+        inner = (
+            Ether(src=A3.mac, dst=ANYCAST_MAC)
+            / IP(src=A3.ip, dst=A5.ip, ttl=63)
+            / UDP(sport=5000, dport=80)
+            / Raw(b"\xce" * 40)
+        )
+        self.assert_dropped(
+            UPLINK_1, from_remote(inner, VNI_A, REMOTE_VTEP_1), DropReason.NO_TENANT_ROUTE
+        )
+
+
 class HostRouteBeatsPrefixTest(RoutedFabricTest):
     """192.168.2.6 has a host route (VTEP 1); the rest of 192.168.2.0/24 follows
     the prefix (VTEP 2); 192.168.2.5 is the local a5."""

@@ -25,10 +25,6 @@
 #endif
 #define ROUTE_DECISION_BESIDE_L2   // the route decision inside L2Forwarding's hit branch
 #define ND_ANSWER_UNTAGGED         // an answered NS leaves ingress untagged (nd_suppression.p4)
-// Decap moves the tenant's IPv4 header into hdr.ipv4 for every frame: the
-// route lookups run beside the MAC lookup, before anything knows the frame is
-// routed, and on Tofino a header move costs no packet rate.
-#define DECAP_MOVES_INNER_IPV4
 // Port security's lookups run beside access_binding (their keys come from
 // the parser), and its checks in the stage of the MAC check: on Tofino 1's
 // full ingress it adds no dependency to the chain (port_security.p4).
@@ -224,7 +220,10 @@ control VtepIngress(inout headers_t hdr,
     AccessFiltering(VM_COUNT, VM_COUNT, ALLOWED_SOURCE_MAC_TABLE_SIZE,
                     IPV4_SOURCE_GUARD_TABLE_SIZE, IPV6_SOURCE_GUARD_TABLE_SIZE) access_filtering;
     VtepTermination(VTEP_TERMINATION_TABLE_SIZE) vtep_termination;
-    VxlanDecap() vxlan_decap;
+    // Decap moves the tenant's IP header into hdr.ipv4/ipv6 for every frame:
+    // the route lookups run beside the MAC lookup, before anything knows the
+    // frame is routed, and on Tofino a header move costs no packet rate.
+    VxlanDecap(move_inner_ip = true) vxlan_decap;
     VniLookup(VNI_COUNT) vni_lookup;
     FlowHash() flow_hash;
     TxPolicing(VM_COUNT) tx_policing;

@@ -83,7 +83,10 @@ control VtepIngress(inout headers_t hdr,
     AccessFiltering(VM_COUNT, VM_COUNT, ALLOWED_SOURCE_MAC_TABLE_SIZE,
                     IPV4_SOURCE_GUARD_TABLE_SIZE, IPV6_SOURCE_GUARD_TABLE_SIZE) access_filtering;
     VtepTermination(VTEP_TERMINATION_TABLE_SIZE) vtep_termination;
-    VxlanDecap() vxlan_decap;
+    // A frame in a VRF's L3 VNI is routed: its decap moves the tenant's IP
+    // header where routing reads it (tunnel.p4); a bridged one's does not.
+    VxlanDecap(move_inner_ip = false) vxlan_decap;
+    VxlanDecap(move_inner_ip = true) routed_decap;
     VniLookup(VNI_COUNT) vni_lookup;
     FlowHash() flow_hash;
     TxPolicing(VM_COUNT) tx_policing;
@@ -139,7 +142,11 @@ control VtepIngress(inout headers_t hdr,
         if (meta.drop_reason == DROP_NONE) {
             vni_lookup.apply(meta);
             if (meta.from_fabric) {
-                vxlan_decap.apply(hdr);
+                if (meta.is_l3vni) {
+                    routed_decap.apply(hdr);
+                } else {
+                    vxlan_decap.apply(hdr);
+                }
             }
         }
         if (meta.drop_reason == DROP_NONE) {
@@ -165,7 +172,8 @@ control VtepIngress(inout headers_t hdr,
             } else if (meta.cpu_flood) {
                 cpu_flood.apply(meta);
             }
-            if (meta.to_router) {
+            // (Dropped already, by the TX meter: the first reason stands.)
+            if (meta.to_router && meta.drop_reason == DROP_NONE) {
                 l3_forwarding.apply(hdr, meta);
             }
         }

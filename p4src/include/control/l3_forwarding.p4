@@ -158,12 +158,17 @@ control L3Forwarding(inout headers_t hdr,
         size = prefix_table_size;
     }
 
+    // Applied only to a frame nothing has dropped yet (p4vtep.p4 tests it with
+    // to_router: one condition less per routed frame on BMv2).
     apply {
-        if (meta.from_fabric) {
-            // Decap left the tenant's IP header in inner_ipv4 (inner_ipv6): a
-            // bridged frame from the fabric never pays for the move, a routed
-            // one moves it here, where the lookups and rewrites read hdr.ipv4
-            // (hdr.ipv6: the underlay is IPv4, so that slot is free).
+        if (meta.from_fabric && !meta.is_l3vni) {
+            // A frame from the fabric to the gateway MAC of a tenant VNI, not
+            // the VRF's L3 VNI (whose decap moved the tenant's IP header
+            // already: tunnel.p4): decap left that header in inner_ipv4
+            // (inner_ipv6). It moves here, where the lookups and rewrites
+            // read hdr.ipv4 (hdr.ipv6: the underlay is IPv4, that slot is
+            // free); with no VRF of that number it then meets no route, as on
+            // Tofino (asymmetric IRB is not routed: docs/routing.md).
             hdr.ipv4 = hdr.inner_ipv4;
             hdr.inner_ipv4.setInvalid();
 #ifdef P4VTEP_IPV6
@@ -171,9 +176,7 @@ control L3Forwarding(inout headers_t hdr,
             hdr.inner_ipv6.setInvalid();
 #endif
         }
-        if (meta.drop_reason != DROP_NONE) {
-            // Dropped already (the TX meter): the first reason stands.
-        } else if (hdr.ipv4.isValid() && hdr.ipv4.version == 4 && hdr.ipv4.ihl >= 5) {
+        if (hdr.ipv4.isValid() && hdr.ipv4.version == 4 && hdr.ipv4.ihl >= 5) {
             if (hdr.ipv4.ttl <= 1) {
                 // No ICMP time-exceeded is generated (docs/routing.md).
                 meta.drop_reason = DROP_TENANT_TTL_EXPIRED;
@@ -229,39 +232,44 @@ control L3Forwarding(inout headers_t hdr,
                 // Only the source's scope is left to test (on BMv2 each
                 // slice of a 128-bit field is a wide-integer operation).
                 if (ipv6_host_route.apply().hit) {
-                    if (!meta.to_gateway && IPV6_NOT_GLOBAL(hdr.ipv6.src_addr)) {
+                    // Each outcome in the hit's own branch: a verdict carried
+                    // past it would be tested again (a condition per frame).
+                    if (meta.to_gateway) {
+                        if (!meta.from_fabric && hdr.icmp.isValid() &&
+                            hdr.icmp.type_code == ICMPV6_ECHO_REQUEST) {
+                            // Echo reply from the gateway (global or
+                            // link-local address). Type 128 -> 129 adds
+                            // 0x0100 to the summed word, so the checksum loses
+                            // it; swapping the addresses leaves the
+                            // pseudo-header's sum as it was.
+                            ipv6_addr_t requester = hdr.ipv6.src_addr;
+                            hdr.ipv6.src_addr = hdr.ipv6.dst_addr;
+                            hdr.ipv6.dst_addr = requester;
+                            hdr.icmp.type_code = ICMPV6_ECHO_REPLY;
+                            CHECKSUM_ADD(hdr.icmp.checksum, 16w0xfeff)
+                            hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+                            hdr.ethernet.src_addr = meta.gateway_mac;
+                            meta.egress_port = meta.ingress_port;
+                            meta.egress_vlan = meta.src_vlan;
+                            meta.dst_vm = meta.src_vm;
+                        } else {
+                            meta.drop_reason = DROP_TO_GATEWAY;
+                        }
+                    } else if (IPV6_NOT_GLOBAL(hdr.ipv6.src_addr)) {
                         meta.drop_reason = DROP_IPV6_SCOPE;
+                    } else if (meta.from_fabric && meta.do_encap) {
+                        // Routed fabric to fabric: this ToR is no transit router.
+                        meta.drop_reason = DROP_ROUTED_TRANSIT;
                     }
                 } else if (IPV6_NOT_GLOBAL(hdr.ipv6.dst_addr) ||
                            IPV6_NOT_GLOBAL(hdr.ipv6.src_addr)) {
                     meta.drop_reason = DROP_IPV6_SCOPE;
                 } else {
+                    // (a miss is no_route; a prefix never leads to the gateway)
                     ipv6_prefix_route.apply();
-                }
-                if (meta.drop_reason != DROP_NONE) {
-                    // (not a global address, or no route)
-                } else if (meta.to_gateway) {
-                    if (!meta.from_fabric && hdr.icmp.isValid() &&
-                        hdr.icmp.type_code == ICMPV6_ECHO_REQUEST) {
-                        // Echo reply from the gateway (global or link-local
-                        // address). Type 128 -> 129 adds 0x0100 to the summed
-                        // word, so the checksum loses it; swapping the
-                        // addresses leaves the pseudo-header's sum as it was.
-                        ipv6_addr_t requester = hdr.ipv6.src_addr;
-                        hdr.ipv6.src_addr = hdr.ipv6.dst_addr;
-                        hdr.ipv6.dst_addr = requester;
-                        hdr.icmp.type_code = ICMPV6_ECHO_REPLY;
-                        CHECKSUM_ADD(hdr.icmp.checksum, 16w0xfeff)
-                        hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
-                        hdr.ethernet.src_addr = meta.gateway_mac;
-                        meta.egress_port = meta.ingress_port;
-                        meta.egress_vlan = meta.src_vlan;
-                        meta.dst_vm = meta.src_vm;
-                    } else {
-                        meta.drop_reason = DROP_TO_GATEWAY;
+                    if (meta.from_fabric && meta.do_encap) {
+                        meta.drop_reason = DROP_ROUTED_TRANSIT;
                     }
-                } else if (meta.from_fabric && meta.do_encap) {
-                    meta.drop_reason = DROP_ROUTED_TRANSIT;
                 }
             }
         }

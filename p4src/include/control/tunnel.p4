@@ -4,9 +4,18 @@
 
 // Move the tenant's Ethernet header from inner_ethernet into the slot the
 // rest of the pipeline switches on and discard the underlay. The parser stops
-// at the inner Ethernet header (nothing after decap reads further), so the
-// rest of the tenant frame is payload and stays where it is.
-control VxlanDecap(inout headers_t hdr) {
+// at the inner Ethernet header and, for routing, its IP header (nothing after
+// decap reads further), so the rest of the tenant frame is payload and stays
+// where it is.
+// `move_inner_ip`: also move the tenant's IP header (inner_ipv4 or
+// inner_ipv6) into hdr.ipv4 / hdr.ipv6, where routing reads it. Tofino does
+// it for every frame (its route lookups run beside the MAC lookup, before
+// anything knows the frame is routed, and a header move costs it no packet
+// rate). BMv2 has two instances: one that moves, for a frame in a VRF's L3
+// VNI (symmetric IRB: always routed), and one that does not, so a bridged
+// frame never pays for the move and a routed one pays no table apply of its
+// own for it (bench/NOTES.md: a table apply is BMv2's unit of cost).
+control VxlanDecap(inout headers_t hdr)(bool move_inner_ip) {
     apply {
         hdr.ethernet = hdr.inner_ethernet;
         hdr.inner_ethernet.setInvalid();
@@ -14,19 +23,23 @@ control VxlanDecap(inout headers_t hdr) {
         // outer IPv6, ARP and TCP cannot be valid in it).
         hdr.vlan.setInvalid();
         hdr.vlan2.setInvalid();
-#if defined(P4VTEP_ROUTING) && defined(DECAP_MOVES_INNER_IPV4)
-        // The tenant's IPv4 header, if any, where routing reads it (invalid
-        // when the inner frame is not IPv4): the outer one goes with it.
-        hdr.ipv4 = hdr.inner_ipv4;
-        hdr.inner_ipv4.setInvalid();
+#ifdef P4VTEP_ROUTING
+        if (move_inner_ip) {
+            // The tenant's IP header, if any (an invalid one invalidates its
+            // slot): the outer IPv4 goes with it.
+            hdr.ipv4 = hdr.inner_ipv4;
+            hdr.inner_ipv4.setInvalid();
 #ifdef P4VTEP_IPV6
-        hdr.ipv6 = hdr.inner_ipv6;   // (the underlay is IPv4: that slot was empty)
-        hdr.inner_ipv6.setInvalid();
+            hdr.ipv6 = hdr.inner_ipv6;   // (the underlay is IPv4: that slot was empty)
+            hdr.inner_ipv6.setInvalid();
 #endif
+        } else {
+            // The tenant's IP header stays in inner_ipv4 (inner_ipv6): the
+            // deparser emits it right after the Ethernet header, as the
+            // outer headers are invalid.
+            hdr.ipv4.setInvalid();
+        }
 #else
-        // The tenant's IPv4 header stays in inner_ipv4 (the deparser emits it
-        // right after the Ethernet header, as the outer headers are invalid):
-        // routing moves it (L3Forwarding) only for a frame it routes.
         hdr.ipv4.setInvalid();
 #endif
         hdr.udp.setInvalid();
