@@ -39,6 +39,8 @@ from scapy.layers.inet import (
 )
 from scapy.layers.inet6 import (
     ICMPv6DestUnreach,
+    ICMPv6EchoReply,
+    ICMPv6EchoRequest,
     ICMPv6ND_RA,
     ICMPv6ND_RS,
     ICMPv6NDOptMTU,
@@ -47,6 +49,9 @@ from scapy.layers.inet6 import (
     ICMPv6TimeExceeded,
     IPerror6,
     IPv6,
+    IPv6ExtHdrFragment,
+    defragment6,
+    fragment6,
 )
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
@@ -212,6 +217,36 @@ def test_the_gateway_answers_echo_with_ttl_1_options_and_fragments(sf, controlle
     assert bytes(echoes[3][ICMP].payload) == b"f" * 1200
     for p in echoes.values():
         assert_checksums(p)
+
+
+def test_the_gateway_answers_echo_sent_in_full_size_fragments_both_families(sf, controller):
+    # 1500-byte fragments (1518-byte frames), longer than what BMv2 keeps of
+    # any other punt: a frame to a gateway address is punted whole.
+    gateway4, gateway6 = GATEWAY4[5000], GATEWAY6[5000]
+    big4 = IP(src=WEB.ips[0], dst=gateway4, id=4343) / ICMP(id=8, seq=1) / Raw(b"g" * 2952)
+    big6 = IPv6(src=WEB.ips[1], dst=gateway6) / IPv6ExtHdrFragment(id=4344)
+    big6 = big6 / ICMPv6EchoRequest(id=8, seq=2, data=b"h" * 2880)
+    pieces = [*fragment(big4, fragsize=1480), *fragment6(big6, 1500)]
+    firsts = [p for p in pieces if p.haslayer(IP) and p[IP].flags.MF] + [
+        p for p in pieces if p.haslayer(IPv6ExtHdrFragment) and p[IPv6ExtHdrFragment].m
+    ]
+    assert len(firsts) == 2
+    assert min(len(p) for p in firsts) > 1400  # (+ 18 B of Ethernet and VF tag)
+    got = answers(sf, WEB, [tagged(WEB, p) for p in pieces], timeout=3.0)
+    replies4 = [f[IP] for f in from_gateway(got, WEB, IP) if f[IP].src == gateway4]
+    (echo4,) = [p for p in defragment(replies4) if p.haslayer(ICMP)]
+    assert (echo4[ICMP].type, echo4[ICMP].id, echo4[ICMP].seq) == (0, 8, 1)
+    assert bytes(echo4[ICMP].payload) == b"g" * 2952
+    assert_checksums(echo4)
+    replies6 = [f[IPv6] for f in from_gateway(got, WEB, IPv6) if f[IPv6].src == gateway6]
+    assert replies6, [f.summary() for f in got]
+    whole6 = replies6[0] if len(replies6) == 1 else defragment6(replies6)
+    echo6 = whole6[ICMPv6EchoReply]
+    assert (echo6.id, echo6.seq, bytes(echo6.data)) == (8, 2, b"h" * 2880)
+    sent6 = IPv6(bytes(whole6))
+    want = sent6[ICMPv6EchoReply].cksum
+    del sent6[ICMPv6EchoReply].cksum
+    assert IPv6(bytes(sent6))[ICMPv6EchoReply].cksum == want
 
 
 def test_a_router_solicitation_gets_the_vnis_advertisement(sf, controller):

@@ -290,6 +290,26 @@ def test_a_solicitation_is_answered_at_once_to_the_vm() -> None:
     assert not isinstance(prefix.payload, ICMPv6NDOptPrefixInfo)  # (the IPv4 subnet is not one)
 
 
+def test_a_solicitation_to_the_gateways_own_address_is_answered_like_one_to_all_routers() -> None:
+    # (RFC 4861 lets a host solicit a router at its unicast address: the data
+    # plane punts that as to_gateway, a host route of the gateway's address)
+    r = rig()
+    unicast = IPv6(src="fe80::200:aff:fe00:1", dst=GW_LLA, hlim=255) / ICMPv6ND_RS()
+    unicast = unicast / ICMPv6NDOptSrcLLAddr(lladdr=WEB1_MAC)
+    (out,) = r.responder.handle(from_web1(unicast, PuntClass.TO_GATEWAY))
+    p = Ether(out.frame)
+    assert (out.mode, out.egress_port, p.dst, p[Dot1Q].vlan) == (EmitMode.PORT, 1, WEB1_MAC, 10)
+    assert (p[IPv6].src, p[IPv6].dst) == (GW_LLA, "fe80::200:aff:fe00:1")
+    assert p[ICMPv6ND_RA].routerlifetime == 1800
+    assert r.responder.punt_counts()[("tor1", "to_gateway", "answered", "")] == 1
+    assert r.responder.sent_counts()[("tor1", "router_advert")] == 1
+    # A solicitation with a hop limit other than 255 crossed a router: not answered.
+    forwarded = IPv6(src="fe80::200:aff:fe00:1", dst=GW_LLA, hlim=254) / ICMPv6ND_RS()
+    assert r.responder.handle(from_web1(forwarded, PuntClass.TO_GATEWAY)) == []
+    counts = r.responder.punt_counts()
+    assert counts[("tor1", "to_gateway", "ignored", "an invalid router solicitation")] == 1
+
+
 def test_solicitations_from_the_unspecified_address_get_multicast_adverts_3_s_apart() -> None:
     r = rig()
     r.primary.discard("tor2")  # (only web-1's VF here)

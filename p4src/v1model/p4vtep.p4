@@ -249,8 +249,11 @@ control VtepEgress(inout headers_t hdr,
                 cpu_port.apply(hdr, meta, copp_drop);
                 if (copp_drop) {
                     mark_to_drop(std);
-                } else {
+                } else if (meta.punt_class != PUNT_CLASS_TO_GATEWAY) {
                     // The controller quotes the start of it (an ICMP error).
+                    // A frame to a gateway address comes whole: the
+                    // responder answers an echo request with its data, and
+                    // reassembles one that came in full-size fragments.
                     truncate(PUNT_TRUNCATE_BYTES);
                 }
             }

@@ -45,6 +45,7 @@ from .router_adverts import (
     AdvertisedPrefix,
     RaContent,
     RaSchedule,
+    is_solicitation,
     router_advert,
     solicitation_problem,
 )
@@ -66,6 +67,9 @@ IGNORED = "ignored"
 NOT_PRIMARY = "not_primary"
 BUFFERED = "buffered"  # a fragment kept until its datagram is whole
 DEFERRED = "deferred"  # a solicited multicast advert left to the schedule (3 s apart)
+
+# What a solicited router advertisement is counted as (the ``kind`` label).
+ROUTER_ADVERT = "router_advert"
 
 
 class RateLimited(Ignored):
@@ -266,7 +270,7 @@ class Responder:
                 self._punts[(punted.tor, label, IGNORED, ignored.why)] += 1
                 return []
             if not emits:
-                outcome = DEFERRED if punt_class is PuntClass.ROUTER_SOLICITATION else BUFFERED
+                outcome = DEFERRED if kind == ROUTER_ADVERT else BUFFERED
                 self._punts[(punted.tor, label, outcome, "")] += 1
                 return []
             self._punts[(punted.tor, label, ANSWERED, "")] += 1
@@ -298,8 +302,13 @@ class Responder:
                 raise
             index = fresh
             sender = self._sender(index, punted, frame)
-        if punt_class is PuntClass.ROUTER_SOLICITATION:
-            return self._solicited_advert(index, punted, frame, sender), "router_advert"
+        # A solicitation may also be sent to the router's own address (RFC
+        # 4861 6.3.7 allows any of its addresses): the data plane punts that
+        # as to_gateway, and it is answered the same way.
+        if punt_class is PuntClass.ROUTER_SOLICITATION or (
+            punt_class is PuntClass.TO_GATEWAY and is_solicitation(frame)
+        ):
+            return self._solicited_advert(index, punted, frame, sender), ROUTER_ADVERT
         to_gateway = frame.dst in sender.vrf.gateways
         if punt_class is PuntClass.TO_GATEWAY or (
             punt_class is PuntClass.TTL_EXPIRED and to_gateway

@@ -100,6 +100,11 @@ def router_advert(content: RaContent, vlan: int, dst_mac: str, dst_ip: str) -> b
     )
 
 
+def is_solicitation(frame: IpFrame) -> bool:
+    """Whether a punted frame is a Router Solicitation, valid or not."""
+    return frame.version == 6 and isinstance(icmpv6_of(frame.ip), ICMPv6ND_RS)
+
+
 def solicitation_problem(frame: IpFrame) -> str | None:
     """Why a punted frame is not a valid Router Solicitation to answer
     (RFC 4861 6.1.1: hop limit 255, code 0, no source link-layer option
