@@ -540,6 +540,28 @@ class Encoder:
             item = self._share(args, remote(vrf, ip, hop.vtep_ip, hop.router_mac, hop.l3vni))
         return item
 
+    def remote_host_routes(
+        self, vrf: int, routes: Iterable[tuple[str, str, str, int]]
+    ) -> list[Encoded]:
+        """``host_route(vrf, ip, RemoteVtepHop(vtep_ip, router_mac, l3vni))``
+        for each (ip, vtep_ip, router_mac, l3vni), in order: the same
+        entities, shared with the other ToRs the same way, in one call (a
+        commit of a peer's burst encodes thousands; no hop object is made
+        per route)."""
+        shared = self._shared
+        v4 = self._route_remote
+        out: list[Encoded] = []
+        for ip, vtep, router_mac, l3vni in routes:
+            args = ("host_route", vrf, ip, vtep, router_mac, l3vni)
+            item = shared.get(args)
+            if item is None:
+                remote = self._route_remote_v6 if ":" in ip else v4
+                if len(shared) >= SHARED_MAX:
+                    shared.clear()
+                item = shared[args] = remote(vrf, ip, vtep, router_mac, l3vni)
+            out.append(item)
+        return out
+
     def _share(self, args: tuple[Value, ...], item: Encoded) -> Encoded:
         if len(self._shared) >= SHARED_MAX:
             self._shared.clear()

@@ -75,6 +75,11 @@ class TorCompiler:
         # (``snapshot_steps``) ignores them and rebuilds at its end if any came.
         self.epoch = 0
         self._building = False
+        # Per VRF held here, every IP of its VMs as this ToR sees them: a
+        # learned host route is checked against them without a walk of the
+        # VRF's VMs at every commit. Dropped when the view changes (``apply``,
+        # a rebuild).
+        self._vrf_ips: dict[str, frozenset[str]] = {}
 
     # --- bookkeeping -----------------------------------------------------------
     @property
@@ -196,6 +201,14 @@ class TorCompiler:
             for vm in self.d.members(self.name, vni)
         ]
 
+    def _ips_of(self, vrf: str) -> frozenset[str]:
+        """Every IP of the VRF's VMs as this ToR sees them (kept until the view changes)."""
+        ips = self._vrf_ips.get(vrf)
+        if ips is None:
+            ips = frozenset(ip for vm in self._vrf_members(vrf) for ip in vm.ips)
+            self._vrf_ips[vrf] = ips
+        return ips
+
     def _vrf_items(self, vrf: str) -> list[Encoded]:
         """The ("vrf", VRF) unit: all of the VRF but its learned host routes
         (``_host_units``, one unit per IP: a learned route changes its own)."""
@@ -233,6 +246,47 @@ class TorCompiler:
             )
             units[("host", vrf, ip)] = [item] if item is not None else []
         return units
+
+    def _set_hosts(self, vrf: str, ips: Iterable[str]) -> None:
+        """``_set_units(self._host_units(vrf, ips))`` where no VM of the VRF
+        has any of the IPs and no other unit changes in the same step (a
+        peer's routes to hosts of its own: a burst of them is most commits).
+        Each such unit holds at most its IP's learned host route, a key no
+        other unit of the step holds, so each unit is replaced on its own;
+        the entries are encoded in bulk (``Encoder.remote_host_routes``)."""
+        hosts = self.d.learned.hosts.get(vrf, {}) if vrf in self.vrfs else {}
+        ips = list(ips)
+        wanted = [hosts[ip] for ip in ips if ip in hosts]
+        if wanted:  # (the VRF's gateway keeps its IPs: no learned route for them)
+            gateway_ips = routing.gateways(self.d.fabric, vrf)
+            wanted = [h for h in wanted if h.ip not in gateway_ips]
+        routes = self.enc.remote_host_routes(
+            self.d.fabric.vrfs[vrf].l3vni,
+            [(h.ip, h.vtep, h.router_mac, h.vni) for h in wanted],
+        )
+        items = {h.ip: item for h, item in zip(wanted, routes, strict=True)}
+        held_units, dirty, entities = self.units, self.dirty, self._state.entities
+        for ip in ips:
+            unit = ("host", vrf, ip)
+            item = items.get(ip)
+            held = held_units.get(unit)
+            if held is not None:  # (what it drops, removed first)
+                for key in held:
+                    if item is None or key != item[0]:
+                        have = entities.pop(key, None)
+                        if have is not None and key not in dirty:
+                            dirty[key] = have
+            if item is None:
+                if held is not None:
+                    del held_units[unit]
+                continue
+            key, data = item
+            have = entities.get(key)
+            if have != data:
+                if key not in dirty:
+                    dirty[key] = have
+                entities[key] = data
+            held_units[unit] = (key,)
 
     def _vrf_units(self, vrf: str) -> dict[Unit, list[Encoded]]:
         """A VRF's units: itself and its learned host routes (empty when
@@ -290,6 +344,9 @@ class TorCompiler:
         moved: dict[int, set[str]] = {}
         for vni, mac in delta.taken:
             moved.setdefault(vni, set()).add(mac)
+        # VRFs whose change is their learned host routes alone, none of them
+        # an IP of the VRF's VMs: their host units, set in bulk below.
+        hosts_only: list[tuple[str, frozenset[str]]] = []
         for vrf in sorted(self.vrfs):
             ips = delta.hosts.get(vrf, frozenset())
             vms = [
@@ -304,16 +361,27 @@ class TorCompiler:
             # The VRF's unit: its prefixes, and its static routes (those
             # towards a VM that moved away follow the learned host route).
             hops = {route.next_hop for route in self.d.fabric.vrfs[vrf].routes}
-            if vms or vrf in delta.prefixes or not hops.isdisjoint(ips):
+            whole = bool(vms) or vrf in delta.prefixes or not hops.isdisjoint(ips)
+            owners = (
+                [vm for vm in self._vrf_members(vrf) if not ips.isdisjoint(vm.ips)]
+                if ips and not ips.isdisjoint(self._ips_of(vrf))
+                else []
+            )
+            if not whole and not owners:
+                hosts_only.append((vrf, ips))
+                continue
+            if whole:
                 units[("vrf", vrf)] = self._vrf_items(vrf)
             units.update(self._host_units(vrf, {*ips, *(ip for vm in vms for ip in vm.ips)}))
-            for vm in vms:
+            for vm in [*vms, *owners]:
                 units[("vm", vm.name)] = self._vm_items(vm)
-            if ips:
-                for vm in self._vrf_members(vrf):
-                    if not ips.isdisjoint(vm.ips):
-                        units[("vm", vm.name)] = self._vm_items(vm)
-        self._set_units(units)
+        if units:  # (a key may pass between units: replaced together)
+            for vrf, ips in hosts_only:
+                units.update(self._host_units(vrf, ips))
+            self._set_units(units)
+        else:
+            for vrf, ips in hosts_only:
+                self._set_hosts(vrf, ips)
         flood_vnis = delta.flood
         self._stale_vnis.update(x for x in flood_vnis if x in self.local)
         if flood_vnis & set(self.local):
@@ -359,6 +427,7 @@ class TorCompiler:
         flooding and learned units come with the last step (otherwise each
         step yields nothing: everything is in the changes)."""
         self.built = True
+        self._vrf_ips = {}
         fabric = self.d.fabric
         tor_of = {name: server.tor for name, server in fabric.servers.items()}
         self.local, self.remote = {}, {}
@@ -491,6 +560,7 @@ class TorCompiler:
     # --- one VM changed in this ToR's view ------------------------------------------
     def apply(self, name: str, old: Vm | None, new: Vm | None) -> None:
         self.epoch += 1
+        self._vrf_ips = {}
         if old == new or not self.built or self._building:
             return  # (an unbuilt ToR reads the whole view when built)
         fabric, enc = self.d.fabric, self.enc

@@ -233,7 +233,7 @@ def decode_key(path: Any) -> tuple[object, ...] | None:
             raise RouteError(f"Ethernet tag {n.ethernet_tag} is outside 32 bits")
         return (
             2,
-            canonical_rd(_decode_rd(n.rd)),
+            _cached_rd(n.rd),  # (the RD canonical once per distinct encoding, as decode)
             n.ethernet_tag,
             canonical_mac(n.mac_address),
             canonical_ip(ip) if ip is not None else None,

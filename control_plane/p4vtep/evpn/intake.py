@@ -39,7 +39,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .config import EvpnConfig, VrfRouting
+from ..model.addressing import link_local
+from .config import EvpnConfig, VniRouting, VrfRouting
 from .routes import (
     SINGLE_HOMED_ESI,
     EvpnRoute,
@@ -62,6 +63,8 @@ UNKNOWN_VRF = "unknown-vrf"
 L3VNI_TYPE3 = "l3vni-type3"
 IPV6_SCOPE = "ipv6-scope"
 GATEWAY_IP = "gateway-ip"
+# Distinct (L2 VNI, L3 VNI, route targets) and router MACs remembered, each.
+LABELS_MAX = 4096
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,32 @@ class RouteIntake:
     @functools.cached_property
     def _own_macs(self) -> frozenset[str]:
         return self.config.own_macs()
+
+    @functools.cached_property
+    def _gateway_ips(self) -> frozenset[str]:
+        """Every IP ``EvpnConfig.gateway_vni`` may name (the VNIs' gateways,
+        the anycast link-local address): a route's IP outside them is no
+        gateway's, without the walk of every VNI."""
+        ips = {ip for routing in self.config.vnis for ip in routing.gateways}
+        if self.config.anycast_mac is not None:
+            ips.add(link_local(self.config.anycast_mac))
+        return frozenset(ips)
+
+    @functools.cached_property
+    def _labels(
+        self,
+    ) -> dict[
+        tuple[int, int, tuple[str, ...]],
+        tuple[VniRouting | None, bool, VrfRouting | tuple[str, str]],
+    ]:
+        """(L2 VNI, L3 VNI, route targets) -> what ``_symmetric`` makes of
+        them (a peer's routes share a few: looked up once each)."""
+        return {}
+
+    @functools.cached_property
+    def _router_macs(self) -> dict[str, tuple[str, str] | None]:
+        """Router MAC -> ``_router_mac``'s verdict on it."""
+        return {}
 
     @classmethod
     def build(cls, config: EvpnConfig, own_vteps: Iterable[str]) -> RouteIntake:
@@ -125,7 +154,12 @@ class RouteIntake:
 
     def _verdict(self, route: EvpnRoute) -> Admitted | tuple[str, str]:
         verdict = self._use(route)
-        if isinstance(verdict, Admitted) and isinstance(route, MacIpRoute) and route.ip:
+        if (
+            isinstance(verdict, Admitted)
+            and isinstance(route, MacIpRoute)
+            and route.ip
+            and route.ip in self._gateway_ips
+        ):
             # Our anycast gateway IP is the ToRs' own (ARP suppression answers
             # it, the host table holds it as the gateway): a host elsewhere
             # with it would take the gateway's entries.
@@ -230,15 +264,32 @@ class RouteIntake:
 
     def _symmetric(self, route: MacIpRoute) -> Admitted | tuple[str, str]:
         """A type 2 with a second label (the L3 VNI)."""
-        problem = self._common(route) or self._router_mac(route)
+        problem = self._common(route)
+        if problem is None:
+            router_mac = route.router_mac
+            if router_mac is None or router_mac not in self._router_macs:
+                problem = self._router_mac(route)
+                if router_mac is not None and len(self._router_macs) < LABELS_MAX:
+                    self._router_macs[router_mac] = problem
+            else:
+                problem = self._router_macs[router_mac]
         if problem is not None:
             return problem
         assert route.l3vni is not None
-        routing = self.config.routing(route.vni)
-        bridged = routing is not None and routing.imports(route.route_targets)
+        labels = (route.vni, route.l3vni, route.route_targets)
+        found = self._labels.get(labels)
+        if found is None:
+            routing = self.config.routing(route.vni)
+            found = (
+                routing,
+                routing is not None and routing.imports(route.route_targets),
+                self._vrf(route.l3vni, route.route_targets),
+            )
+            if len(self._labels) < LABELS_MAX:
+                self._labels[labels] = found
+        routing, bridged, vrf = found
         scope = ipv6_scope(route.ip) if route.ip is not None else None
         neighbour = scope is None
-        vrf = self._vrf(route.l3vni, route.route_targets)
         routed = isinstance(vrf, VrfRouting) and route.ip is not None and scope is None
         if isinstance(vrf, VrfRouting) and (routed or bridged):
             return Admitted(vrf=vrf.name if routed else None, bridged=bridged, neighbour=neighbour)

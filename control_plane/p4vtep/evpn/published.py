@@ -275,7 +275,40 @@ class Published:
             self._vtep(remote.vtep, sign)
         for vrf, ip, router_mac, vni in remote.routes:
             host = LearnedHost(vrf, ip, remote.vtep, router_mac, vni, remote.vni, remote.mac)
-            claims = self.claims.setdefault((vrf, ip), set())
+            claims = self.claims.get((vrf, ip))
+            if claims is None and sign > 0:
+                # The IP's first claim (a peer's new host, the common case):
+                # given out as it is, what ``_choose`` would settle.
+                self.claims[vrf, ip] = {host}
+                hosts = self.hosts.get(vrf)
+                if hosts is None:
+                    hosts = self.hosts[vrf] = {}
+                if ip not in hosts:
+                    hosts[ip] = host
+                    self._take((remote.vni, remote.mac), +1)
+                    self._vtep(remote.vtep, +1)
+                    self._stale_hosts.setdefault(vrf, set()).add(ip)
+                    continue
+                self._choose(vrf, ip)
+                continue
+            if sign < 0 and claims is not None and len(claims) == 1 and host in claims:
+                # The IP's last claim goes (a peer's withdrawal, the common
+                # case): so does its host route, if it was the one given out.
+                del self.claims[vrf, ip]
+                hosts = self.hosts.get(vrf)
+                if hosts is not None and hosts.get(ip) == host:
+                    del hosts[ip]
+                    if not hosts:
+                        del self.hosts[vrf]
+                    self._take((remote.vni, remote.mac), -1)
+                    self._vtep(remote.vtep, -1)
+                    self._stale_hosts.setdefault(vrf, set()).add(ip)
+                    continue
+                self.claims[vrf, ip] = set()
+                self._choose(vrf, ip)
+                continue
+            if claims is None:
+                claims = self.claims[vrf, ip] = set()
             if sign > 0:
                 claims.add(host)
             else:

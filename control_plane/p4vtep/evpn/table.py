@@ -33,6 +33,7 @@ VTEP IP is the one given out (our data plane has one next hop per prefix).
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import logging
 import threading
@@ -73,8 +74,10 @@ CONFLICT = "conflict"
 SUPERSEDED = "superseded"
 
 
-@dataclass(frozen=True)
-class _Claim:
+class _Claim(NamedTuple):
+    """A VTEP's claim on a (VNI, MAC). (A named tuple: one is made per
+    route learned; compared only with other claims.)"""
+
     vtep: str
     seq: int
     sticky: bool
@@ -174,6 +177,8 @@ class LearnedTable:
             return ViewChange()
         with self._lock:
             change = self._new_macs(ops)
+            if change is None:
+                change = self._gone_macs(ops)
             if change is not None:
                 self._notify(change)
                 return change
@@ -249,6 +254,50 @@ class LearnedTable:
         self._published.apply(change, None)
         return change
 
+    def _gone_macs(self, ops: list[Learn | Unlearn]) -> ViewChange | None:
+        """An update withdrawing, for each MAC it names, every route that
+        claims it, where no local VM or static MAC claims it either (a peer
+        withdrawing routes it alone held, ``_new_macs``'s reverse): each
+        MAC's winner leaves with its routes, as the rules would settle it,
+        without their bookkeeping. Keys held by no route are ignored, as
+        ``unlearn`` ignores them. None when the update holds anything else
+        (it takes the general path)."""
+        gone: dict[MacKey, set[tuple[str, tuple[object, ...]]]] = {}
+        type2 = self._type2
+        for op in ops:
+            if isinstance(op, Learn):
+                return None
+            key = (op.source, op.nlri_key)
+            if key in self._type5 or key in self._type3:
+                return None
+            route = type2.get(key)
+            if route is not None:
+                gone.setdefault((route.vni, route.mac), set()).add(key)
+        return self._drop_macs(gone)
+
+    def _drop_macs(
+        self, gone: dict[MacKey, set[tuple[str, tuple[object, ...]]]]
+    ) -> ViewChange | None:
+        """Every type 2 route of each MAC given (its keys: all of the MAC's
+        routes), its winner removed; None, changing nothing, when a MAC has
+        other claims (a route not given, a local VM, a static MAC)."""
+        by_mac, local, static = self._by_mac, self._local, self._static_macs
+        for mac_key, keys in gone.items():
+            if mac_key in local or mac_key in static or by_mac.get(mac_key) != keys:
+                return None
+        removed = []
+        for mac_key, keys in gone.items():
+            for key in keys:
+                del self._type2[key]
+                self._use.pop(key, None)
+            del by_mac[mac_key]
+            claim = self._winner.pop(mac_key, None)
+            if claim is not None:
+                removed.append(_remote(mac_key, claim))
+        change = ViewChange(remote_removed=frozenset(removed))
+        self._published.apply(change, None)
+        return change
+
     def _learn(self, op: Learn) -> None:
         source, route = op.source, op.route
         key = (source, route.nlri_key())
@@ -290,6 +339,23 @@ class LearnedTable:
             gone2 = [k for k in self._type2 if k[0] == source]
             gone3 = [k for k in self._type3 if k[0] == source]
             gone5 = [k for k in self._type5 if k[0] == source]
+            # The MACs this peer alone claimed go in bulk (``_drop_macs``);
+            # the rest (another claim stays) through the rules.
+            macs: dict[MacKey, set[tuple[str, tuple[object, ...]]]] = {}
+            for k in gone2:
+                r = self._type2[k]
+                macs.setdefault((r.vni, r.mac), set()).add(k)
+            alone = {
+                m: keys
+                for m, keys in macs.items()
+                if m not in self._local
+                and m not in self._static_macs
+                and self._by_mac.get(m) == keys
+            }
+            bulk = self._drop_macs(alone) if alone else None
+            if bulk is None:
+                alone = {}
+            gone2 = [k for m, keys in macs.items() if m not in alone for k in keys]
             touched = {(self._type2[k].vni, self._type2[k].mac) for k in gone2}
             touched5 = {(self._type5[k][1], self._type5[k][0].prefix) for k in gone5}
             before = self._before(touched, flood=bool(gone3), prefixes=touched5)
@@ -301,6 +367,13 @@ class LearnedTable:
                 self._unindex_prefix(key, self._type5.pop(key))
             self._settle(touched)
             change = self._diff(before)
+            if bulk is not None:
+                change = ViewChange(
+                    **{
+                        f.name: getattr(change, f.name) | getattr(bulk, f.name)
+                        for f in dataclasses.fields(ViewChange)
+                    }
+                )
         self._notify(change)
         return change
 
@@ -669,6 +742,18 @@ def _claim(route: MacIpRoute, source: str, use: tuple[str | None, bool, bool]) -
 
 
 def _remote(key: MacKey, claim: _Claim) -> RemoteMac:
-    return RemoteMac(
-        key[0], key[1], claim.vtep, claim.ips, claim.seq, claim.source, claim.bridged, claim.routed
+    """The claim as a ``RemoteMac``, equal to one built the usual way, its
+    fields set at once (one is made per route learned and withdrawn: the
+    frozen constructor's field-by-field assignment cost more than the rest)."""
+    remote = object.__new__(RemoteMac)
+    remote.__dict__.update(
+        vni=key[0],
+        mac=key[1],
+        vtep=claim.vtep,
+        ips=claim.ips,
+        seq=claim.seq,
+        source=claim.source,
+        bridged=claim.bridged,
+        routes=claim.routed,
     )
+    return remote
