@@ -1152,6 +1152,42 @@ def todays_binding(data: dict) -> str:
     return "its VMs bound unguarded"
 
 
+def ipv4_target_rows(
+    data: dict, commit: str, judge_guarded: bool, label: Callable[[str, str, bool], str]
+) -> list[tuple[str, list[str]]]:
+    """One row per IPv4 path (bridged, routed) and kind: today's path / the
+    same path of ``commit``'s build, judged with today's VMs bound guarded or
+    (``judge_guarded`` false) unguarded, the other binding's ratio beside it
+    in brackets. Decap paths are never guarded: one figure. A run that
+    guarded nothing has only the unguarded figure."""
+    paths = data["paths"]
+    sizes = target_sizes(data)
+    guarded = todays_vms_guarded(data)
+    rows = []
+    for prefix, what in IPV4_ROWS:
+        for kind in KINDS:
+            path, access = f"{prefix}{kind}", kind != "decap"
+            cells = []
+            for size in sizes:
+                as_run = paths.get(f"{path}_{size}", {})
+                other = paths.get(f"unguarded_{path}_{size}", {}) if guarded and access else None
+                if judge_guarded:
+                    judged, beside, name = (as_run if guarded else None), other, "unguarded"
+                elif other is not None:
+                    judged, beside, name = other, as_run, "guarded"
+                else:
+                    judged, beside, name = as_run, None, "guarded"
+                cell = topspeed_cell(
+                    versus_build(judged, data, commit) if judged is not None else None
+                )
+                vs = versus_build(beside, data, commit) if beside else None
+                if vs:
+                    cell += f" ({name}: {topspeed_cell(vs)})"
+                cells.append(cell)
+            rows.append((label(what, kind, access), cells))
+    return rows
+
+
 def ipv6_targets(out: list[str], data: dict) -> None:
     """Issue 37's targets at a glance: medians of the per-round topspeed ratios,
     "to be measured" where the run has no such path (or no 9be722a build).
@@ -1159,7 +1195,6 @@ def ipv6_targets(out: list[str], data: dict) -> None:
     that guarded none), the guarded figure beside it; decap is never guarded."""
     paths = data["paths"]
     sizes = target_sizes(data)
-    guarded = todays_vms_guarded(data)
     rows = [
         (
             f"routed6_{kind} / bridged6_{kind} >= 0.85",
@@ -1170,20 +1205,14 @@ def ipv6_targets(out: list[str], data: dict) -> None:
         )
         for kind in KINDS
     ]
-    for prefix, what in IPV4_ROWS:
-        for kind in KINDS:
-            path, access = f"{prefix}{kind}", kind != "decap"
-            cells = []
-            for size in sizes:
-                r = paths.get(f"{path}_{size}", {})
-                unguarded = paths.get(f"unguarded_{path}_{size}", {}) if guarded and access else r
-                cell = topspeed_cell(versus_build(unguarded, data, IPV6_BEFORE))
-                beside = versus_build(r, data, IPV6_BEFORE) if guarded and access else None
-                if beside:
-                    cell += f" (guarded: {topspeed_cell(beside)})"
-                cells.append(cell)
-            binding = " (VMs unguarded)" if access else ""
-            rows.append((f"{what} IPv4 {kind}{binding} / {IPV6_BEFORE} within 5 %", cells))
+    rows += ipv4_target_rows(
+        data,
+        IPV6_BEFORE,
+        judge_guarded=False,
+        label=lambda what, kind, access: (
+            f"{what} IPv4 {kind}{' (VMs unguarded)' if access else ''} / {IPV6_BEFORE} within 5 %"
+        ),
+    )
     out.append(
         "Issue 37's targets (IPv6 tenants), alternating in the same rounds; topspeed, median "
         "of the per-round ratios (the tables below give the spread and the ratios per switch "
@@ -1201,26 +1230,16 @@ def port_security_targets(out: list[str], data: dict) -> None:
     """Issue 38's target: today's IPv4 paths with the VMs bound guarded / the
     last build before port security (14b7d2b), >= 0.95; today's build bound
     unguarded / the same in brackets (what is not port security's)."""
-    paths = data["paths"]
     sizes = target_sizes(data)
-    guarded = todays_vms_guarded(data)
-    rows = []
-    for prefix, what in IPV4_ROWS:
-        for kind in KINDS:
-            path, access = f"{prefix}{kind}", kind != "decap"
-            cells = []
-            for size in sizes:
-                r = paths.get(f"{path}_{size}", {})
-                cell = topspeed_cell(
-                    versus_build(r, data, PORT_SECURITY_BEFORE) if guarded else None
-                )
-                unguarded = paths.get(f"unguarded_{path}_{size}", {})
-                beside = versus_build(unguarded, data, PORT_SECURITY_BEFORE) if guarded else None
-                if beside:
-                    cell += f" (unguarded: {topspeed_cell(beside)})"
-                cells.append(cell)
-            binding = " (VMs guarded)" if access else " (not guarded)"
-            rows.append((f"{what} IPv4 {kind}{binding} / {PORT_SECURITY_BEFORE} >= 0.95", cells))
+    rows = ipv4_target_rows(
+        data,
+        PORT_SECURITY_BEFORE,
+        judge_guarded=True,
+        label=lambda what, kind, access: (
+            f"{what} IPv4 {kind}{' (VMs guarded)' if access else ' (not guarded)'} / "
+            f"{PORT_SECURITY_BEFORE} >= 0.95"
+        ),
+    )
     out.append(
         "Issue 38's target (port security): today's build with its local VMs bound guarded, "
         "as the controller binds a VM by default (a source guard per address, `fe80::/64`, "
