@@ -157,11 +157,16 @@ control VtepIngress(inout headers_t hdr,
             }
             // Not held back by the meter's verdict: a RED packet is still
             // dropped (L2 sees the reason), only the lookups run.
-            arp_suppression.apply(hdr, meta);
-            if (hdr.nd.isValid()) {
-                nd_suppression.apply(hdr, meta);
-                if (meta.nd_replied && !meta.nd_own_dad) {
-                    nd_advert.apply(hdr, meta);
+            // Only what the parser flagged (ARP, ICMPv6, a DHCP server
+            // message) can be an ARP request or a Neighbor Solicitation: one
+            // condition for any other frame instead of one per protocol.
+            if (meta.inspect) {
+                arp_suppression.apply(hdr, meta);
+                if (hdr.nd.isValid()) {
+                    nd_suppression.apply(hdr, meta);
+                    if (meta.nd_replied && !meta.nd_own_dad) {
+                        nd_advert.apply(hdr, meta);
+                    }
                 }
             }
             // A packet-out skips the MAC lookup: its mode decided (ROUTE
