@@ -45,9 +45,8 @@ TOFINO1_PROFILE = {
     ("actions", "VtepIngress.l3_forwarding.route_to_remote_vtep_v6", "present"),
     ("direct_counters", "VtepIngress.nd_suppression.nd_reply_counter", "present"),
     ("tables", "VtepIngress.access_filtering.port_security.ipv6_source_guard", "present"),
-    # Fewer guard entries and extra MACs than BMv2 (tna/sizes.p4: the guard
-    # is TCAM in the binding's stage, which holds 4K IPv4 rows).
-    ("tables", "VtepIngress.access_filtering.port_security.allowed_source_mac", "size"),
+    # Fewer IPv4 guard entries than BMv2 (tna/sizes.p4: the guard is TCAM in
+    # the binding's stage, whose 24 blocks hold 6K rows); as many extra MACs.
     ("tables", "VtepIngress.access_filtering.port_security.ipv4_source_guard", "size"),
 }
 

@@ -82,16 +82,17 @@
 // 9.13.4 (docs/tofino.md, "Profiles"): on Tofino 2 8K + 8K guard entries
 // need 21-26 ingress stages, 4K IPv4 + 2K IPv6 take 19 of 20. BMv2 holds
 // 32K, 32K and 8K. Every guarded IPv6 VM takes at least three IPv6 entries
-// (its address, fe80::/64, ::). Tofino 1 (IPv4 only, no IPv6 guard): 4K
-// IPv4 guard entries take 16 of the 24 TCAM blocks of the binding's stage.
+// (its address, fe80::/64, ::). Tofino 1 (IPv4 only, no IPv6 guard): 6K
+// IPv4 guard entries take all 24 TCAM blocks of the binding's stage (8K:
+// 13 ingress stages); 8K extra MACs take 4 SRAM blocks (as 1K do).
 #if __TARGET_TOFINO__ == 2
 #define IPV4_SOURCE_GUARD_DEFAULT  4096
 #define IPV6_SOURCE_GUARD_DEFAULT  2048
 #define ALLOWED_SOURCE_MAC_DEFAULT 2048
 #else
-#define IPV4_SOURCE_GUARD_DEFAULT  4096
+#define IPV4_SOURCE_GUARD_DEFAULT  6144
 #define IPV6_SOURCE_GUARD_DEFAULT  4096    // (unused: no IPv6 guard on Tofino 1)
-#define ALLOWED_SOURCE_MAC_DEFAULT 1024
+#define ALLOWED_SOURCE_MAC_DEFAULT 8192
 #endif
 #ifndef IPV4_SOURCE_GUARD_TABLE_SIZE
 #define IPV4_SOURCE_GUARD_TABLE_SIZE IPV4_SOURCE_GUARD_DEFAULT    // (port, VLAN, IPv4 prefix)
