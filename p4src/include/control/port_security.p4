@@ -161,10 +161,13 @@ control PortSecurity(inout headers_t hdr,
             meta.claimed_ipv6 = hdr.nd.target;
         }
 #endif
-#ifdef PORT_SECURITY_BESIDE_BINDING
-        allowed_source_mac.apply();   // (each beside the binding: checked a stage later)
-#ifdef P4VTEP_IPV6
-        if (hdr.arp.isValid()) {   // (the MACs the checks compare in halves)
+#if defined(PORT_SECURITY_BESIDE_BINDING) && !defined(P4VTEP_IPV6)
+        allowed_source_mac.apply();   // (IPv4 only, Tofino 1: both beside the
+        ipv4_source_guard.apply();    // binding; bind_vm XORs the ARP MACs)
+#elif defined(PORT_SECURITY_BESIDE_BINDING)
+        // Every lookup beside the binding; the checks read them a stage later.
+        allowed_source_mac.apply();
+        if (hdr.arp.isValid()) {
             meta.lla_diff = hdr.arp.sha ^ hdr.ethernet.src_addr;
         } else if (hdr.nd_option.isValid()) {
             meta.lla_diff = hdr.nd_option.addr ^ hdr.ethernet.src_addr;
@@ -174,9 +177,6 @@ control PortSecurity(inout headers_t hdr,
         } else if (hdr.ipv6.isValid()) {
             ipv6_source_guard.apply();
         }
-#else
-        ipv4_source_guard.apply();   // (IPv4 only: every frame; bind_vm XORs the ARP MACs)
-#endif
 #else
         // Only what the checks will read: applied after the binding.
         if (meta.src_mac_diff != 0) {
