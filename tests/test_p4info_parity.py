@@ -30,11 +30,12 @@ ACCEPTED = {
     ("action_profiles", "VtepIngress.underlay.ecmp_selector", "max_group_size"),
 }
 
-# Tofino 1's profile (tna/p4vtep.p4, docs/tofino.md "Profiles"): IPv4 tenants
-# without port security. With IPv6 its ingress needs 14-15 of its 12 stages,
-# and with port security too its PHV does not allocate; Tofino 2 has both.
-# The controller reads the profile from each P4Info (dataplane/limits.py:
-# IPv6 refused on such a ToR; entries.port_security_supported).
+# Tofino 1's profile (tna/p4vtep.p4, docs/tofino.md "Profiles"): IPv4 tenants,
+# with port security for what it carries (the IPv4 source guard, the extra
+# MACs, the per-VM counter) but no IPv6 source guard: with IPv6 its ingress
+# needs 14-15 of its 12 stages; Tofino 2 has both. The controller reads the
+# profile from each P4Info (dataplane/limits.py: IPv6 refused on such a ToR;
+# entries.port_security_supported, entries.ipv6_guard_supported).
 TOFINO1_PROFILE = {
     ("tables", "VtepIngress.nd_suppression.nd_suppression", "present"),
     ("tables", "VtepIngress.l3_forwarding.ipv6_host_route", "present"),
@@ -43,17 +44,10 @@ TOFINO1_PROFILE = {
     ("actions", "VtepIngress.l3_forwarding.route_to_local_vm_v6", "present"),
     ("actions", "VtepIngress.l3_forwarding.route_to_remote_vtep_v6", "present"),
     ("direct_counters", "VtepIngress.nd_suppression.nd_reply_counter", "present"),
-    ("tables", "VtepIngress.access_filtering.port_security.allowed_source_mac", "present"),
-    ("tables", "VtepIngress.access_filtering.port_security.ipv4_source_guard", "present"),
     ("tables", "VtepIngress.access_filtering.port_security.ipv6_source_guard", "present"),
-    ("actions", "VtepIngress.access_filtering.port_security.mac_allowed", "present"),
-    ("actions", "VtepIngress.access_filtering.port_security.source_allowed", "present"),
-    ("actions", "VtepIngress.access_filtering.port_security.source_refused", "present"),
-    (
-        "counters",
-        "VtepIngress.access_filtering.port_security_checks.port_security_drop_counter",
-        "present",
-    ),
+    # Fewer IPv4 guard entries than BMv2 (tna/sizes.p4: the guard is TCAM in
+    # the binding's stage, whose 24 blocks hold 6K rows); as many extra MACs.
+    ("tables", "VtepIngress.access_filtering.port_security.ipv4_source_guard", "size"),
 }
 
 # Tofino 2's profile has no CPU path yet (tna/p4vtep.p4, docs/tofino.md

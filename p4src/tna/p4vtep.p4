@@ -10,13 +10,13 @@
 // layout of routing (tna/l3_forwarding.p4: lookups beside the MAC lookup,
 // the rewrite in egress).
 #define P4VTEP_ROUTING   // routing between a tenant's subnets (docs/routing.md)
-// Tofino 1's profile (docs/tofino.md, "Profiles"): IPv4 tenants, without port
-// security. With IPv6 its ingress needs 15 stages at the production sizes and
-// 14 at the smallest (dependency depth, not memory), and with port security
-// too its PHV does not allocate; Tofino 2 holds both.
+// Tofino 1's profile (docs/tofino.md, "Profiles"): IPv4 tenants, with port
+// security for IPv4 (a guarded VM's IPv6 is dropped: port_security.p4). With
+// IPv6 its ingress needs 15 stages at the production sizes and 14 at the
+// smallest (dependency depth, not memory); Tofino 2 holds both.
+#define P4VTEP_PORT_SECURITY   // port security (port_security.p4, docs/security.md)
 #if __TARGET_TOFINO__ == 2
 #define P4VTEP_IPV6      // IPv6 tenants: ND suppression, IPv6 routes and gateway
-#define P4VTEP_PORT_SECURITY   // port security (port_security.p4, docs/security.md)
 #else
 // The CPU path (cpu_port.p4): Tofino 1's profile has it (12 ingress stages,
 // 10 egress). Tofino 2's does not yet: beside IPv6 and port security its PHV
