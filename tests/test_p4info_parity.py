@@ -50,22 +50,6 @@ TOFINO1_PROFILE = {
     ("tables", "VtepIngress.access_filtering.port_security.ipv4_source_guard", "size"),
 }
 
-# Tofino 2's profile has no CPU path yet (tna/p4vtep.p4, docs/tofino.md
-# "Profiles"): beside IPv6 and port security its PHV does not allocate. It
-# keeps the l2 trap's packet-in of before (port and reason) and the
-# packet-out to a port. The controller writes no punt entries there
-# (compiler/cpu_path.py reads the P4Info).
-TOFINO2_PROFILE = {
-    ("tables", "VtepIngress.punt_decision.punt_policy", "present"),
-    ("actions", "VtepIngress.punt_decision.punt", "present"),
-    ("actions", "VtepIngress.punt_decision.drop_frame", "present"),
-    ("meters", "VtepEgress.cpu_port.copp_meter", "present"),
-    ("counters", "VtepEgress.cpu_port.punt_counter", "present"),
-    ("counters", "VtepEgress.cpu_port.copp_drop_counter", "present"),
-    ("controller_packet_metadata", "packet_in", "metadata"),
-    ("controller_packet_metadata", "packet_out", "metadata"),
-}
-
 # Per chip: Tofino 1 holds fewer routes, MACs and ARP entries than BMv2 and
 # Tofino 2 (tna/sizes.p4: the largest that fit its 12 ingress stages with QoS).
 ACCEPTED_ON = {
@@ -97,8 +81,7 @@ ACCEPTED_ON = {
         ("tables", "VtepIngress.access_filtering.port_security.allowed_source_mac", "size"),
         ("tables", "VtepIngress.access_filtering.port_security.ipv4_source_guard", "size"),
         ("tables", "VtepIngress.access_filtering.port_security.ipv6_source_guard", "size"),
-    }
-    | TOFINO2_PROFILE,
+    },
 }
 
 
