@@ -102,7 +102,8 @@ TOFINO_CHIPS ?= tofino tofino2
 # assembler fails on the override there: "stage extension not supported").
 TOFINO_STAGES_T1 ?= 12
 # (Tofino 2: 12 before QoS, whose receive meter in ingress cost two; 19
-# since IPv6 tenants and port security: docs/tofino.md, "Profiles".)
+# since IPv6 tenants and port security, with the CPU path too:
+# docs/tofino.md, "Profiles".)
 TOFINO_STAGES_T2 ?= 19
 # Extra flags, e.g. -DMAC_TABLE_SIZE=131072 to try other sizes (sizes.p4).
 TOFINO_FLAGS ?=

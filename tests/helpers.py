@@ -189,8 +189,9 @@ PORT_SECURITY_TABLES = frozenset({"ipv4_source_guard", "ipv6_source_guard", "all
 
 def p4info_without_port_security(p4info: P4Info, keep_flags: bool = False) -> P4Info:
     """``p4info`` without the port-security tables (issue 38): as a build
-    before it had it or, ``keep_flags``, as Tofino 1's profile has it
-    (bind_vm's ``guarded`` and ``dhcp_server`` kept, no guards)."""
+    before it had it or, ``keep_flags``, with bind_vm's ``guarded`` and
+    ``dhcp_server`` kept and no guards (as Tofino 1's profile had it before
+    its IPv4 port security)."""
     from p4vtep.runtime.protos import p4info_pb2
 
     message = p4info_pb2.P4Info()

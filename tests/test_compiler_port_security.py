@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from fabric_fixture import dual_stack_fabric, dual_stack_vms
+from fabric_fixture import dual_stack_fabric, dual_stack_vms, routed_fabric, routed_vms
 from helpers import p4info_without_port_security, table_entries
 from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.compiler.local_vm import ALWAYS_ALLOWED_V6
 from p4vtep.compiler.switch_state import identity
-from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.artifacts import bmv2_pipeline, tofino_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.dataplane.targets import Target
 from p4vtep.model.allocation import Allocations, allocate
 from p4vtep.model.fabric import AllowedPair, Fabric, Vm
 from p4vtep.runtime import codec
@@ -241,14 +242,15 @@ def without_port_security() -> P4Info:
     return p4info_without_port_security(ENTRIES.p4info)
 
 
-@pytest.mark.parametrize("profile", ["older build", "tofino 1 profile"])
+@pytest.mark.parametrize("profile", ["older build", "flags without guards"])
 def test_a_pipeline_without_port_security_gets_no_guards(profile):
-    """An older build, and Tofino 1's profile (the guards left out, bind_vm's
-    flags kept: written 0, since nothing there would enforce them)."""
+    """An older build, and one with the guards left out but bind_vm's flags
+    kept (Tofino 1's profile before its IPv4 port security): written 0,
+    since nothing there would enforce them."""
     entries = PipelineEntries(
-        p4info_without_port_security(ENTRIES.p4info, keep_flags=profile == "tofino 1 profile")
+        p4info_without_port_security(ENTRIES.p4info, keep_flags=profile == "flags without guards")
     )
-    assert entries.guard_flags is (profile == "tofino 1 profile")
+    assert entries.guard_flags is (profile == "flags without guards")
     assert not entries.port_security
     enc = Encoder(entries)
     fabric = dual_stack_fabric()
@@ -265,3 +267,42 @@ def test_a_pipeline_without_port_security_gets_no_guards(profile):
         for k in state.entities
         if state.entity(k).WhichOneof("entity") == "table_entry"
     )
+
+
+def test_tofino_1_guards_ipv4_only():
+    """Tofino 1's committed profile: port security without the IPv6 guard
+    (no IPv6 parsing there; its pipeline drops every IPv6 frame of a
+    guarded VM, port_security.p4). A guarded VM gets its IPv4 addresses'
+    and IPv4 pairs' guard entries and its pairs' MACs, no IPv6 entry
+    (fe80::/64, ::, an IPv6 pair's prefix), and its binding says guarded."""
+    entries = PipelineEntries(tofino_pipeline(Target.TOFINO).p4info)
+    assert (entries.port_security, entries.guard_flags, entries.ipv6_guard) == (True, True, False)
+    enc = Encoder(entries)
+    fabric = routed_fabric()
+    web, db, fw, b1 = routed_vms()
+    web = replace(web, allowed_pairs=(VIP, WIDE, WIDE6))
+    vms = [web, db, fw, b1]
+    alloc = Allocations()
+    allocate(fabric, vms, alloc)
+    state = compile_tor(fabric, vms, "tor1", alloc, enc)
+    e = entries
+    assert table_entries(state, entries.p4info, GUARDS, set()) == dict(
+        enc.of(m)
+        for m in (
+            e.source_guard(1, 10, "192.168.1.1", 32),
+            e.source_guard(1, 10, "192.168.1.100", 32),
+            e.source_guard(1, 10, "10.9.0.0", 16),
+            e.allowed_source_mac(1, 10, "00:00:5e:00:01:07"),
+            e.allowed_source_mac(1, 10, "00:00:5e:00:02:07"),
+            # b1 (L2 VNI 6000, port 2, VLAN 30), guarded
+            e.source_guard(2, 30, "192.168.1.1", 32),
+        )
+    )
+    index = alloc.vm["tor1"]["web-1"]
+    key, data = enc.of(e.access_binding(1, 10, 5000, index, web.mac, 50000, False, True, False))
+    assert state.entities[key] == data
+    # An IPv6 guard entry cannot be built for it, by either builder.
+    with pytest.raises(ValueError, match="no IPv6 source guard"):
+        e.source_guard(1, 10, "fe80::", 64)
+    with pytest.raises(ValueError, match="no IPv6 source guard"):
+        enc.source_guard(1, 10, "2001:db8:f::", 48)

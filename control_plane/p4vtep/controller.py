@@ -171,8 +171,15 @@ class Controller:
         for name, entries in self.tor_entries.items():
             if not entries.port_security:
                 log.warning(
-                    "tor %s: its %s pipeline has no port security (Tofino 1's profile): "
+                    "tor %s: its %s pipeline has no port security (an older build): "
                     "the VMs there are held to their MAC only (docs/security.md)",
+                    name,
+                    fabric.tors[name].target,
+                )
+            elif not entries.ipv6_guard:
+                log.info(
+                    "tor %s: its %s pipeline guards IPv4 only (Tofino 1's profile): "
+                    "a guarded VM's IPv6 frames are dropped there (docs/security.md)",
                     name,
                     fabric.tors[name].target,
                 )

@@ -45,12 +45,13 @@
 #define BYTE_METER(name, size, index_type) Meter<bit<32>>(size, MeterType_t.BYTES) name
 // Packet meter array (the CPU path's CoPP, cpu_port.p4): rates in packets/s.
 #define PACKET_METER(name, size, index_type) Meter<bit<32>>(size, MeterType_t.PACKETS) name
-// Where a frame's punt class lives (cpu_port.p4): in the bridged header that
-// egress reads, written there by the punting table itself (a copy after
-// that table would be a stage of its own at the end of Tofino 1's ingress).
-// (A profile without the CPU path has only the l2 trap: the metadata field.)
+// Where a frame's punt class lives (cpu_port.p4): in the bridged byte that
+// egress reads (bridged.p4), written there by the punting table itself (a
+// copy after that table would be a stage of its own at the end of Tofino 1's
+// ingress). (A profile without the CPU path has only the l2 trap: the
+// metadata field.)
 #ifdef P4VTEP_CPU_PATH
-#define PUNT_CLASS(meta) meta.bridged.punt_class
+#define PUNT_CLASS(meta) meta.bridged_punt.punt_class
 #else
 #define PUNT_CLASS(meta) meta.punt_class
 #endif
@@ -77,7 +78,11 @@
 
 // Ingress hands egress its decisions in a bridged header (tna/bridged.p4);
 // the route lookups leave their result in route (tna/route_result.p4).
+#ifdef P4VTEP_CPU_PATH
+#define ARCH_METADATA bridged_punt_t bridged_punt; bridged_t bridged; route_result_t route;
+#else
 #define ARCH_METADATA bridged_t bridged; route_result_t route;
+#endif
 
 // The Checksum extern verifies the outer IPv4 header in the parser. Tofino
 // cannot assign a parser field twice, so the caller starts checksum_ok at

@@ -4,13 +4,26 @@
 #ifndef P4VTEP_TNA_BRIDGED_P4
 #define P4VTEP_TNA_BRIDGED_P4
 
+// The CPU path's punt class (PUNT_CLASS_*, cpu_port.p4) rides in a byte of
+// its own, in front of bridged_t: it is written where the punt is decided
+// (an l2 trap, punt_policy), several stages before the copy at the end of
+// ingress that fills bridged_t. Inside the @flexible header the compiler
+// packed it beside fields that copy writes, and on Tofino 2 that action then
+// had three sources for one container (docs/tofino.md, "Profiles"). A frame
+// at the CPU port without a class is a packet-out answered back to where it
+// came from (an echo it routed to a gateway), so egress needs no from_cpu.
+#ifdef P4VTEP_CPU_PATH
+header bridged_punt_t {
+    punt_class_t punt_class;
+}
+#define BRIDGED_BYTES(meta) (sizeInBytes(meta.bridged_punt) + sizeInBytes(meta.bridged))
+#else
+#define BRIDGED_BYTES(meta) sizeInBytes(meta.bridged)
+#endif
+
 @flexible
 header bridged_t {
     bit<1>      is_packet_out;
-#ifdef P4VTEP_CPU_PATH
-    bit<1>      from_cpu;       // a packet-out routed or flooded (cpu_port.p4)
-    punt_class_t punt_class;    // why it goes to the CPU port (PUNT_CLASS_*)
-#endif
     bit<1>      from_fabric;
     bit<1>      do_encap;
     port_t      ingress_port;

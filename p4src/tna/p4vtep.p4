@@ -10,19 +10,19 @@
 // layout of routing (tna/l3_forwarding.p4: lookups beside the MAC lookup,
 // the rewrite in egress).
 #define P4VTEP_ROUTING   // routing between a tenant's subnets (docs/routing.md)
-// Tofino 1's profile (docs/tofino.md, "Profiles"): IPv4 tenants, without port
-// security. With IPv6 its ingress needs 15 stages at the production sizes and
-// 14 at the smallest (dependency depth, not memory), and with port security
-// too its PHV does not allocate; Tofino 2 holds both.
+// Tofino 1's profile (docs/tofino.md, "Profiles"): IPv4 tenants, with port
+// security for IPv4 (a guarded VM's IPv6 is dropped: port_security.p4). With
+// IPv6 its ingress needs 15 stages at the production sizes and 14 at the
+// smallest (dependency depth, not memory); Tofino 2 holds both.
+#define P4VTEP_PORT_SECURITY   // port security (port_security.p4, docs/security.md)
 #if __TARGET_TOFINO__ == 2
 #define P4VTEP_IPV6      // IPv6 tenants: ND suppression, IPv6 routes and gateway
-#define P4VTEP_PORT_SECURITY   // port security (port_security.p4, docs/security.md)
-#else
-// The CPU path (cpu_port.p4): Tofino 1's profile has it (12 ingress stages,
-// 10 egress). Tofino 2's does not yet: beside IPv6 and port security its PHV
-// does not allocate (34 field slices left over: docs/tofino.md, "Profiles").
-#define P4VTEP_CPU_PATH
 #endif
+// The CPU path (cpu_port.p4), on both chips: the punt class in a bridged byte
+// of its own and packet_in overlaid on the tunnel headers (bridged.p4,
+// VtepEgress) are what let Tofino 2's PHV hold it beside IPv6 and port
+// security.
+#define P4VTEP_CPU_PATH
 #define ROUTE_DECISION_BESIDE_L2   // the route decision inside L2Forwarding's hit branch
 #define ND_ANSWER_UNTAGGED         // an answered NS leaves ingress untagged (nd_suppression.p4)
 // Port security's lookups run beside access_binding (their keys come from
@@ -107,12 +107,13 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
 #define ND_REPLIED(meta) false
 #endif
 // (punt_class: the l2 trap's class without the CPU path; with it the class
-// lives in the bridged header, PUNT_CLASS in arch.p4.)
+// lives in the bridged byte bridged_punt, PUNT_CLASS in arch.p4.)
 #ifdef P4VTEP_CPU_PATH
 #define INIT_CPU_PATH_METADATA(meta) \
     meta.from_cpu = false; \
     meta.cpu_flood = false; \
-    meta.punt_class = PUNT_CLASS_NONE;
+    meta.punt_class = PUNT_CLASS_NONE; \
+    meta.bridged_punt.setInvalid();
 #define CPU_FLOOD(meta) meta.cpu_flood
 #else
 #define INIT_CPU_PATH_METADATA(meta) \
@@ -250,8 +251,8 @@ control VtepIngress(inout headers_t hdr,
 #ifdef P4VTEP_CPU_PATH
         // Valid from the start: the punt class is written into it where it
         // is decided (an l2 trap, punt_policy).
-        meta.bridged.setValid();
-        meta.bridged.punt_class = PUNT_CLASS_NONE;
+        meta.bridged_punt.setValid();
+        PUNT_CLASS(meta) = PUNT_CLASS_NONE;
         if (hdr.packet_out.isValid() && hdr.packet_out.mode == PACKET_OUT_PORT) {
 #else
         if (hdr.packet_out.isValid()) {
@@ -393,11 +394,7 @@ control VtepIngress(inout headers_t hdr,
             }
         }
 
-#ifndef P4VTEP_CPU_PATH
         meta.bridged.setValid();
-#else
-        meta.bridged.from_cpu = (bit<1>) meta.from_cpu;
-#endif
         meta.bridged.is_packet_out = (bit<1>) meta.is_packet_out;
         meta.bridged.from_fabric = (bit<1>) meta.from_fabric;
         meta.bridged.do_encap = (bit<1>) meta.do_encap;
@@ -443,6 +440,9 @@ control VtepIngressDeparser(packet_out packet,
     VtepHeaderDeparser() header_deparser;
 
     apply {
+#ifdef P4VTEP_CPU_PATH
+        packet.emit(meta.bridged_punt);
+#endif
         packet.emit(meta.bridged);
         header_deparser.apply(packet, hdr);
     }
@@ -459,11 +459,11 @@ parser VtepEgressParser(packet_in packet,
         packet.extract(eg_intr_md);
         INIT_METADATA(meta)
         meta.ingress_port = 0;
+#ifdef P4VTEP_CPU_PATH
+        packet.extract(meta.bridged_punt);
+#endif
         packet.extract(meta.bridged);
         meta.is_packet_out = (bool) meta.bridged.is_packet_out;
-#ifdef P4VTEP_CPU_PATH
-        meta.from_cpu = (bool) meta.bridged.from_cpu;
-#endif
         meta.from_fabric = (bool) meta.bridged.from_fabric;
         meta.do_encap = (bool) meta.bridged.do_encap;
         meta.src_vlan = meta.bridged.src_vlan;
@@ -585,6 +585,27 @@ parser VtepEgressParser(packet_in packet,
     }
 }
 
+// packet_in is built only for a frame to the CPU port, which leaves egress
+// before anything encapsulates; the tunnel headers are built only after that.
+// So packet_in's own fields may share containers with theirs (the compiler
+// does not see it: both headers are made valid in egress, not parsed).
+// Not its vni and vlan: the compiler makes them the egress metadata vni and
+// src_vlan (an alias), live for every frame; nor the tunnel's destination
+// MAC and IPv4 address, which are the bridged next_hop_mac and remote_vtep.
+#ifdef P4VTEP_CPU_PATH
+#define PACKET_IN_EXCLUSIVE_WITH(field) \
+    @pa_mutually_exclusive("egress", "hdr.packet_in._pad", field) \
+    @pa_mutually_exclusive("egress", "hdr.packet_in.ingress_port", field) \
+    @pa_mutually_exclusive("egress", "hdr.packet_in.reason", field) \
+    @pa_mutually_exclusive("egress", "hdr.packet_in._pad2", field)
+PACKET_IN_EXCLUSIVE_WITH("hdr.encap_ethernet.src_addr")
+PACKET_IN_EXCLUSIVE_WITH("hdr.encap_ipv4.total_len")
+PACKET_IN_EXCLUSIVE_WITH("hdr.encap_ipv4.hdr_checksum")
+PACKET_IN_EXCLUSIVE_WITH("hdr.encap_ipv4.src_addr")
+PACKET_IN_EXCLUSIVE_WITH("hdr.encap_udp.src_port")
+PACKET_IN_EXCLUSIVE_WITH("hdr.encap_udp.length")
+PACKET_IN_EXCLUSIVE_WITH("hdr.encap_vxlan.vni_reserved")
+#endif
 control VtepEgress(inout headers_t hdr,
                    inout local_metadata_t meta,
                    in egress_intrinsic_metadata_t eg_intr_md,
@@ -625,9 +646,10 @@ control VtepEgress(inout headers_t hdr,
             hdr.packet_in.reason = PUNT_CLASS_L2_TRAP;
             hdr.packet_in._pad = 0;
 #else
-            if (meta.from_cpu) {
-                // A packet-out answered back where it came from (an echo
-                // request it routed to a gateway): never punted back.
+            if (PUNT_CLASS(meta) == PUNT_CLASS_NONE) {
+                // Not punted: a packet-out answered back where it came from
+                // (an echo request it routed to a gateway; ingress never
+                // gives a frame from the CPU a class), never sent back.
                 eg_dprsr_md.drop_ctl = 1;
                 COUNT(egress_drop_counter, DROP_TO_GATEWAY);
             } else {
@@ -658,7 +680,7 @@ control VtepEgress(inout headers_t hdr,
             if (meta.do_encap) {
                 // pkt_length counts the bridged header ingress put in front.
                 vxlan_encap.apply(hdr, meta,
-                    eg_intr_md.pkt_length - (bit<16>) sizeInBytes(meta.bridged));
+                    eg_intr_md.pkt_length - (bit<16>) BRIDGED_BYTES(meta));
             } else {
 #ifndef RX_POLICING_IN_INGRESS
                 if ((meta.rx_policed == 1 && eg_intr_md.egress_rid == 0) ||

@@ -12,7 +12,7 @@ control PuntDecision(inout local_metadata_t meta,
                     (bit<32> punt_policy_size) {
     // To the CPU port; egress polices it by class (CpuPort).
     action punt(punt_class_t punt_class) {
-        meta.bridged.punt_class = punt_class;
+        PUNT_CLASS(meta) = punt_class;
         ig_tm_md.ucast_egress_port = CPU_PORT;
     }
 

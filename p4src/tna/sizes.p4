@@ -76,22 +76,23 @@
 #define PREFIX_ROUTE_TABLE_SIZE    PREFIX_ROUTE_DEFAULT   // (VRF, prefix) routes (LPM)
 #endif
 
-// Port security (port_security.p4, Tofino 2 only): the source guards are
-// LPM tables (TCAM: a 128-bit key takes four blocks per row, the IPv4 one
-// two), looked up beside access_binding; the extra MACs are exact. Measured
-// with p4c-tofino 9.13.4 (docs/tofino.md, "Profiles"): 8K + 8K guard
-// entries need 21-26 ingress stages, 4K IPv4 + 2K IPv6 take 19 of 20. BMv2
-// holds 32K, 32K and 8K. Every guarded IPv6 VM takes at least three IPv6
-// entries (its address, fe80::/64, ::).
+// Port security (port_security.p4): the source guards are LPM tables (TCAM:
+// a 128-bit key takes four blocks per row, the IPv4 one two), looked up
+// beside access_binding; the extra MACs are exact. Measured with p4c-tofino
+// 9.13.4 (docs/tofino.md, "Profiles"): on Tofino 2 8K + 8K guard entries
+// need 21-26 ingress stages, 4K IPv4 + 2K IPv6 take 19 of 20. BMv2 holds
+// 32K, 32K and 8K. Every guarded IPv6 VM takes at least three IPv6 entries
+// (its address, fe80::/64, ::). Tofino 1 (IPv4 only, no IPv6 guard): 6K
+// IPv4 guard entries take all 24 TCAM blocks of the binding's stage (8K:
+// 13 ingress stages); 8K extra MACs take 4 SRAM blocks (as 1K do).
 #if __TARGET_TOFINO__ == 2
 #define IPV4_SOURCE_GUARD_DEFAULT  4096
 #define IPV6_SOURCE_GUARD_DEFAULT  2048
 #define ALLOWED_SOURCE_MAC_DEFAULT 2048
 #else
-// (Tofino 1's profile has no port security: tna/p4vtep.p4.)
-#define IPV4_SOURCE_GUARD_DEFAULT  4096
-#define IPV6_SOURCE_GUARD_DEFAULT  4096
-#define ALLOWED_SOURCE_MAC_DEFAULT 1024
+#define IPV4_SOURCE_GUARD_DEFAULT  6144
+#define IPV6_SOURCE_GUARD_DEFAULT  4096    // (unused: no IPv6 guard on Tofino 1)
+#define ALLOWED_SOURCE_MAC_DEFAULT 8192
 #endif
 #ifndef IPV4_SOURCE_GUARD_TABLE_SIZE
 #define IPV4_SOURCE_GUARD_TABLE_SIZE IPV4_SOURCE_GUARD_DEFAULT    // (port, VLAN, IPv4 prefix)

@@ -329,7 +329,8 @@ class Encoder:
         # (a pipeline with port security: the binding says whether the VM is
         # guarded and may serve DHCP; the source guards hold its addresses)
         self.port_security = entries.port_security
-        # (Tofino 1's profile: the flags without the guards, written 0)
+        self.ipv6_guard = entries.port_security and entries.ipv6_guard
+        # (a pipeline with the flags but without the guards: written 0)
         self.guard_flags = entries.guard_flags
         if self.guard_flags:
             binding += ("guarded", "dhcp_server")
@@ -338,8 +339,11 @@ class Encoder:
             self._guard_v4 = LpmEntry(
                 p4info, "ipv4_source_guard", guard, "ip", "source_allowed", memos
             )
-            self._guard_v6 = LpmEntry(
-                p4info, "ipv6_source_guard", guard, "ip", "source_allowed", memos
+            # (Tofino 1's profile has the IPv4 guard only: ipv6_guard_supported)
+            self._guard_v6 = (
+                LpmEntry(p4info, "ipv6_source_guard", guard, "ip", "source_allowed", memos)
+                if entries.ipv6_guard
+                else None
             )
             self._source_mac = ExactEntry(
                 p4info,
@@ -480,8 +484,14 @@ class Encoder:
     def source_guard(self, port: int, vlan_id: int, prefix: Value, prefix_len: int) -> Encoded:
         """A prefix a guarded VM may claim as its source, in the source
         guard of its family (``entries.is_ipv6``)."""
-        guard = self._guard_v6 if is_ipv6(prefix) else self._guard_v4
-        return guard(port, vlan_id, prefix, prefix_len)
+        if not is_ipv6(prefix):
+            return self._guard_v4(port, vlan_id, prefix, prefix_len)
+        if self._guard_v6 is None:
+            raise ValueError(
+                f"{prefix!r}/{prefix_len}: this pipeline has no IPv6 source guard "
+                "(a guarded VM's IPv6 frames are all dropped there)"
+            )
+        return self._guard_v6(port, vlan_id, prefix, prefix_len)
 
     def allowed_source_mac(self, port: int, vlan_id: int, mac: Value) -> Encoded:
         """An extra source MAC the VM on (port, VLAN) may send from."""

@@ -33,7 +33,9 @@ def port_security(enc: Encoder, port: int, vm: Vm) -> list[Encoded]:
     """The VM's port-security entries (docs/security.md): guarded, a source
     guard entry per address (/32, /128), per pair prefix and for
     ALWAYS_ALLOWED_V6; guarded or not, an allowed source MAC per pair MAC
-    other than its own. Each once, in a fixed order."""
+    other than its own. Each once, in a fixed order. A pipeline without an
+    IPv6 guard (Tofino 1's profile) gets the IPv4 entries only: it drops
+    every IPv6 frame of a guarded VM."""
     vlan, pairs = vm.vlan, vm.allowed_pairs
     out = []
     if vm.port_security:
@@ -45,8 +47,11 @@ def port_security(enc: Encoder, port: int, vm: Vm) -> list[Encoded]:
                 address, _, length = p.prefix.partition("/")
                 prefixes.append((address, int(length)))
             prefixes = list(dict.fromkeys(prefixes))
+        if not enc.ipv6_guard:
+            prefixes = [(ip, length) for ip, length in prefixes if ":" not in ip]
         out = [guard(port, vlan, ip, length) for ip, length in prefixes]
-        out += [guard(port, vlan, ip, length) for ip, length in ALWAYS_ALLOWED_V6]
+        if enc.ipv6_guard:
+            out += [guard(port, vlan, ip, length) for ip, length in ALWAYS_ALLOWED_V6]
     if pairs:
         macs = dict.fromkeys(p.mac for p in pairs if p.mac is not None and p.mac != vm.mac)
         out += [enc.allowed_source_mac(port, vlan, mac) for mac in macs]

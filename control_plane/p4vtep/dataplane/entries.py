@@ -134,16 +134,24 @@ def port_security_index(vm_index: int, reason: DropReason) -> int:
 
 
 def port_security_supported(p4info: P4Info) -> bool:
-    """Whether a pipeline has port security (the source guards, and the
-    ``guarded`` and ``dhcp_server`` flags of ``bind_vm``). Older builds (the
-    committed Tofino ones) have none."""
+    """Whether a pipeline has port security (the IPv4 source guard, the
+    extra MACs, and the ``guarded`` and ``dhcp_server`` flags of
+    ``bind_vm``). Older builds have none."""
     return p4info.has_table("ipv4_source_guard")
+
+
+def ipv6_guard_supported(p4info: P4Info) -> bool:
+    """Whether a pipeline with port security guards IPv6 sources too
+    (``ipv6_source_guard``). Tofino 1's profile has no IPv6 tenants and no
+    IPv6 guard: its pipeline drops every IPv6 frame of a guarded VM
+    (port_security.p4), so no IPv6 guard entry is written there."""
+    return p4info.has_table("ipv6_source_guard")
 
 
 def guard_flags_supported(p4info: P4Info) -> bool:
     """Whether ``bind_vm`` takes the ``guarded`` and ``dhcp_server`` flags.
-    Tofino 1's profile has them without the source guards (one binding action
-    for every target: tna/p4vtep.p4); they are written 0 there."""
+    A pipeline may have them without the source guards (one binding action
+    for every target); they are written 0 there."""
     try:
         p4info.param(p4info.action("bind_vm").preamble.id, "guarded")
     except KeyError:
@@ -232,6 +240,7 @@ class PipelineEntries:
         self.routing = routing_supported(p4info)
         self.knows_policed = policed_flag_supported(p4info)
         self.port_security = port_security_supported(p4info)
+        self.ipv6_guard = ipv6_guard_supported(p4info)
         self.guard_flags = guard_flags_supported(p4info)
 
     def _policed(self, params: dict[str, Value], policed: bool) -> dict[str, Value]:
@@ -334,6 +343,11 @@ class PipelineEntries:
         sender; IPv6: also as a Neighbor Advertisement's target): one of its
         addresses as a /32 or /128, an allowed pair's prefix, fe80::/64, ::/128."""
         v6 = is_ipv6(prefix) if ipv6 is None else ipv6
+        if v6 and not self.ipv6_guard:
+            raise ValueError(
+                f"{prefix!r}/{prefix_len}: this pipeline has no IPv6 source guard "
+                "(a guarded VM's IPv6 frames are all dropped there)"
+            )
         match: dict[str, entities.MatchValue] = {"port": port, "vlan_id": vlan_id}
         if prefix_len:  # (P4Runtime: a /0 LPM match is left out, a wildcard)
             match["ip"] = entities.Lpm(prefix, prefix_len)

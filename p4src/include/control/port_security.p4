@@ -19,7 +19,7 @@
 // What it does not see: an RA or NA behind IPv6 extension headers (the
 // parser does not walk them), and an NS or NA with more than one option is
 // refused rather than read.
-//
+// Without IPv6 (Tofino 1's profile: IPv4 tenants) see the end of this file.
 // Two controls: PortSecurity (the tables, looked up where each target wants
 // them) and PortSecurityChecks (the verdict, in AccessFiltering's branch for
 // a frame whose MAC passed). PORT_SECURITY_BESIDE_BINDING (the Tofino
@@ -31,8 +31,8 @@
 #ifndef P4VTEP_PORT_SECURITY_P4
 #define P4VTEP_PORT_SECURITY_P4
 
-#if !defined(P4VTEP_ROUTING) || !defined(P4VTEP_IPV6)
-#error "port security reads the ICMPv6 and ND headers: define P4VTEP_ROUTING and P4VTEP_IPV6"
+#if defined(P4VTEP_IPV6) && !defined(P4VTEP_ROUTING)
+#error "port security reads the ICMPv6 and ND headers: define P4VTEP_ROUTING with P4VTEP_IPV6"
 #endif
 
 // port_security_drop_counter: 8 cells per VM, index VM ++ class, the class
@@ -139,7 +139,7 @@ control PortSecurity(inout headers_t hdr,
         const default_action = source_refused();
         size = ipv4_guard_table_size;
     }
-
+#ifdef P4VTEP_IPV6
     table ipv6_source_guard {
         key = {
             meta.ingress_port : exact @name("port");
@@ -153,19 +153,19 @@ control PortSecurity(inout headers_t hdr,
         const default_action = source_refused();
         size = ipv6_guard_table_size;
     }
-
+#endif
     apply {
-#ifdef NA_TARGET_CLAIMED_IN_CONTROL
+#if defined(NA_TARGET_CLAIMED_IN_CONTROL) && defined(P4VTEP_IPV6)
         // (tna/arch.p4: the parser left the NA's source there)
         if (hdr.nd.isValid() && hdr.icmp.type_code == ICMPV6_NA) {
             meta.claimed_ipv6 = hdr.nd.target;
         }
 #endif
-#ifdef PORT_SECURITY_BESIDE_BINDING
-        // Every lookup, for every tagged access frame: none waits for the
-        // binding, and PortSecurityChecks reads their results in the stage
-        // after, with the MAC check. The MACs the checks compare in halves
-        // are XORed here, beside them.
+#if defined(PORT_SECURITY_BESIDE_BINDING) && !defined(P4VTEP_IPV6)
+        allowed_source_mac.apply();   // (IPv4 only, Tofino 1: both beside the
+        ipv4_source_guard.apply();    // binding; bind_vm XORs the ARP MACs)
+#elif defined(PORT_SECURITY_BESIDE_BINDING)
+        // Every lookup beside the binding; the checks read them a stage later.
         allowed_source_mac.apply();
         if (hdr.arp.isValid()) {
             meta.lla_diff = hdr.arp.sha ^ hdr.ethernet.src_addr;
@@ -190,7 +190,7 @@ control PortSecurity(inout headers_t hdr,
 #endif
     }
 }
-
+#ifdef P4VTEP_IPV6
 // The verdict for a frame whose source MAC passed (AccessFiltering), from
 // the lookups above and the binding's `guarded` and `dhcp_server`.
 control PortSecurityChecks(in headers_t hdr,
@@ -270,6 +270,94 @@ control PortSecurityChecks(in headers_t hdr,
         }
     }
 }
+#else  // !P4VTEP_IPV6
+
+// Without IPv6 (Tofino 1's profile, tna/p4vtep.p4: IPv4 tenants). The parser
+// reads no ICMPv6 or ND there and there is no ipv6_source_guard, so there is
+// no RA guard, ND check or IPv6 source check: a guarded VM cannot be held to
+// its IPv6 addresses, and every IPv6 frame it sends is dropped as
+// spoofed_ip (docs/security.md); a VM that is not guarded is untouched. ARP,
+// IPv4 and DHCPv4 are checked as above, laid out for that chip's full
+// ingress (docs/tofino.md, "Port security on Tofino 1"):
+// - bind_vm computes the ARP sender MAC's difference from the frame's source
+//   (no table of its own beside the binding);
+// - the checks are one hidden ternary table with constant entries, first
+//   match wins: as a chain of conditions they took a dozen of the 16 logical
+//   tables (and the 16 gateways) of the stage after the binding, which the
+//   access and fabric checks already fill. It is the pipeline's logic, not
+//   the controller's: the P4Info does not show it.
+// tests/test_port_security_verdict.py holds its entries to the checks above.
+#ifndef PORT_SECURITY_BESIDE_BINDING
+#error "port security without IPv6 is laid out for Tofino: define PORT_SECURITY_BESIDE_BINDING"
+#endif
+#undef PORT_SECURITY_BIND
+#define PORT_SECURITY_BIND(meta, vm_mac) \
+    meta.lla_diff = hdr.arp.sha ^ hdr.ethernet.src_addr;
+
+control PortSecurityChecks(in headers_t hdr,
+                           inout local_metadata_t meta)
+                          (bit<32> vm_count) {
+    NARROW_COUNTER(port_security_drop_counter, vm_count * PORT_SECURITY_CLASSES,
+                   port_security_index_t);
+
+    @hidden action refuse(drop_reason_t reason, bit<3> class_index) {
+        meta.drop_reason = reason;
+        meta.port_security_class = class_index;
+    }
+
+    @hidden table port_security_verdict {
+        key = {
+            meta.guard_flags     : ternary;   // `guarded` ++ `dhcp_server`
+            hdr.arp.isValid()    : ternary;
+            hdr.ipv4.isValid()   : ternary;
+            hdr.ipv6.isValid()   : ternary;
+            hdr.udp.isValid()    : ternary;
+            meta.source_refused  : ternary;
+            meta.claimed_ipv4    : ternary;
+            meta.lla_diff        : ternary;   // ARP sender MAC XOR source (bind_vm)
+            hdr.udp.src_port     : ternary;
+            hdr.udp.dst_port     : ternary;
+        }
+        actions = {
+            refuse;
+            NoAction;
+        }
+        const default_action = NoAction();
+        // guarded: 0b10 &&& 0b10; guarded, no DHCP server: 0b10 &&& 0b11.
+        const entries = {
+            // ARP: the sender MAC is the source, and the sender address the
+            // VM's or 0.0.0.0 (an ARP probe).
+            (0b10 &&& 0b10, true, _, _, _, false, _, 0, _, _) : NoAction();
+            (0b10 &&& 0b10, true, _, _, _, _, 0, 0, _, _) : NoAction();
+            (0b10 &&& 0b10, true, _, _, _, _, _, _, _, _) :
+                refuse(DROP_SPOOFED_ARP, (bit<3>) (DROP_SPOOFED_ARP - DROP_SPOOFED_IP));
+            // IPv4: the source the VM's or 0.0.0.0 (a DHCP client), then no
+            // DHCP server message unless the binding says dhcp_server.
+            (0b10 &&& 0b11, _, true, _, true, false, _, _, DHCPV4_SERVER_PORT, DHCPV4_CLIENT_PORT) :
+                refuse(DROP_DHCP_SERVER_FROM_VM,
+                       (bit<3>) (DROP_DHCP_SERVER_FROM_VM - DROP_SPOOFED_IP));
+            (0b10 &&& 0b11, _, true, _, true, _, 0, _, DHCPV4_SERVER_PORT, DHCPV4_CLIENT_PORT) :
+                refuse(DROP_DHCP_SERVER_FROM_VM,
+                       (bit<3>) (DROP_DHCP_SERVER_FROM_VM - DROP_SPOOFED_IP));
+            (0b10 &&& 0b10, _, true, _, _, false, _, _, _, _) : NoAction();
+            (0b10 &&& 0b10, _, true, _, _, _, 0, _, _, _) : NoAction();
+            (0b10 &&& 0b10, _, true, _, _, _, _, _, _, _) :
+                refuse(DROP_SPOOFED_IP, (bit<3>) (DROP_SPOOFED_IP - DROP_SPOOFED_IP));
+            // IPv6: no guard here, so none of it.
+            (0b10 &&& 0b10, _, _, true, _, _, _, _, _, _) :
+                refuse(DROP_SPOOFED_IP, (bit<3>) (DROP_SPOOFED_IP - DROP_SPOOFED_IP));
+        }
+        size = 16;
+    }
+
+    apply {
+        port_security_verdict.apply();
+        if (meta.drop_reason != DROP_NONE) {
+            COUNT(port_security_drop_counter, meta.src_vm ++ meta.port_security_class);
+        }
+    }
+}
+#endif  // P4VTEP_IPV6
 
 #undef REFUSE
 #undef GUARDED
