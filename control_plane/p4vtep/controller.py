@@ -170,19 +170,15 @@ class Controller:
         }
         for name, entries in self.tor_entries.items():
             if not entries.port_security:
-                log.warning(
-                    "tor %s: its %s pipeline has no port security (an older build): "
-                    "the VMs there are held to their MAC only (docs/security.md)",
-                    name,
-                    fabric.tors[name].target,
-                )
+                level = logging.WARNING
+                held = "has no port security (an older build): its VMs are held to their MAC"
             elif not entries.ipv6_guard:
-                log.info(
-                    "tor %s: its %s pipeline guards IPv4 only (Tofino 1's profile): "
-                    "a guarded VM's IPv6 frames are dropped there (docs/security.md)",
-                    name,
-                    fabric.tors[name].target,
-                )
+                level = logging.INFO
+                held = "guards IPv4 only (Tofino 1's profile): it drops a guarded VM's IPv6"
+            else:
+                continue
+            target = fabric.tors[name].target
+            log.log(level, "tor %s: its %s pipeline %s (docs/security.md)", name, target, held)
         # One encoder per P4Info (ids differ per target).
         self.encoder = Encoder(self.entries)
         by_p4info = {id(self.entries): self.encoder}

@@ -11,7 +11,14 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..dataplane.entries import LocalVmHop, PipelineEntries, PortRole, RouteHop, is_ipv6
+from ..dataplane.entries import (
+    LocalVmHop,
+    PipelineEntries,
+    PortRole,
+    RouteHop,
+    is_ipv6,
+    no_ipv6_guard,
+)
 from ..model.fabric import Rates
 from ..runtime import codec, wire
 from ..runtime.codec import Value
@@ -487,10 +494,7 @@ class Encoder:
         if not is_ipv6(prefix):
             return self._guard_v4(port, vlan_id, prefix, prefix_len)
         if self._guard_v6 is None:
-            raise ValueError(
-                f"{prefix!r}/{prefix_len}: this pipeline has no IPv6 source guard "
-                "(a guarded VM's IPv6 frames are all dropped there)"
-            )
+            raise no_ipv6_guard(prefix, prefix_len)
         return self._guard_v6(port, vlan_id, prefix, prefix_len)
 
     def allowed_source_mac(self, port: int, vlan_id: int, mac: Value) -> Encoded:

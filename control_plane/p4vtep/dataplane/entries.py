@@ -148,6 +148,15 @@ def ipv6_guard_supported(p4info: P4Info) -> bool:
     return p4info.has_table("ipv6_source_guard")
 
 
+def no_ipv6_guard(prefix: Value, prefix_len: int) -> ValueError:
+    """The error for an IPv6 source-guard entry on a pipeline without the
+    table (ipv6_guard_supported)."""
+    return ValueError(
+        f"{prefix!r}/{prefix_len}: this pipeline has no IPv6 source guard "
+        "(a guarded VM's IPv6 frames are all dropped there)"
+    )
+
+
 def guard_flags_supported(p4info: P4Info) -> bool:
     """Whether ``bind_vm`` takes the ``guarded`` and ``dhcp_server`` flags.
     A pipeline may have them without the source guards (one binding action
@@ -344,10 +353,7 @@ class PipelineEntries:
         addresses as a /32 or /128, an allowed pair's prefix, fe80::/64, ::/128."""
         v6 = is_ipv6(prefix) if ipv6 is None else ipv6
         if v6 and not self.ipv6_guard:
-            raise ValueError(
-                f"{prefix!r}/{prefix_len}: this pipeline has no IPv6 source guard "
-                "(a guarded VM's IPv6 frames are all dropped there)"
-            )
+            raise no_ipv6_guard(prefix, prefix_len)
         match: dict[str, entities.MatchValue] = {"port": port, "vlan_id": vlan_id}
         if prefix_len:  # (P4Runtime: a /0 LPM match is left out, a wildcard)
             match["ip"] = entities.Lpm(prefix, prefix_len)
