@@ -3,6 +3,7 @@ record, result files, and a throw-away pair of BMv2 switches."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -10,7 +11,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -89,6 +90,22 @@ def write_result(name: str, data: dict) -> Path:
     path.write_text(json.dumps({"machine": machine(), **data}, indent=2))
     print(f"wrote {path.relative_to(REPO)}")
     return path
+
+
+def pin(pid: int, cpus: Collection[int]) -> None:
+    """Every thread of process ``pid`` onto ``cpus`` (threads it starts
+    later inherit it): the controller on a core of its own and the
+    switches on another, as deployed, on a machine that hosts both."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # (a thread that ended meanwhile)
+            os.sched_setaffinity(int(task), set(cpus))
+
+
+def pinned(command: Sequence[str], cpus: Collection[int] | None) -> list[str]:
+    """``command`` started on ``cpus`` (taskset: from its first instruction)."""
+    if not cpus:
+        return list(command)
+    return ["taskset", "-c", ",".join(str(c) for c in sorted(cpus)), *command]
 
 
 def require_switch() -> None:

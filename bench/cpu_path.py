@@ -32,6 +32,17 @@ Three measurements, each figure beside its issue-39 target in the report:
    routed to the target (no punt: what the switches' work alone costs);
    arms rotated round by round in one run.
 
+``--bench-cpus`` and ``--switch-cpus`` (``make bench-cpu-path``: 0 and 1)
+put this process (the controller and its responder, the probes) on a core
+of its own and both switches and tcpreplay on the other, as on a ToR where
+the ASIC forwards and the controller has a CPU of its own. Unpinned (no
+flags), the floods' frames are BMv2's work on the cores the controller runs
+on, and the flood arms measure that contention as much as the CPU path.
+Beside each arm's ack latency: each core's busy fraction over its
+migrations, and each ToR's P4Runtime write time (a wrapper around the
+supervisors' ``_write``, passes with nothing to write left out), which say
+whether a slower ack waited on the switches or on the controller.
+
 Result: bench/results/cpu_path.json.
 """
 
@@ -39,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import socket
 import struct
 import subprocess
@@ -51,7 +63,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from common import REPO, percentile, ratios, require_switch, summary, write_result
+from common import (
+    REPO,
+    percentile,
+    pin,
+    pinned,
+    ratios,
+    require_switch,
+    summary,
+    write_result,
+)
 from dataplane_load import (
     MachineShare,
     find_tcpreplay,
@@ -175,6 +196,41 @@ class HandlingClock:
             return out
 
 
+class WriteClock:
+    """Wraps every supervisor's _write: how long each pass's P4Runtime
+    write took (encoding, the round trip, the switch applying it), per ToR.
+    Beside the ack latency it says whether a slower migration waited on the
+    switches or on the controller's own threads."""
+
+    def __init__(self, controller: Controller) -> None:
+        self._lock = threading.Lock()
+        self.times: dict[str, list[float]] = {tor: [] for tor in controller.supervisors}
+        for tor, sup in controller.supervisors.items():
+            setattr(sup, "_write", self._timed(tor, sup._write))  # noqa: B010
+
+    def _timed(self, tor: str, inner: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+        def write(conn: Any, delta: Any) -> None:
+            if not delta:  # (a pass with nothing for this ToR)
+                inner(conn, delta)
+                return
+            t0 = time.perf_counter()
+            try:
+                inner(conn, delta)
+            finally:
+                with self._lock:
+                    self.times[tor].append(time.perf_counter() - t0)
+
+        return write
+
+    def take(self) -> dict[str, list[float]]:
+        """Each ToR's write times (s) since the last take."""
+        with self._lock:
+            out = {tor: list(v) for tor, v in self.times.items()}
+            for v in self.times.values():
+                v.clear()
+            return out
+
+
 def read_punts(sf: SwitchFabric, entries: PipelineEntries, tor: str) -> tuple[int, int]:
     """(punted, CoPP-dropped) packets of the TTL-expired class on ``tor``."""
     t = sf.fabric.tors[tor]
@@ -236,12 +292,31 @@ def measure_latency(sf: SwitchFabric, clock: HandlingClock, probes: int) -> dict
     }
 
 
-class Flood:
-    """tcpreplay replaying ``pcap`` at ``pps`` until stopped."""
+def core_busy() -> list[float]:
+    """Busy seconds of each core since boot (/proc/stat: all but idle and iowait)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = []
+    for line in Path("/proc/stat").read_text().splitlines():
+        name, *fields = line.split()
+        if name.startswith("cpu") and name != "cpu":
+            values = [int(f) for f in fields]
+            out.append((sum(values[:8]) - values[3] - values[4]) / ticks)
+    return out
 
-    def __init__(self, iface: str, pcap: Path, pps: float, seconds: int = 3600) -> None:
+
+class Flood:
+    """tcpreplay replaying ``pcap`` at ``pps`` until stopped (on ``cpus``)."""
+
+    def __init__(
+        self,
+        iface: str,
+        pcap: Path,
+        pps: float,
+        seconds: int = 3600,
+        cpus: Sequence[int] | None = None,
+    ) -> None:
         self.proc = subprocess.Popen(
-            tcpreplay_command(iface, pcap, pps=pps, loop=0, duration=seconds),
+            pinned(tcpreplay_command(iface, pcap, pps=pps, loop=0, duration=seconds), cpus),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -266,10 +341,11 @@ def measure_answers(
     pps: float,
     seconds: float,
     warmup: float,
+    cpus: Sequence[int] | None,
 ) -> dict[str, Any]:
     iface = sf.host_ifaces["s11"]
     dp0, out0 = read_punts(sf, entries, "tor1"), outcomes(controller)
-    flood = Flood(iface, pcap, pps)
+    flood = Flood(iface, pcap, pps, cpus=cpus)
     time.sleep(warmup)  # CoPP's burst spent, the rate steady
     rx0, t0 = iface_counter(iface, "rx_packets"), time.monotonic()
     time.sleep(seconds)
@@ -331,8 +407,17 @@ def main() -> None:
     parser.add_argument("--rate-seconds", type=float, default=10.0)
     parser.add_argument("--move-rounds", type=int, default=10)
     parser.add_argument("--moves", type=int, default=20, help="migrations per arm and round")
+    parser.add_argument(
+        "--bench-cpus", type=int, nargs="+", help="pin this process (the controller) to these CPUs"
+    )
+    parser.add_argument(
+        "--switch-cpus", type=int, nargs="+", help="pin both switches and tcpreplay to these CPUs"
+    )
+    parser.add_argument("--result", default="cpu_path", help="bench/results/NAME.json")
     args = parser.parse_args()
     require_switch()
+    if args.bench_cpus:  # before the controller's threads start (they inherit it)
+        pin(os.getpid(), args.bench_cpus)
     if find_tcpreplay() is None:
         print("SKIP: tcpreplay not found (make deps installs it)")
         return
@@ -342,6 +427,10 @@ def main() -> None:
     share.start()
     with tempfile.TemporaryDirectory() as tmp, bmv2_fabric(Path(tmp) / "logs") as sf:
         route(sf.fabric)
+        if args.switch_cpus:
+            for sw in sf.switches.values():
+                assert sw.process is not None
+                pin(sw.process.pid, args.switch_cpus)
         rate = sf.fabric.copp[PuntClass.TTL_EXPIRED]
         many = Path(tmp) / "many.pcap"  # round robin over the 64 sources
         wrpcap(str(many), [Ether(ttl1(SOURCES[i % 64], i)) for i in range(512)])
@@ -354,6 +443,7 @@ def main() -> None:
         )
         try:
             clock = HandlingClock(controller)
+            writes = WriteClock(controller)
             print("latency ...", flush=True)
             clock.take()
             latency = measure_latency(sf, clock, args.probes)
@@ -370,7 +460,14 @@ def main() -> None:
                 for factor in answers:
                     clock.take()
                     row = measure_answers(
-                        sf, controller, entries, many, rate.pps * int(factor), args.rate_seconds, 2
+                        sf,
+                        controller,
+                        entries,
+                        many,
+                        rate.pps * int(factor),
+                        args.rate_seconds,
+                        2,
+                        args.switch_cpus,
                     )
                     handled, busy = clock.take()
                     row["controller_busy_fraction"] = busy / 1e9 / row["ran_s"]
@@ -385,6 +482,10 @@ def main() -> None:
                     )
                     time.sleep(2.5)
             arms: dict[str, list[list[float]]] = {arm: [] for arm in ARMS}
+            # per arm and round: each core's busy fraction over the migrations
+            cores: dict[str, list[list[float]]] = {arm: [] for arm in ARMS}
+            # per arm and ToR: the migrations' write times (ms), each round's list
+            written: dict[str, dict[str, list[list[float]]]] = {arm: {} for arm in ARMS}
             floods: dict[str, list[dict[str, Any]]] = {arm: [] for arm in ARMS if arm != "quiet"}
             for r in range(args.move_rounds):
                 for arm in ARMS[r % len(ARMS) :] + ARMS[: r % len(ARMS)]:  # (each first in turn)
@@ -393,11 +494,21 @@ def main() -> None:
                         dp0, out0 = read_punts(sf, entries, "tor1"), outcomes(controller)
                         pcap = {"flood_64": many, "routed_one_vm": routed}.get(arm, one)
                         clock.skip = arm == "flood_one_vm_unanswered"
-                        flood = Flood(sf.host_ifaces["s11"], pcap, 10 * rate.pps)
+                        flood = Flood(
+                            sf.host_ifaces["s11"], pcap, 10 * rate.pps, cpus=args.switch_cpus
+                        )
                     time.sleep(1.0)  # (flooding: CoPP's burst spent)
                     clock.take()
+                    writes.take()
+                    cores0, t0 = core_busy(), time.monotonic()
                     acked = migrations(controller, args.moves, r)
+                    cores1, t1 = core_busy(), time.monotonic()
                     arms[arm].append(acked)
+                    for tor, times in writes.take().items():
+                        written[arm].setdefault(tor, []).append([t * 1e3 for t in times])
+                    cores[arm].append(
+                        [(b - a) / (t1 - t0) for a, b in zip(cores0, cores1, strict=True)]
+                    )
                     if flood is not None:
                         sent, ran = flood.stop()
                         handled, busy = clock.take()
@@ -420,7 +531,14 @@ def main() -> None:
                         )
                     print(
                         f"  round {r} {arm}: ack p50 {percentile(acked, 50) * 1e3:.1f} ms "
-                        f"max {max(acked) * 1e3:.1f} ms",
+                        f"max {max(acked) * 1e3:.1f} ms; writes p50 "
+                        + " ".join(
+                            f"{tor} {percentile(t[-1], 50):.2f}"
+                            for tor, t in written[arm].items()
+                            if t[-1]
+                        )
+                        + " ms; cores busy "
+                        + " ".join(f"{b:.2f}" for b in cores[arm][-1]),
                         flush=True,
                     )
                     time.sleep(1.0)
@@ -435,6 +553,20 @@ def main() -> None:
             "p50": percentile(flat, 50),
             "p99": percentile(flat, 99),
             "samples_ms": [[v * 1e3 for v in acked] for acked in rounds],
+            "round_medians_ms": [percentile(acked, 50) * 1e3 for acked in rounds],
+            # each core's busy fraction (0-1) over each round's migrations
+            "cores_busy": cores[arm],
+            # each pass's P4Runtime write during the migrations, per ToR
+            "write_ms": {
+                tor: {
+                    **summary(flat_w := [t for times in per_round for t in times]),
+                    "p50": percentile(flat_w, 50),
+                    "p99": percentile(flat_w, 99),
+                    "round_medians": [percentile(times, 50) for times in per_round if times],
+                }
+                for tor, per_round in written[arm].items()
+                if any(per_round)
+            },
         }
     for arm in ARMS[1:]:
         move[arm]["over_quiet"] = {
@@ -444,6 +576,10 @@ def main() -> None:
             "round_medians": ratios(
                 [percentile(a, 50) for a in arms[arm]], [percentile(q, 50) for q in arms["quiet"]]
             ),
+            "per_round": [
+                percentile(a, 50) / percentile(q, 50)
+                for a, q in zip(arms[arm], arms["quiet"], strict=True)
+            ],
         }
         move[arm]["floods"] = floods[arm]
     bmv2_json = Path(pipeline.device_config_path)
@@ -451,6 +587,7 @@ def main() -> None:
         "copp": {"class": "ttl_expired", "pps": rate.pps, "burst": rate.burst},
         "responder_limit": {"per_source_per_s": 10, "burst": 20},
         "vms": 3 + len(SOURCES),
+        "pinning": {"bench_process": args.bench_cpus, "switches_and_tcpreplay": args.switch_cpus},
         "latency": latency,
         "answers": {
             factor: {
@@ -471,6 +608,14 @@ def main() -> None:
             "fabric": "two BMv2 ToRs back to back (tests/switch_fabric.py), one routed "
             "tenant, two IPv4 /24 subnets; 67 VMs (64 sources and a flooder on s11, "
             "a mover, a target on tor2); the controller in this process",
+            "pinning": (
+                f"this process (the controller, its responder, the probes) on CPU(s) "
+                f"{args.bench_cpus}, both switches (every thread) and tcpreplay on "
+                f"{args.switch_cpus} (os.sched_setaffinity, taskset)"
+                if args.bench_cpus or args.switch_cpus
+                else "none: the switches, tcpreplay and the controller share every core, "
+                "so the flood arms' frames are BMv2's work on the controller's cores too"
+            ),
             "latency": f"{args.probes} TTL-1 probes one at a time (20 ms apart, round robin "
             "over 64 sources), send() to the kernel receive timestamp (SO_TIMESTAMPNS) "
             "of the time exceeded on the same host interface; split by wrapping each "
@@ -488,15 +633,19 @@ def main() -> None:
             "supervisor's hand-off instead of answered (flood_one_vm_unanswered: the "
             "stream and the supervisor's thread still run), started 1 s before the "
             "round's first migration (the quiet arm waits the same 1 s); routed_one_vm: "
-            "the one-VM flood's frames with TTL 64, routed to the target, never punted",
+            "the one-VM flood's frames with TTL 64, routed to the target, never punted; "
+            "per arm and round: each core's busy fraction (/proc/stat) over the "
+            "migrations, and each ToR's write times (the supervisors' _write wrapped, "
+            "passes with nothing for that ToR left out)",
         },
     }
     for arm in ARMS[1:]:
         print(
             f"migration ack {arm}/quiet: p50 {move[arm]['over_quiet']['p50']:.2f} "
-            f"p99 {move[arm]['over_quiet']['p99']:.2f}"
+            f"p99 {move[arm]['over_quiet']['p99']:.2f}; per round "
+            + " ".join(f"{x:.2f}" for x in move[arm]["over_quiet"]["per_round"])
         )
-    write_result("cpu_path", result)
+    write_result(args.result, result)
 
 
 if __name__ == "__main__":

@@ -1419,6 +1419,15 @@ def section_cpu_path(out: list[str]) -> None:
         if pipeline.get("same_as_head")
         else ""
     )
+    pins = data.get("pinning") or {}
+    pinning = (
+        f" Pinned: the benchmark's process (the controller) on CPU "
+        f"{','.join(map(str, pins['bench_process']))}, both switches and tcpreplay on CPU "
+        f"{','.join(map(str, pins['switches_and_tcpreplay']))}, as on a ToR whose "
+        "controller has a CPU of its own."
+        if pins.get("bench_process") and pins.get("switches_and_tcpreplay")
+        else " Not pinned: the switches' packet work shares the cores with the controller."
+    )
     out.append(
         "Two BMv2 ToRs and the controller, one routed tenant (two IPv4 subnets), "
         f"{data['vms']} VMs:\n"
@@ -1439,7 +1448,7 @@ def section_cpu_path(out: list[str]) -> None:
         "from the 64 sources; the one-VM flood's frames with TTL 64, routed to the\n"
         "target and never punted, to see what the switches' work alone costs) rotated\n"
         "round by round in one run. Load: "
-        f"{machine_load_cell({'result': data, 'load': '-'})}.{built}\n"
+        f"{machine_load_cell({'result': data, 'load': '-'})}.{built}{pinning}\n"
     )
     out.append("| figure | target (issue 39) | this run | |")
     out.append("|---|---|---|---|")
@@ -1460,9 +1469,9 @@ def section_cpu_path(out: list[str]) -> None:
         f"the CoPP rate is the ceiling | **{cells}** | - |"
     )
     out.append(
-        f"| migration ack, one VM flooding TTL-1 at 10x the CoPP rate / quiet: p50, p99 | "
-        f"<= {CPU_PATH_MOVE_RATIO} | **{one['over_quiet']['p50']:.2f}, "
-        f"{one['over_quiet']['p99']:.2f}** | "
+        f"| migration ack, one VM flooding TTL-1 at 10x the CoPP rate / quiet: p50, p99 "
+        f"(round medians) | <= {CPU_PATH_MOVE_RATIO} | **{one['over_quiet']['p50']:.2f}, "
+        f"{one['over_quiet']['p99']:.2f}** ({spread(over['round_medians'])}) | "
         f"{verdict([over['p50'], over['p99']], at_most=CPU_PATH_MOVE_RATIO)} |"
     )
     out.append("")
@@ -1504,10 +1513,13 @@ def section_cpu_path(out: list[str]) -> None:
         )
     out.append("")
     out.append("Migration ack latency of another VM (ms):\n")
+    # (results from before the write clock and the per-core figures: no such columns)
+    extra = "cores_busy" in move["quiet"]
     out.append(
         "| arm | migrations | p50 | p99 | max | p50 / quiet | p99 / quiet | round medians / quiet |"
+        + (" write p50 ms tor1 / tor2 | busy, CPU 0 / CPU 1 (median of rounds) |" if extra else "")
     )
-    out.append("|---|---|---|---|---|---|---|---|")
+    out.append("|---|---|---|---|---|---|---|---|" + ("---|---|" if extra else ""))
     for arm, what in (
         ("quiet", "quiet"),
         ("flood_one_vm", "one VM flooding at 10x CoPP"),
@@ -1522,9 +1534,27 @@ def section_cpu_path(out: list[str]) -> None:
         ratio_cells = (
             f"{q['p50']:.2f} | {q['p99']:.2f} | {spread(q['round_medians'])}" if q else "- | - | -"
         )
+        extra_cells = ""
+        if extra:
+            writes = " / ".join(
+                f"{m['write_ms'][tor]['p50']:.2f}" if tor in m["write_ms"] else "-"
+                for tor in ("tor1", "tor2")
+            )
+            busy = " / ".join(
+                f"{median_of([r[c] for r in m['cores_busy']]):.2f}"
+                for c in range(len(m["cores_busy"][0]))
+            )
+            extra_cells = f" {writes} | {busy} |"
         out.append(
             f"| {what} | {m['n']} | {m['p50']:.1f} | {m['p99']:.1f} | {m['max']:.1f} | "
-            f"{ratio_cells} |"
+            f"{ratio_cells} |{extra_cells}"
+        )
+    if "per_round" in over:
+        out.append(
+            "\nOne VM flooding / quiet, each round's median against the quiet arm's of the "
+            "same round (arms rotated, each first in turn): "
+            + ", ".join(f"{x:.2f}" for x in over["per_round"])
+            + "."
         )
     out.append("")
     floods = [f for arm, m in move.items() if arm.startswith("flood") for f in m["floods"]]
