@@ -353,3 +353,34 @@ def test_the_store_keeps_port_security(tmp_path):
     again = Controller(dual_stack_fabric(), bmv2_pipeline(), store)
     assert again.vms == controller.vms
     assert again.vms["web-1"].allowed_pairs == (VIP,)
+
+
+def test_a_guarded_vm_with_ipv6_on_a_tofino_1_tor_is_refused_and_unguarded_it_is_not():
+    """Tofino 1's committed pipeline guards IPv4 only and drops every IPv6
+    frame of a guarded VM: an IPv6 address or pair of a guarded VM on such a
+    ToR is refused, each named; unguarded, or on Tofino 2 (which guards
+    IPv6), the same VM is taken. IPv4-only on Tofino 1 is taken too."""
+    from fabric_fixture import two_tor_fabric
+    from p4vtep.model.validation import check_vm
+
+    fabric = two_tor_fabric()
+    vm = Vm(
+        "v6",
+        "00:00:0a:00:00:66",
+        ("192.168.1.66", "2001:db8:1::66"),
+        5000,
+        "s11",
+        66,
+        allowed_pairs=(AllowedPair("10.9.9.0/24"), AllowedPair("2001:db8:9::/64")),
+    )
+    fabric.tors["tor1"] = replace(fabric.tors["tor1"], target="tofino")
+    found = [(p.field, p.message) for p in check_vm(fabric, vm) if "guards IPv4" in p.message]
+    assert [f for f, _ in found] == ["ips", "allowed_pairs"]
+    assert found[0][1].startswith("2001:db8:1::66 is IPv6, and tor tor1 (tofino) guards IPv4")
+    assert found[1][1].startswith("2001:db8:9::/64 is IPv6")
+    unguarded = replace(vm, port_security=False)
+    assert not [p for p in check_vm(fabric, unguarded) if "guards" in p.message]
+    v4_only = replace(vm, ips=("192.168.1.66",), allowed_pairs=(AllowedPair("10.9.9.0/24"),))
+    assert not [p for p in check_vm(fabric, v4_only) if "guards" in p.message]
+    fabric.tors["tor1"] = replace(fabric.tors["tor1"], target="tofino2")
+    assert not [p for p in check_vm(fabric, vm) if "guards" in p.message]

@@ -162,3 +162,13 @@ def target_takes_ipv6(target: Target) -> bool:
     IPV6_TABLES (BMv2's is IPV6_SUPPORTED). A fabric with a ToR that runs one
     without them cannot hold IPv6 tenants (validation.check_fabric)."""
     return PipelineLimits.from_p4info(tofino_pipeline(target).p4info).ipv6
+
+
+@cache
+def target_guards_only_ipv4(target: Target) -> bool:
+    """Whether the committed pipeline of Tofino ``target`` guards a VM's
+    IPv4 sources but not its IPv6 ones (Tofino 1's profile: it drops every
+    IPv6 frame of a guarded VM, docs/security.md). A guarded VM there with
+    an IPv6 address or pair is refused (port_security.vm_problems)."""
+    tables = tofino_pipeline(target).p4info
+    return tables.has_table("ipv4_source_guard") and not tables.has_table("ipv6_source_guard")

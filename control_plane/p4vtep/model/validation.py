@@ -223,7 +223,38 @@ def check_vm(fabric: Fabric, vm: Vm) -> list[Problem]:
     if vm.qos is not None and vm.qos not in fabric.policies:
         problems.append(Problem(subject, "qos", f"unknown QoS policy {vm.qos!r}"))
     problems += routing_checks.vm_problems(fabric, vm)
+    problems += _ipv6_unguarded_on_tor(fabric, vm)
     return problems + port_security.vm_problems(fabric, vm)
+
+
+def _ipv6_unguarded_on_tor(fabric: Fabric, vm: Vm) -> list[Problem]:
+    """A guarded VM with an IPv6 address or pair on a ToR whose pipeline
+    guards IPv4 only (Tofino 1): refused, since that ToR drops every IPv6
+    frame of a guarded VM (docs/security.md#on-tofino-1) and the VM would
+    lose IPv6 without a word. Unguarded, the VM's IPv6 is untouched."""
+    server = fabric.servers.get(vm.server)
+    tor = fabric.tors.get(server.tor) if server is not None else None
+    if not vm.port_security or tor is None:
+        return []
+    try:
+        target = Target.parse(tor.target)
+    except ValueError:
+        return []  # (reported on its own)
+    if target is Target.BMV2 or not limits.target_guards_only_ipv4(target):
+        return []
+    why = (
+        f"is IPv6, and tor {tor.name} ({target.value}) guards IPv4 sources only: it would "
+        "drop every IPv6 frame of this VM (docs/security.md#on-tofino-1); "
+        "set port_security: false or keep the VM's IPv6 off that ToR"
+    )
+    subject = subject_for("vm", vm.name)
+    problems = [Problem(subject, "ips", f"{ip} {why}") for ip in vm.ips if ":" in ip]
+    problems += [
+        Problem(subject, port_security.FIELD, f"{p} {why}")
+        for p in vm.allowed_pairs
+        if ":" in p.prefix
+    ]
+    return problems
 
 
 def _ip_problems(subject: str, ips: Iterable[str]) -> list[Problem]:
