@@ -61,9 +61,15 @@ def test_builder_sets_every_option_the_pipeline_needs():
     assert option(target, "--grpc-server-cacert") == "/pki/ca.pem"
     assert option(target, "--grpc-server-cert") == "/pki/tor1.pem"
     assert option(target, "--grpc-server-key") == "/pki/tor1.key"
+    assert "--log-level" not in cmd  # (a log file: BMv2's own level, trace)
     plain = switch_command("/bin/ssg", 1, "127.0.0.1:1", 1, {})
     assert "--grpc-server-ssl" not in plain
     assert "--log-file" not in plain
+    # no log asked for: none made (BMv2 would format every message for nothing)
+    assert option(plain, "--log-level") == "off"
+    assert plain.index("--log-level") < plain.index("--")
+    console = switch_command("/bin/ssg", 1, "127.0.0.1:1", 1, {}, extra_args=["--log-console"])
+    assert "--log-level" not in console
 
 
 @pytest.mark.parametrize("port", [CPU_PORT, 511, 512])

@@ -28,6 +28,10 @@ MAX_MC_L1_ENTRIES = 65536
 MAX_MC_L2_ENTRIES = 65536
 
 
+# simple_switch options that ask for a log (or set its level themselves).
+LOG_OPTIONS = frozenset({"--log-console", "--log-file", "--log-level", "-L"})
+
+
 def switch_command(
     binary: str,
     device_id: int,
@@ -56,6 +60,12 @@ def switch_command(
         cmd += ["-i", f"{port}@{iface}"]
     if log_file is not None:
         cmd += ["--log-file", str(log_file), "--log-flush"]
+    elif not any(arg.split("=", 1)[0] in LOG_OPTIONS for arg in extra_args):
+        # BMv2 logs at trace level by default, and without a sink it still
+        # formats every message (table keys, hit entries) for nothing: half
+        # of a p4vtep frame's instructions on a build with logging macros
+        # (bench/NOTES.md, "BMv2's logging"). Nothing is lost: no log was asked for.
+        cmd += ["--log-level", "off"]
     cmd += list(extra_args)
     cmd += [
         "--",
