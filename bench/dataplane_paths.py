@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,13 +191,14 @@ def paths_of(programs: Mapping[str, Pipeline | None]) -> list[str]:
     ]
 
 
-def compile_v1model(source: Path, out: Path) -> Pipeline:
+def compile_v1model(source: Path, out: Path, defines: Sequence[str] = ()) -> Pipeline:
     """A v1model program compiled for BMv2 into ``out`` (JSON and P4Info
-    named after the source)."""
+    named after the source), with ``defines`` (-D) if given."""
     p4c = os.environ.get("P4C", "p4c")
     p4info = out / f"{source.stem}.p4info.txtpb"
     subprocess.run(
         [p4c, "--target", "bmv2", "--arch", "v1model", "-o", str(out)]
+        + [f"-D{d}" for d in defines]
         + ["--p4runtime-files", str(p4info), str(source)],
         check=True,
         capture_output=True,
@@ -386,7 +387,10 @@ def bind_vm(
     binding, a source guard per address (its IPv4 /32, its IPv6 /128) and
     the IPv6 ones every guarded VM has (fe80::/64, ::/128)."""
     mac, ip, vlan, index = vm
-    out = [e.access_binding(port, vlan, vni, index, mac, vrf, guarded=guard)]
+    # (its IPv4 address in the binding too, where the build takes it: local_vm.bound_ipv4)
+    out = [
+        e.access_binding(port, vlan, vni, index, mac, vrf, guarded=guard, ipv4=ip if guard else 0)
+    ]
     if guard:
         out += [e.source_guard(port, vlan, ip, 32), e.source_guard(port, vlan, IP6[vm], 128)]
         out += [e.source_guard(port, vlan, prefix, length) for prefix, length in ALWAYS_ALLOWED_V6]

@@ -138,13 +138,26 @@ def dhcp6_advertise(src: ReferenceVm, src_ip: str, dst: ReferenceVm, dst_ip: str
 
 class PortSecurityFabricTest(DualStackFabricTest):
     """test_ipv6's fabric with a1 and a2 guarded (a2 a DHCP server), a1's
-    pairs, and b1 left unguarded."""
+    pairs, and b1 left unguarded. As the controller binds them, each binding
+    holds the VM's IPv4 address (``bound_ipv4``: BMv2 then skips the IPv4
+    guard's lookup for a frame claiming it; the guard lists it too)."""
+
+    bound_ipv4 = True
 
     def setUp(self) -> None:
         super().setUp()
         e = self.entries
         self.sw.modify(
-            e.access_binding(A1.port, A1.vlan, A1.vni, A1.index, A1.mac, VRF[A1.vni], guarded=True),
+            e.access_binding(
+                A1.port,
+                A1.vlan,
+                A1.vni,
+                A1.index,
+                A1.mac,
+                VRF[A1.vni],
+                guarded=True,
+                ipv4=A1.ip if self.bound_ipv4 else 0,
+            ),
             e.access_binding(
                 A2.port,
                 A2.vlan,
@@ -154,6 +167,7 @@ class PortSecurityFabricTest(DualStackFabricTest):
                 VRF[A2.vni],
                 guarded=True,
                 dhcp_server=True,
+                ipv4=A2.ip if self.bound_ipv4 else 0,
             ),
         )
         updates = []
@@ -235,6 +249,14 @@ class Ipv4SourceGuardTest(PortSecurityFabricTest):
         self.assert_refused(A1, spoofed, DropReason.SPOOFED_IP)
 
 
+class Ipv4SourceGuardWithoutBoundAddressTest(Ipv4SourceGuardTest):
+    """The same frames, verdicts and counts with bindings that hold no IPv4
+    address (0): every frame is looked up in the guard, which lists a1's
+    address, so the short-cut changes no verdict."""
+
+    bound_ipv4 = False
+
+
 class Ipv4AllowedPairsTest(PortSecurityFabricTest):
     """a1's pairs: from the VRRP virtual IP, sent from the virtual MAC (an
     extra source MAC of a1's VF) or its own; routed from inside its allowed
@@ -305,6 +327,14 @@ class ArpSpoofingTest(PortSecurityFabricTest):
             arp(A1, spa="192.168.1.99", tpa=A2.ip),
         ):
             self.assert_refused(A1, spoof, DropReason.SPOOFED_ARP)
+
+
+class ArpSpoofingWithoutBoundAddressTest(ArpSpoofingTest):
+    """ArpSpoofingTest with bindings that hold no IPv4 address (0): an ARP
+    probe's sender 0.0.0.0 then equals the binding's 0 and skips the lookup,
+    which 0.0.0.0 never needed; the verdicts are the same."""
+
+    bound_ipv4 = False
 
 
 class ArpVirtualIpTest(PortSecurityFabricTest):

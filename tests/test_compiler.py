@@ -65,9 +65,12 @@ def test_entities_are_stored_as_the_builders_encode_them():
     a1 = vms()[0]
     index = alloc.vm["tor1"]["a1"]
     # (a1's gold policy meters what it sends, and its port security is on
-    # (the default): its binding says so)
+    # (the default): its binding says so, with its IPv4 address, BMv2's
+    # short-cut past the source guard)
     binding = to_entity(
-        entries.access_binding(1, a1.vlan, a1.vni, index, a1.mac, policed=True, guarded=True)
+        entries.access_binding(
+            1, a1.vlan, a1.vni, index, a1.mac, policed=True, guarded=True, ipv4=a1.ips[0]
+        )
     )
     assert binding.SerializeToString(deterministic=True) in c.entities.values()
 

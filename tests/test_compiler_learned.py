@@ -111,7 +111,9 @@ def test_a_vm_whose_mac_a_remote_vtep_won_sends_its_traffic_there() -> None:
         assert state == compile_tor(d.fabric, d.view(tor).values(), tor, d.alloc, ENC, d.learned)
     assert has(
         d.tors["tor1"].state,
-        ENC.access_binding(1, a1.vlan, 5000, index, a1.mac, policed=True, guarded=True),
+        ENC.access_binding(
+            1, a1.vlan, 5000, index, a1.mac, policed=True, guarded=True, ipv4=a1.ips[0]
+        ),
     )
     # One change per ToR for the MAC entry: modified in place, never deleted.
     changes = {key: (old, new) for key, old, new in d.tors["tor2"].take_changes()}

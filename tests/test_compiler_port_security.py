@@ -60,8 +60,10 @@ def binding(state, vm: Vm) -> bytes:
 def expected_binding(alloc, vm: Vm, tor: str, guarded: bool, dhcp: bool) -> bytes:
     port = dual_stack_fabric().servers[vm.server].port
     index = alloc.vm[tor][vm.name]
+    # (guarded: its first IPv4 address too, BMv2's short-cut past the guard)
+    first_ipv4 = next((ip for ip in vm.ips if ":" not in ip), 0) if guarded else 0
     message = ENTRIES.access_binding(
-        port, vm.vlan, vm.vni, index, vm.mac, 50000, False, guarded, dhcp
+        port, vm.vlan, vm.vni, index, vm.mac, 50000, False, guarded, dhcp, first_ipv4
     )
     return ENC.of(message)[1]
 

@@ -78,13 +78,15 @@ def test_routed_vms_are_bound_to_their_vrf_and_the_gateway_answers_arp():
     for key, data in built(
         e.arp_suppression(5001, "192.168.2.254", ANYCAST_MAC),
         e.arp_suppression(5000, "192.168.1.254", ANYCAST_MAC),
-        e.access_binding(1, 20, 5001, db, "00:00:0a:00:01:01", vrf=L3VNI, guarded=True),
+        e.access_binding(
+            1, 20, 5001, db, "00:00:0a:00:01:01", vrf=L3VNI, guarded=True, ipv4="192.168.2.1"
+        ),
     ).items():
         assert state.entities[key] == data
     # tenant B's VNI is not routed: its VM is bound to no VRF
     tor1 = compile_tor(fabric, vms, "tor1", alloc, ENC)
     [(key, data)] = built(
-        e.access_binding(2, 30, 6000, fw, "00:00:0b:00:00:01", guarded=True)
+        e.access_binding(2, 30, 6000, fw, "00:00:0b:00:00:01", guarded=True, ipv4="192.168.1.1")
     ).items()
     assert tor1.entities[key] == data
 

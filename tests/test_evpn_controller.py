@@ -178,7 +178,7 @@ def test_a_peer_claiming_our_vms_mac_follows_the_sequence_numbers(rig: Rig) -> N
     assert {a.mac for a in rig.evpn.view.advertisements()} == {A2.mac}
     assert holds(controller, "tor1", via_peer)
     assert holds(controller, "tor2", via_peer)
-    binding = ENC.access_binding(1, A1.vlan, 5000, index, A1.mac, guarded=True)
+    binding = ENC.access_binding(1, A1.vlan, 5000, index, A1.mac, guarded=True, ipv4=A1.ips[0])
     assert holds(controller, "tor1", binding)
     controller.detach("a1")
     settle(rig)

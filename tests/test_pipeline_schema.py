@@ -63,13 +63,16 @@ def test_binding_is_canonical(e):
         b"\x00",  # not policed: no transmit policy, its frames pass no meter
         b"\x00",  # not guarded: the MAC check only (port security off)
         b"\x00",  # not a DHCP server
+        b"\x00",  # no IPv4 address of its own (BMv2: a frame claiming it skips the guard)
     ]
     routed = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01", vrf=50000)
     assert routed.action.action.params[3].value == b"\xc3\x50"
     policed = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01", policed=True)
     assert policed.action.action.params[4].value == b"\x01"
     guarded = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01", guarded=True, dhcp_server=True)
-    assert [p.value for p in guarded.action.action.params[5:]] == [b"\x01", b"\x01"]
+    assert [p.value for p in guarded.action.action.params[5:7]] == [b"\x01", b"\x01"]
+    own = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01", guarded=True, ipv4="10.0.0.1")
+    assert own.action.action.params[7].value == b"\x0a\x00\x00\x01"
 
 
 def test_port_security_entries_are_canonical(e):

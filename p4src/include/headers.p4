@@ -237,6 +237,9 @@ struct local_metadata_t {
     bool          mac_allowed;     // the source MAC is one of the VF's extra MACs
     bool          source_refused;  // a source guard missed: the claim is not the VM's
     bit<3>        port_security_class;  // the reason it dropped, - DROP_SPOOFED_IP
+#ifdef PORT_SECURITY_BOUND_IPV4
+    ipv4_addr_t   bound_ipv4;      // the VM's first IPv4 address (bind_vm), 0: none
+#endif
 #ifdef PORT_SECURITY_BESIDE_BINDING
     // What Tofino's conditions compare in halves (port_security.p4): an ARP
     // sender / ND option MAC XOR the Ethernet source, and a link-local

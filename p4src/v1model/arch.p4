@@ -81,4 +81,12 @@ typedef bit<19> queue_depth_t;  // v1model's enq_qdepth / deq_qdepth
 // target, parser.p4): BMv2's parser overwrites the source it wrote first.
 #define CLAIM_NA_TARGET(claimed, hdr) claimed = hdr.nd.target;
 
+// Port security's IPv4 source guard, short-cut: bind_vm carries the VM's
+// first IPv4 address (`ipv4`, 0 for none), and a frame that claims it skips
+// the guard's lookup. On BMv2 a table apply is the unit of cost (bench/NOTES.md),
+// and nearly every frame of a VM claims its first address; Tofino looks the
+// guard up beside the binding at no cost per frame, so its bind_vm has no
+// `ipv4` (tests/test_p4info_parity.py). The guard still lists every address.
+#define PORT_SECURITY_BOUND_IPV4
+
 #endif  // P4VTEP_V1MODEL_ARCH_P4

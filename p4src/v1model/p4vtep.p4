@@ -13,7 +13,11 @@
 #define P4VTEP_ROUTING
 #define P4VTEP_IPV6
 // Port security (port_security.p4, docs/security.md): a VM sends only as itself.
+// (-DP4VTEP_WITHOUT_PORT_SECURITY: the same program without it, which
+// bench/dataplane_instructions.py compiles to weigh what it costs.)
+#ifndef P4VTEP_WITHOUT_PORT_SECURITY
 #define P4VTEP_PORT_SECURITY
+#endif
 // The CPU path (cpu_port.p4, docs/pipeline.md): punts policed per class,
 // packet-outs routed or flooded as from a VM.
 #define P4VTEP_CPU_PATH

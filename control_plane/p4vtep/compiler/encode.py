@@ -341,6 +341,10 @@ class Encoder:
         self.guard_flags = entries.guard_flags
         if self.guard_flags:
             binding += ("guarded", "dhcp_server")
+        # (BMv2: the VM's first IPv4 address, which skips the source guard)
+        self.bound_ipv4 = entries.bound_ipv4
+        if self.bound_ipv4:
+            binding += ("ipv4",)
         if self.port_security:
             guard = ("port", "vlan_id")
             self._guard_v4 = LpmEntry(
@@ -475,13 +479,17 @@ class Encoder:
         policed: bool = False,
         guarded: bool = False,
         dhcp_server: bool = False,
+        ipv4: Value = 0,
     ) -> Encoded:
         """``guarded``, ``dhcp_server``: the VM's port security (docs/security.md),
-        left out on a pipeline without it (which cannot hold them)."""
-        flag = self._flag(policed)
+        left out on a pipeline without it (which cannot hold them); ``ipv4``:
+        the VM's first IPv4 address (0: none), where the binding takes it."""
+        flag: tuple[Value, ...] = self._flag(policed)
         if self.guard_flags:
             # (0 where the pipeline has no guards: nothing would enforce them)
             flag += (int(guarded and self.port_security), int(dhcp_server and self.port_security))
+        if self.bound_ipv4:
+            flag += (ipv4,)
         if self.entries.routing:
             return self._binding(port, vlan_id, vni, vm_index, vm_mac, vrf, *flag)
         if vrf:

@@ -58,6 +58,15 @@ def port_security(enc: Encoder, port: int, vm: Vm) -> list[Encoded]:
     return out
 
 
+def bound_ipv4(enc: Encoder, vm: Vm) -> str | int:
+    """What the binding says of a guarded VM's IPv4 (BMv2: the short-cut
+    past its source guard, which lists the address too): its first IPv4
+    address, else 0; 0 for an unguarded VM, whose frames meet no guard."""
+    if not (vm.port_security and enc.port_security):
+        return 0
+    return next((ip for ip in vm.ips if ":" not in ip), 0)
+
+
 def build(
     enc: Encoder, fabric: Fabric, vm: Vm, index: int, moved_away: bool = False
 ) -> list[Encoded]:
@@ -71,7 +80,16 @@ def build(
     tx, rx = policed(fabric, vm)
     out = [
         enc.access_binding(
-            port, vm.vlan, vm.vni, index, vm.mac, l3vni, tx, vm.port_security, vm.dhcp_server
+            port,
+            vm.vlan,
+            vm.vni,
+            index,
+            vm.mac,
+            l3vni,
+            tx,
+            vm.port_security,
+            vm.dhcp_server,
+            bound_ipv4(enc, vm),
         )
     ]
     if enc.port_security:

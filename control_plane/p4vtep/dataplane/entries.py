@@ -168,6 +168,17 @@ def guard_flags_supported(p4info: P4Info) -> bool:
     return True
 
 
+def bound_ipv4_supported(p4info: P4Info) -> bool:
+    """Whether ``bind_vm`` takes the VM's first IPv4 address (``ipv4``:
+    BMv2's short-cut past the IPv4 source guard, v1model/arch.p4's
+    PORT_SECURITY_BOUND_IPV4). Tofino's has no such parameter."""
+    try:
+        p4info.param(p4info.action("bind_vm").preamble.id, "ipv4")
+    except KeyError:
+        return False
+    return True
+
+
 def policed_flag_supported(p4info: P4Info) -> bool:
     """Whether a pipeline knows which VMs are policed (the ``policed``
     parameter of the VM actions: only a policed VM's GREEN is committed).
@@ -251,6 +262,7 @@ class PipelineEntries:
         self.port_security = port_security_supported(p4info)
         self.ipv6_guard = ipv6_guard_supported(p4info)
         self.guard_flags = guard_flags_supported(p4info)
+        self.bound_ipv4 = bound_ipv4_supported(p4info)
 
     def _policed(self, params: dict[str, Value], policed: bool) -> dict[str, Value]:
         """``params`` with the ``policed`` flag when the pipeline has it (an
@@ -314,12 +326,15 @@ class PipelineEntries:
         policed: bool = False,
         guarded: bool = False,
         dhcp_server: bool = False,
+        ipv4: Value = 0,
     ) -> p4runtime_pb2.TableEntry:
         """`vrf`: the VRF of a routed VNI (its L3 VNI), 0 for an L2-only VNI;
         `policed`: the VM has a transmit policy (its TX meter runs);
         `guarded`: its port security is on (the source guards hold it to its
         addresses); `dhcp_server`: it may send DHCP server messages. A
-        pipeline without port security takes neither flag set."""
+        pipeline without port security takes neither flag set. `ipv4`: the
+        VM's first IPv4 address (0: none), where the binding takes it
+        (``bound_ipv4_supported``); the source guard must list it too."""
         params: dict[str, Value] = {"vni": vni, "vm": vm_index, "vm_mac": vm_mac}
         if self.routing:
             params["vrf"] = vrf
@@ -331,6 +346,8 @@ class PipelineEntries:
         if self.guard_flags:
             params["guarded"] = int(guarded)
             params["dhcp_server"] = int(dhcp_server)
+        if self.bound_ipv4:
+            params["ipv4"] = ipv4
         return self._table("access_binding", {"port": port, "vlan_id": vlan_id}, "bind_vm", params)
 
     # --- port security (port_security.p4) ---------------------------------------

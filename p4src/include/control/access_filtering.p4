@@ -31,7 +31,8 @@ control AccessFiltering(inout headers_t hdr,
     // the VNI, the routing lookups can run beside the MAC lookup.
     // `policed`: the VM has a transmit policy (its frames pass vm_tx_meter).
     // `guarded`: its port security is on; `dhcp_server`: it may send DHCP
-    // server messages (port_security.p4).
+    // server messages (port_security.p4). `ipv4` (BMv2 only,
+    // PORT_SECURITY_BOUND_IPV4): the VM's first IPv4 address, 0 for none.
     action bind_vm(vni_t vni, vm_index_t vm, mac_addr_t vm_mac
 #ifdef P4VTEP_ROUTING
                    , vrf_t vrf
@@ -39,10 +40,16 @@ control AccessFiltering(inout headers_t hdr,
                    , bit<1> policed
                    , bit<1> guarded
                    , bit<1> dhcp_server
+#ifdef PORT_SECURITY_BOUND_IPV4
+                   , ipv4_addr_t ipv4
+#endif
                   ) {
         meta.vni = vni;
         meta.tx_policed = policed;
         meta.guard_flags = guarded ++ dhcp_server;
+#ifdef PORT_SECURITY_BOUND_IPV4
+        meta.bound_ipv4 = ipv4;
+#endif
         PORT_SECURITY_BIND(meta, vm_mac)
 #ifdef P4VTEP_ROUTING
         meta.vrf = vrf;

@@ -182,11 +182,25 @@ control PortSecurity(inout headers_t hdr,
         if (meta.src_mac_diff != 0) {
             allowed_source_mac.apply();
         }
+#ifdef PORT_SECURITY_BOUND_IPV4
+        // One condition for the two common frames, an unguarded VM's and a
+        // guarded VM's from its first IPv4 address (bind_vm), which need no
+        // lookup (0.0.0.0, the claim of a frame with no IPv4 source, is always
+        // allowed: a VM without IPv4 has 0 there too).
+        if (GUARDED(meta) && (meta.claimed_ipv4 != meta.bound_ipv4 || hdr.ipv6.isValid())) {
+            if (hdr.ipv4.isValid() || hdr.arp.isValid()) {
+                ipv4_source_guard.apply();
+            } else if (hdr.ipv6.isValid()) {
+                ipv6_source_guard.apply();
+            }
+        }
+#else
         if (GUARDED(meta) && (hdr.ipv4.isValid() || hdr.arp.isValid())) {
             ipv4_source_guard.apply();
         } else if (GUARDED(meta) && hdr.ipv6.isValid()) {
             ipv6_source_guard.apply();
         }
+#endif
 #endif
     }
 }
