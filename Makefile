@@ -12,7 +12,7 @@ P4RT_GEN := control_plane/p4vtep/runtime/generated/__init__.py
 UNIT_TESTS := not (switch or e2e or scale or tofino or etcd or evpn)
 DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping iperf3 mininet \
 	pkg-config libvirt-dev frr gobgpd golang-github-osrg-gobgp-dev etcd-server etcd-client tcpreplay \
-	traceroute ndisc6
+	traceroute ndisc6 valgrind
 # GoBGP's API protos, from golang-github-osrg-gobgp-dev (same version as gobgpd);
 # compiled into the virtualenv by `make deps`, never committed (docs/evpn.md).
 GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
@@ -21,8 +21,9 @@ GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 	proto proto-api proto-p4runtime regen lint format typecheck unit check check-no-toolchain ptf test \
 	demo demo-cli clean \
 	bench bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
-	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost \
-	bench-server bench-qos bench-cpu-path bench-report
+	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane \
+	bench-dataplane-instructions bench-dataplane-cost bench-server bench-qos bench-cpu-path \
+	bench-report
 
 all: test
 
@@ -201,8 +202,9 @@ p4-if-p4c:
 # Benchmarks: each writes bench/results/NAME.json; bench-report renders
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.
 bench: bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
-	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane bench-dataplane-cost \
-	bench-server bench-qos bench-cpu-path bench-report
+	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane \
+	bench-dataplane-instructions bench-dataplane-cost bench-server bench-qos bench-cpu-path \
+	bench-report
 
 bench-convergence: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py
@@ -244,9 +246,19 @@ bench-churn: deps
 BENCH_BEFORE ?= 9be722a 14b7d2b
 BENCH_PORT_SECURITY ?= both
 BENCH_DATAPLANE_FLAGS ?= --rounds 4 --no-loss-rounds 0
+# BENCH_SWITCH: another simple_switch_grpc for the data-plane benchmarks, e.g.
+# a build without BMv2's logging macros (docs/toolchain.md).
+BENCH_SWITCH ?=
+BENCH_SWITCH_VAR = $(if $(BENCH_SWITCH),SIMPLE_SWITCH_GRPC=$(BENCH_SWITCH))
 bench-dataplane: deps
-	env $(TOOLCHAIN_VARS) $(VPY) bench/dataplane.py $(foreach rev,$(BENCH_BEFORE),--before $(rev)) \
+	env $(TOOLCHAIN_VARS) $(BENCH_SWITCH_VAR) $(VPY) bench/dataplane.py $(foreach rev,$(BENCH_BEFORE),--before $(rev)) \
 	  --port-security $(BENCH_PORT_SECURITY) $(BENCH_DATAPLANE_FLAGS)
+# Issues 37 and 38's cost targets without the noise of the machine: BMv2's
+# instructions per frame on each path, counted by callgrind, against the same
+# earlier builds (bench/dataplane_instructions.py; about 20 minutes).
+bench-dataplane-instructions: deps
+	env $(TOOLCHAIN_VARS) $(BENCH_SWITCH_VAR) $(VPY) bench/dataplane_instructions.py \
+	  $(foreach rev,$(BENCH_BEFORE),--before $(rev)) --without-port-security
 bench-dataplane-cost: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/dataplane_cost.py
 bench-server: deps

@@ -74,7 +74,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from common import REPO, machine, percentile, ratios, require_switch, summary, write_result
+from common import REPO, machine, percentile, pin, ratios, require_switch, summary, write_result
 from dataplane_load import (
     MachineShare,
     Sampler,
@@ -211,12 +211,20 @@ def measure(
         key: {"windows": [], "latency_us": [], "no_loss": []} for key in pcaps
     }
     for r in range(args.rounds):
-        for path in paths:
+        # Every other round in reverse, so that a drift of the machine within
+        # a round weighs on both sides of each ratio alike (A B B A).
+        for path in paths if r % 2 == 0 else paths[::-1]:
             bench.load(PATHS[path].program)
             send, recv = bench.ends(path)
             for size in args.sizes:
                 dropped = bench.guard_drops(path)
-                window, sent = topspeed(send, pcaps[path, size], bench.sampler(path), args.seconds)
+                window, sent = topspeed(
+                    send,
+                    pcaps[path, size],
+                    bench.sampler(path),
+                    args.seconds,
+                    cpus=args.sender_cpus,
+                )
                 record = {
                     "pps": window.pps,
                     "tcpreplay_sent": sent,
@@ -261,6 +269,7 @@ def measure(
                         args.no_loss_seconds,
                         args.loss_tolerance,
                         args.no_loss_steps,
+                        cpus=args.sender_cpus,
                     )
                 )
         print(
@@ -397,6 +406,25 @@ def options(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="priority of the benchmark, its switch and its sender (inherited): the machine "
         "may be shared, and a compile job next door would otherwise set the figures",
     )
+    pinning = ([1], [0]) if (os.cpu_count() or 1) >= 2 else (None, None)
+    parser.add_argument(
+        "--switch-cpus",
+        type=int,
+        nargs="+",
+        default=pinning[0],
+        help="pin the switch (every thread) to these CPUs (default: CPU 1 on a machine with "
+        "two or more; --no-pin: none), so its rate is that of its own core",
+    )
+    parser.add_argument(
+        "--sender-cpus",
+        type=int,
+        nargs="+",
+        default=pinning[1],
+        help="pin tcpreplay and this process to these CPUs (default: CPU 0)",
+    )
+    parser.add_argument(
+        "--no-pin", action="store_true", help="pin nothing (results before 2026-11-28)"
+    )
     parser.add_argument(
         "--before",
         action="append",
@@ -444,6 +472,8 @@ def options(argv: Sequence[str] | None = None) -> argparse.Namespace:
             parser.error(f"--before {rev}: that commit has no committed BMv2 build")
         commits.append(commit)
     args.before_commits = commits
+    if args.no_pin:
+        args.switch_cpus = args.sender_cpus = None
     return args
 
 
@@ -497,6 +527,11 @@ def main() -> None:
         }
         switch = switch_on(veths, "dp", Path(tmp))
         switch.start()
+        assert switch.process is not None
+        if args.switch_cpus:
+            pin(switch.process.pid, args.switch_cpus)
+        if args.sender_cpus:
+            pin(os.getpid(), args.sender_cpus)
         conn = SwitchConnection(switch.grpc_address, 1, election_id=1)
         host = {port: h for port, (_, h) in enumerate(veths.pairs, start=1)}
         bench = Bench(switch, conn, host, port_security)
@@ -555,9 +590,10 @@ def main() -> None:
                 "latency": f"{args.probes} probes per round and path, one at a time, no other "
                 "load; from send() to the receiving kernel's timestamp",
                 "rounds": {"topspeed": args.rounds, "no_loss": args.no_loss_rounds},
-                "order": f"each round, each size: {', '.join(paths)}",
+                "order": f"each size, odd rounds: {', '.join(paths)}; even rounds reversed",
                 "switch": "simple_switch_grpc started as p4vtep.switch.bmv2.Bmv2Switch does (no "
-                "logging), programs swapped by SetForwardingPipelineConfig",
+                "log: --log-level off), programs swapped by SetForwardingPipelineConfig",
+                "pinning": {"switch": args.switch_cpus, "sender_and_bench": args.sender_cpus},
                 "niceness": niceness,
             },
             "bmv2": bmv2_build(),

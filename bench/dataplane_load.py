@@ -14,10 +14,12 @@ import statistics
 import struct
 import subprocess
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common import pinned
 from p4vtep.processes import stop_process
 
 Snapshot = tuple[float, int, float, float]  # time, rx packets, switch CPU s, machine CPU s
@@ -180,15 +182,20 @@ def wait_drained(iface: str, quiet: float = 0.1, timeout: float = 5.0) -> None:
 
 
 def topspeed(
-    send_iface: str, pcap: Path, sampler: Sampler, seconds: float, warmup: float = 0.5
+    send_iface: str,
+    pcap: Path,
+    sampler: Sampler,
+    seconds: float,
+    warmup: float = 0.5,
+    cpus: Collection[int] | None = None,
 ) -> tuple[Window, int]:
-    """tcpreplay --topspeed looping over ``pcap``; the switch's rate is the
-    egress rx counter's growth over ``seconds`` once it has run ``warmup``
-    (so queues are full and the rate is steady). Returns the window and the
-    number of packets tcpreplay sent in all."""
+    """tcpreplay --topspeed looping over ``pcap`` (on ``cpus``, if given);
+    the switch's rate is the egress rx counter's growth over ``seconds`` once
+    it has run ``warmup`` (so queues are full and the rate is steady).
+    Returns the window and the number of packets tcpreplay sent in all."""
     duration = math.ceil(warmup + seconds + 0.3)
     proc = subprocess.Popen(
-        tcpreplay_command(send_iface, pcap, pps=None, loop=0, duration=duration),
+        pinned(tcpreplay_command(send_iface, pcap, pps=None, loop=0, duration=duration), cpus),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -208,14 +215,21 @@ def topspeed(
 
 
 def fixed_rate_loss(
-    send_iface: str, pcap: Path, sampler: Sampler, pps: float, seconds: float, drain: float = 0.3
+    send_iface: str,
+    pcap: Path,
+    sampler: Sampler,
+    pps: float,
+    seconds: float,
+    drain: float = 0.3,
+    cpus: Collection[int] | None = None,
 ) -> tuple[float, int, int]:
-    """Send ``pps * seconds`` packets at ``pps``; returns (loss fraction, sent,
-    received), counting what came out until ``drain`` after the last one."""
+    """Send ``pps * seconds`` packets at ``pps`` (from ``cpus``, if given);
+    returns (loss fraction, sent, received), counting what came out until
+    ``drain`` after the last one."""
     count = max(1, round(pps * seconds))
     before = iface_counter(sampler.recv_iface, "rx_packets")
     result = subprocess.run(
-        tcpreplay_command(send_iface, pcap, pps=pps, loop=0, limit=count),
+        pinned(tcpreplay_command(send_iface, pcap, pps=pps, loop=0, limit=count), cpus),
         check=False,
         capture_output=True,
         text=True,
@@ -238,13 +252,14 @@ def no_loss_rate(
     seconds: float,
     tolerance: float,
     steps: int,
+    cpus: Collection[int] | None = None,
 ) -> dict[str, Any]:
     """Highest fixed rate at which at most ``tolerance`` of the packets are
     lost: up from ``start_pps`` by x1.25 until there is loss, then bisect."""
     trials = []
 
     def ok(pps: float) -> bool:
-        loss, sent, received = fixed_rate_loss(send_iface, pcap, sampler, pps, seconds)
+        loss, sent, received = fixed_rate_loss(send_iface, pcap, sampler, pps, seconds, cpus=cpus)
         trials.append({"pps": round(pps), "sent": sent, "received": received, "loss": loss})
         return loss <= tolerance
 

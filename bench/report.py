@@ -953,6 +953,7 @@ def section_dataplane(out: list[str]) -> None:
             "two branches (`tbl_*`); BMv2 runs each as a table apply.\n"
         )
     cost_section(out)
+    instructions_section(out)
     previous_section(out, data)
     load_ = data.get("machine_load")
     if load_:
@@ -1073,6 +1074,46 @@ def cost_section(out: list[str]) -> None:
             f"({min(rounds):.3f}-{max(rounds):.3f}) | "
             f"{sorted(v['ratio_to_baseline'])[len(v['ratio_to_baseline']) // 2]:.2f} |"
         )
+    out.append("")
+
+
+def instructions_section(out: list[str]) -> None:
+    """BMv2's instructions per frame, per path (bench/dataplane_instructions.py):
+    issues 37 and 38's cost targets without the noise of the machine."""
+    data = load("dataplane_instructions")
+    if not data:
+        out.append("_Instructions per frame: not run yet (`make bench-dataplane-instructions`)._\n")
+        return
+    method, paths, ratios = data["method"], data["paths"], data["ratios"]
+    out.append(
+        "BMv2's instructions per frame (`bench/dataplane_instructions.py`: callgrind counts "
+        f"every instruction of `simple_switch_grpc` while {method['frames']} frames of "
+        f"{method['size']} B cross each path at {method['pps']:.0f} pps; the count does not "
+        "move with the machine's load, so a ratio of counts is what the pps ratio would be "
+        f"on a quiet core). Build {data['p4vtep_build']}. Ratio = the other side's "
+        "instructions / this side's; **targets: >= 0.95** for today's IPv4 paths against "
+        "9be722a (issue 37, today's VMs unguarded) and against 14b7d2b (issue 38, guarded; "
+        "'without port security' is today's source compiled without it, what port security "
+        "alone costs); **>= 0.85** routed6 / bridged6 (issue 37). BMv2: "
+        f"`{data['bmv2']['binary']}`:\n"
+    )
+    revisions = [b["revision"] for b in data["befores"]]
+    out.append(
+        "| path | instructions / frame | "
+        + " | ".join(f"/ {r}" for r in revisions)
+        + " | routed / bridged |"
+    )
+    out.append("|---|---|" + "---|" * len(revisions) + "---|")
+    for path, count in paths.items():
+        if any(path.startswith(b["prefix"]) for b in data["befores"]):
+            continue
+        cells = [
+            f"{ratios['vs_befores'][r][path]:.3f}" if path in ratios["vs_befores"][r] else ""
+            for r in revisions
+        ]
+        routed = ratios["routed_vs_bridged"].get(path)
+        cells.append(f"{routed:.3f}" if routed is not None else "")
+        out.append(f"| {path} | {count['per_frame']:,.0f} | " + " | ".join(cells) + " |")
     out.append("")
 
 
