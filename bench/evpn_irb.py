@@ -768,6 +768,11 @@ def main() -> None:
         "--big", type=int, default=100000, help="routes of the large case (0: none)"
     )
     parser.add_argument(
+        "--commit-window",
+        type=float,
+        help="EvpnOptions.commit_window, seconds (default: the controller's)",
+    )
+    parser.add_argument(
         "--gobgpd-dir", type=Path, help="keep the controller's gobgpd socket and log there"
     )
     args = parser.parse_args()
@@ -797,6 +802,11 @@ def main() -> None:
                     command_prefix=("ip", "netns", "exec", ctl_ns),
                     listen_addresses=(ctl_ip,),
                     run_dir=args.gobgpd_dir,
+                    **(
+                        {"commit_window": args.commit_window}
+                        if args.commit_window is not None
+                        else {}
+                    ),
                 ),
             )
             speaker = source.service.speaker

@@ -17,6 +17,7 @@ from p4vtep.compiler import DesiredState, Encoder, Learned, compile_tor
 from p4vtep.compiler.learned import LearnedHost
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries, RemoteVtepHop
+from p4vtep.evpn import gobgp_api, gobgp_codec
 from p4vtep.evpn.routes import MacIpRoute
 from p4vtep.evpn.table import Learn, LearnedTable, Unlearn
 from p4vtep.evpn.view import LocalMac, ViewChange
@@ -264,3 +265,66 @@ def test_learned_host_routes_compiled_in_bulk_are_exact_changes() -> None:
         assert all(old is None for key, old, _ in changes if key[:6] == table)
         # (besides: the underlay's entry for the VTEP that came)
         assert len(changes) == len(ips) + 1
+
+
+# ---- the speaker's decode of a peer's UPDATE -------------------------------------
+
+TYPE2_FIELDS = st.tuples(
+    st.sampled_from(VTEPS),  # next hop
+    st.integers(0, 3),  # MAC mobility sequence
+    st.booleans(),  # sticky
+    st.sampled_from((None, RMAC, "02:fe:00:00:00:0a")),  # router MAC
+    st.sampled_from(((f"65000:{VNI}",), (f"65000:{VNI}", "65000:50000"), ("65001:1",))),
+    st.booleans(),  # routed (a second label)
+)
+
+
+@pytest.mark.skipif(gobgp_api.MISSING is not None, reason=str(gobgp_api.MISSING))
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(TYPE2_FIELDS, st.integers(1, 8)), min_size=1, max_size=6))
+def test_type_2_paths_decode_to_their_routes_whatever_their_updates_share(
+    updates: list[tuple[tuple[Any, ...], int]],
+) -> None:
+    """gobgpd gives each path of an UPDATE the UPDATE's attributes, its whole
+    MP_REACH_NLRI among them; the decode looks a type 2's attributes up by
+    their encoding (``gobgp_codec._TYPE2_ATTRIBUTES``). Paths whose
+    attributes differ in any field (next hop, sequence, sticky, router
+    MAC, route targets) each decode to their own route, in any order, and
+    a withdrawal's key is its route's."""
+    api, attr = gobgp_api.gobgp_pb2, gobgp_api.attribute_pb2
+    n = 0
+    for (vtep, seq, sticky, rmac, targets, two_labels), count in updates:
+        routes = []
+        for _ in range(count):
+            n += 1
+            routes.append(
+                MacIpRoute(
+                    rd=f"{vtep}:{VNI}",
+                    mac=mac_of(n % 250),
+                    vni=VNI,
+                    next_hop=vtep,
+                    ip=f"10.9.0.{n % 250}",
+                    route_targets=targets,
+                    mobility_seq=seq,
+                    sticky=sticky,
+                    l3vni=L3VNI if two_labels else None,
+                    router_mac=rmac,
+                )
+            )
+        paths = [gobgp_codec.encode(r) for r in routes]
+        nlris = [p.nlri for p in paths]
+        for path in paths:  # (as gobgpd gives them: the UPDATE's whole MP_REACH_NLRI)
+            for wrapped in path.pattrs:
+                if wrapped.type_url.endswith(".MpReachNLRIAttribute"):
+                    reach = attr.MpReachNLRIAttribute.FromString(wrapped.value)
+                    del reach.nlris[:]
+                    reach.nlris.extend(nlris)
+                    wrapped.Pack(reach)
+        event = api.WatchEventResponse.FromString(
+            api.WatchEventResponse(
+                table=api.WatchEventResponse.TableEvent(paths=paths)
+            ).SerializeToString()
+        )
+        for path, route in zip(event.table.paths, routes, strict=True):
+            assert gobgp_codec.decode(path) == route
+            assert gobgp_codec.decode_key(path) == route.nlri_key()

@@ -321,14 +321,101 @@ def _cached_rd(wrapped: Any) -> str:
     return rd
 
 
+_MAC_IP = "EVPNMACIPAdvertisementRoute"
+# What a type 2 takes from a path's attributes, canonical: (next hop, route
+# targets, MAC mobility sequence, sticky, router MAC), by the attributes'
+# encodings. Every path of one UPDATE carries the same ones (its whole
+# MP_REACH_NLRI among them) and a peer's UPDATEs mostly share them: looked
+# up once per path instead of decoded and canonicalised field by field.
+_TYPE2_ATTRIBUTES: dict[tuple[Any, ...], tuple[str, tuple[str, ...], int, bool, str | None]] = {}
+_TYPE2_KINDS = frozenset(
+    {"MpReachNLRIAttribute", "NextHopAttribute", "ExtendedCommunitiesAttribute"}
+)
+
+
 def decode(path: Any) -> EvpnRoute | None:
     """A received (announced) path as a route; None for route types we do not
     use. Raises RouteError for a malformed one (the caller counts it)."""
+    nlri = path.nlri
+    name = _TYPE_NAMES.get(nlri.type_url) or _type_name(nlri)
+    if name == _MAC_IP:
+        return _decode_mac_ip(path, nlri)
+    return _decode_other(path, name)
+
+
+def _type2_attributes(path: Any) -> tuple[str, tuple[str, ...], int, bool, str | None]:
+    key: list[Any] = []
+    for wrapped in path.pattrs:
+        kind = _TYPE_NAMES.get(wrapped.type_url) or _type_name(wrapped)
+        if kind in _TYPE2_KINDS:
+            key.append(kind)
+            key.append(wrapped.value)
+    found = _TYPE2_ATTRIBUTES.get(tuple(key))
+    if found is not None:
+        return found
     attr = gobgp_api.attribute_pb2
-    name = _type_name(path.nlri)
     next_hop = ""
     targets: list[str] = []
     seq, sticky = 0, False
+    router_mac: str | None = None
+    for wrapped in path.pattrs:
+        kind = _type_name(wrapped)
+        if kind == "MpReachNLRIAttribute":
+            reach = _unpack(wrapped, attr.MpReachNLRIAttribute)
+            next_hop = reach.next_hops[0] if reach.next_hops else ""
+        elif kind == "NextHopAttribute":
+            next_hop = next_hop or _unpack(wrapped, attr.NextHopAttribute).next_hop
+        elif kind == "ExtendedCommunitiesAttribute":
+            found_targets, seq, sticky, router_mac = _communities(
+                _unpack(wrapped, attr.ExtendedCommunitiesAttribute)
+            )
+            targets.extend(found_targets)
+    if not next_hop:
+        raise RouteError("no next hop")
+    value = (
+        canonical_vtep(next_hop),
+        _canonical_targets(tuple(targets)),
+        seq,
+        sticky,
+        _canonical_router_mac(router_mac),
+    )
+    return _remember(_TYPE2_ATTRIBUTES, tuple(key), value)  # type: ignore[no-any-return]
+
+
+def _decode_mac_ip(path: Any, nlri: Any) -> MacIpRoute:
+    """``decode`` of a type 2: its attributes looked up by their encoding
+    (``_TYPE2_ATTRIBUTES``), its NLRI's fields canonicalised per route."""
+    next_hop, targets, seq, sticky, router_mac = _type2_attributes(path)
+    n = gobgp_api.attribute_pb2.EVPNMACIPAdvertisementRoute.FromString(nlri.value)
+    labels = n.labels
+    if not labels:
+        raise RouteError(f"type 2 {n.mac_address} without a label (VNI)")
+    if len(labels) > 2:
+        raise RouteError(f"type 2 {n.mac_address} with {len(labels)} labels (at most 2)")
+    ip = _ip_or_none(n.ip_address)
+    # (MacIpRoute's own checks, the RD, next hop, route targets and router
+    # MAC canonical once per distinct encoding)
+    return mac_ip_route(
+        rd=_cached_rd(n.rd),
+        mac=canonical_mac(n.mac_address),
+        vni=check_vni(labels[0]),
+        next_hop=next_hop,
+        ip=canonical_ip(ip) if ip is not None else None,
+        route_targets=targets,
+        mobility_seq=seq,
+        sticky=sticky,
+        esi=_decode_esi(n.esi),
+        ethernet_tag=n.ethernet_tag,
+        l3vni=check_vni(labels[1]) if len(labels) == 2 else None,
+        router_mac=router_mac,
+    )
+
+
+def _decode_other(path: Any, name: str) -> EvpnRoute | None:
+    """``decode`` of a type 3 or 5 (None for any other type)."""
+    attr = gobgp_api.attribute_pb2
+    next_hop = ""
+    targets: list[str] = []
     router_mac: str | None = None
     pmsi = None
     for wrapped in path.pattrs:
@@ -345,36 +432,12 @@ def decode(path: Any) -> EvpnRoute | None:
                     wrapped.value,
                     _communities(_unpack(wrapped, attr.ExtendedCommunitiesAttribute)),
                 )
-            found, seq, sticky, router_mac = decoded
+            found, _, _, router_mac = decoded  # (MAC mobility: type 2 only)
             targets.extend(found)
         elif kind == "PmsiTunnelAttribute":
             pmsi = _unpack(wrapped, attr.PmsiTunnelAttribute)
     if not next_hop:
         raise RouteError("no next hop")
-    if name == "EVPNMACIPAdvertisementRoute":
-        n = _unpack(path.nlri, attr.EVPNMACIPAdvertisementRoute)
-        labels = n.labels
-        if not labels:
-            raise RouteError(f"type 2 {n.mac_address} without a label (VNI)")
-        if len(labels) > 2:
-            raise RouteError(f"type 2 {n.mac_address} with {len(labels)} labels (at most 2)")
-        ip = _ip_or_none(n.ip_address)
-        # (MacIpRoute's own checks, the RD, next hop, route targets and
-        # router MAC canonical once per distinct encoding)
-        return mac_ip_route(
-            rd=_cached_rd(n.rd),
-            mac=canonical_mac(n.mac_address),
-            vni=check_vni(labels[0]),
-            next_hop=canonical_vtep(next_hop),
-            ip=canonical_ip(ip) if ip is not None else None,
-            route_targets=_canonical_targets(tuple(targets)),
-            mobility_seq=seq,
-            sticky=sticky,
-            esi=_decode_esi(n.esi),
-            ethernet_tag=n.ethernet_tag,
-            l3vni=check_vni(labels[1]) if len(labels) == 2 else None,
-            router_mac=_canonical_router_mac(router_mac),
-        )
     if name == "EVPNIPPrefixRoute":
         n = _unpack(path.nlri, attr.EVPNIPPrefixRoute)
         return _prefix_route(

@@ -65,6 +65,7 @@ IPV6_SCOPE = "ipv6-scope"
 GATEWAY_IP = "gateway-ip"
 # Distinct (L2 VNI, L3 VNI, route targets) and router MACs remembered, each.
 LABELS_MAX = 4096
+ZERO_MAC = "00:00:00:00:00:00"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,21 @@ class Admitted:
     # type 2, bridged: its IP goes to the ToRs' ARP or ND suppression with
     # its MAC (False: an IPv6 address of a never-routed scope, see above)
     neighbour: bool = True
+
+
+# The few distinct verdicts of an admitted route, made once: a peer's table
+# is thousands of routes with one of them each.
+_ADMITTED: dict[tuple[str | None, bool, bool], Admitted] = {}
+
+
+def _admitted(vrf: str | None, bridged: bool, neighbour: bool) -> Admitted:
+    key = (vrf, bridged, neighbour)
+    verdict = _ADMITTED.get(key)
+    if verdict is None:
+        if len(_ADMITTED) >= LABELS_MAX:
+            _ADMITTED.clear()
+        verdict = _ADMITTED[key] = Admitted(vrf=vrf, bridged=bridged, neighbour=neighbour)
+    return verdict
 
 
 @dataclass
@@ -128,12 +144,12 @@ class RouteIntake:
     def admit(self, source: str, route: EvpnRoute) -> Admitted | None:
         """What the route may be used for, or None when it is refused."""
         verdict = self._verdict(route)
-        key = (source, route.nlri_key())
         if isinstance(verdict, Admitted):
             self.accepted[source] += 1
-            self.held_refused.pop(key, None)
+            if self.held_refused:  # (a refused version of it no longer held)
+                self.held_refused.pop((source, route.nlri_key()), None)
             return verdict
-        self.held_refused[key] = (route, verdict[0])
+        self.held_refused[(source, route.nlri_key())] = (route, verdict[0])
         self.refuse(source, verdict[0], f"{_describe(route)}: {verdict[1]}")
         return None
 
@@ -219,10 +235,12 @@ class RouteIntake:
         if vtep in self.own_vteps or route.next_hop in self.own_vteps:
             return "own-vtep", f"next hop {vtep} is one of our own ToR VTEPs"
         if isinstance(route, MacIpRoute):
-            try:
-                unicast_mac(route.mac)
-            except RouteError as exc:
-                return "bad-mac", str(exc)
+            mac = route.mac  # (canonical: a route's MAC is)
+            if int(mac[:2], 16) & 1 or mac == ZERO_MAC:
+                try:
+                    unicast_mac(mac)
+                except RouteError as exc:
+                    return "bad-mac", str(exc)
             if route.mac == self.config.anycast_mac:
                 return "bad-mac", f"{route.mac} is this fabric's anycast gateway MAC"
         return None
@@ -292,7 +310,7 @@ class RouteIntake:
         neighbour = scope is None
         routed = isinstance(vrf, VrfRouting) and route.ip is not None and scope is None
         if isinstance(vrf, VrfRouting) and (routed or bridged):
-            return Admitted(vrf=vrf.name if routed else None, bridged=bridged, neighbour=neighbour)
+            return _admitted(vrf.name if routed else None, bridged, neighbour)
         if bridged:
             # (its MAC in a VNI we host; no VRF of ours for its IP)
             return Admitted(neighbour=neighbour)

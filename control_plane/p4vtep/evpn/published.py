@@ -259,6 +259,35 @@ class Published:
         if self._count(self.vteps, vtep, sign):
             self._stale_vteps = True
 
+    def _came(self, key: tuple[int, str], vtep: str) -> None:
+        """``_take(key, +1)`` and ``_vtep(vtep, +1)`` (a host route given out,
+        once per route learned: the counters inline)."""
+        taken, vteps = self.taken, self.vteps
+        count = taken.get(key, 0) + 1
+        taken[key] = count
+        if count == 1:
+            self._stale_taken.add(key)
+        count = vteps.get(vtep, 0) + 1
+        vteps[vtep] = count
+        if count == 1:
+            self._stale_vteps = True
+
+    def _went(self, key: tuple[int, str], vtep: str) -> None:
+        """``_take(key, -1)`` and ``_vtep(vtep, -1)``, inline."""
+        taken, vteps = self.taken, self.vteps
+        count = taken.get(key, 0) - 1
+        if count <= 0:
+            taken.pop(key, None)
+            self._stale_taken.add(key)
+        else:
+            taken[key] = count
+        count = vteps.get(vtep, 0) - 1
+        if count <= 0:
+            vteps.pop(vtep, None)
+            self._stale_vteps = True
+        else:
+            vteps[vtep] = count
+
     def _remote(self, remote: RemoteMac, sign: int) -> None:
         if remote.bridged:
             key = (remote.vni, remote.mac)
@@ -274,7 +303,7 @@ class Published:
             self._take(key, sign)
             self._vtep(remote.vtep, sign)
         for vrf, ip, router_mac, vni in remote.routes:
-            host = LearnedHost(vrf, ip, remote.vtep, router_mac, vni, remote.vni, remote.mac)
+            host = _host(vrf, ip, remote.vtep, router_mac, vni, remote.vni, remote.mac)
             claims = self.claims.get((vrf, ip))
             if claims is None and sign > 0:
                 # The IP's first claim (a peer's new host, the common case):
@@ -285,8 +314,7 @@ class Published:
                     hosts = self.hosts[vrf] = {}
                 if ip not in hosts:
                     hosts[ip] = host
-                    self._take((remote.vni, remote.mac), +1)
-                    self._vtep(remote.vtep, +1)
+                    self._came((remote.vni, remote.mac), remote.vtep)
                     self._stale_hosts.setdefault(vrf, set()).add(ip)
                     continue
                 self._choose(vrf, ip)
@@ -300,8 +328,7 @@ class Published:
                     del hosts[ip]
                     if not hosts:
                         del self.hosts[vrf]
-                    self._take((remote.vni, remote.mac), -1)
-                    self._vtep(remote.vtep, -1)
+                    self._went((remote.vni, remote.mac), remote.vtep)
                     self._stale_hosts.setdefault(vrf, set()).add(ip)
                     continue
                 self.claims[vrf, ip] = set()
@@ -391,6 +418,19 @@ class Published:
         self._stale_flood, self._stale_taken, self._stale_vteps = set(), set(), False
         self._value = value
         return value
+
+
+def _host(
+    vrf: str, ip: str, vtep: str, router_mac: str, vni: int, l2vni: int, mac: str
+) -> LearnedHost:
+    """``LearnedHost(...)``, equal to one built the usual way, its fields set
+    at once (one is made per host route learned and withdrawn: the frozen
+    constructor's field-by-field assignment costs more than the rest)."""
+    host = object.__new__(LearnedHost)
+    host.__dict__.update(
+        vrf=vrf, ip=ip, vtep=vtep, router_mac=router_mac, vni=vni, l2vni=l2vni, mac=mac
+    )
+    return host
 
 
 def _refreshed(
