@@ -5,9 +5,12 @@ port, VNI and VLAN it came on; without the policy each is dropped and
 counted as before. Packet-outs: ROUTE (to a local VM, to a remote one; a
 frame the pipeline would drop is dropped, never punted back) and FLOOD.
 CoPP: a class's meter bounds its packet-ins, the rest counted as dropped.
-Ordinary routed and bridged traffic raises no packet-in with the policy on."""
+Ordinary routed and bridged traffic raises no packet-in with the policy on.
+Packet too big: routed IPv6 over its destination VNI's MTU is punted, one
+of exactly the MTU forwarded, through the class's own CoPP meter."""
 
 import time
+from dataclasses import replace
 
 import test_ipv6
 import test_routing
@@ -47,6 +50,7 @@ from test_ipv6 import (
     A1_LLA,
     GATEWAY6,
     GATEWAY_LLA,
+    OUTSIDE6,
     DualStackFabricTest,
     delivered6,
     frozen,
@@ -58,6 +62,7 @@ from test_routing import (
     A5,
     A6,
     ANYCAST_MAC,
+    FIREWALL,
     GATEWAY_1,
     GATEWAY_2,
     L3VNI_A,
@@ -66,6 +71,7 @@ from test_routing import (
     VRF_A,
     VRF_B,
     delivered,
+    local_hop,
     routed_frame,
 )
 
@@ -239,6 +245,121 @@ class NotPuntedWithoutPolicyTest(DualStackFabricTest):
         for _name, port, frame, reason, _meta, _payload in punted_cases():
             self.assert_dropped_only(port, frame, reason)
         self.assert_no_packet_in()
+
+
+# --- packet too big ---------------------------------------------------------------
+SMALL_MTU = 1280  # a5's VNI (VNI_A2) in PacketTooBig*Test: the IPv6 minimum
+FIREWALL_MTU = 1400  # the firewall's (tenant A's ::/0) there
+
+
+def sized6(frame: Packet, size: int) -> Packet:
+    """``frame`` (IPv6 over UDP) with its IPv6 packet ``size`` bytes long."""
+    pkt = frame.copy()
+    pkt[Raw].load = b"\xab" * (size - 40 - 8)
+    pkt[IPv6].plen = None
+    pkt[UDP].len = None
+    pkt[UDP].chksum = None
+    return frozen(pkt)
+
+
+class _SmallMtu(CpuPathTest):
+    """a5's VNI with a 1280-byte MTU, the firewall's (the ::/0 route) 1400:
+    a5's IPv6 host route and the IPv6 default route carry it (a5's IPv4
+    host route is written from the same hop)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        e = self.entries
+        small = replace(local_hop(A5), mtu=SMALL_MTU)
+        self.sw.modify(
+            e.host_route(VRF_A, ip6(A5), small),
+            e.host_route(VRF_A, A5.ip, small),  # (IPv4's action takes no MTU)
+            e.prefix_route(VRF_A, "::", 0, replace(local_hop(FIREWALL), mtu=FIREWALL_MTU)),
+        )
+
+
+class PacketTooBigTest(_SmallMtu):
+    """An IPv6 packet routed into a VNI whose MTU it exceeds by a byte is
+    punted as packet_too_big, exactly as received (not rewritten: the hop
+    limit as sent; cut to BMv2's 1400-byte punt when longer), with the
+    port, VNI and VLAN it came on; one of exactly
+    the MTU is routed as before. From a VM to a5 (host route) and to the
+    outside (the firewall's ::/0), and from the fabric (VTEP 1 in the L3
+    VNI, after decap): the tenant frame."""
+
+    def runTest(self):
+        too_big = sized6(routed6(A1, ip6(A5)), SMALL_MTU + 1)
+        meta = PacketInMeta(A1.port, PuntClass.PACKET_TOO_BIG, A1.vni, A1.vlan)
+        self.expect_punted(
+            A1.port, too_big, DropReason.PACKET_TOO_BIG, meta, too_big, "to a5, 1281"
+        )
+        fits = sized6(routed6(A1, ip6(A5)), SMALL_MTU)
+        tu.send_packet(self, A1.port, fits)
+        self.expect(A5.port, delivered6(fits, A5))
+        # (1419 bytes with Ethernet and VF tag: punted cut to 1400 with packet_in)
+        outside = sized6(routed6(A1, OUTSIDE6), FIREWALL_MTU + 1)
+        cut = bytes(outside)[: PUNT_TRUNCATE_BYTES - PACKET_IN_HEADER_BYTES]
+        self.expect_punted(A1.port, outside, DropReason.PACKET_TOO_BIG, meta, cut, "::/0, 1401")
+        fits = sized6(routed6(A1, OUTSIDE6), FIREWALL_MTU)
+        tu.send_packet(self, A1.port, fits)
+        self.expect(FIREWALL.port, delivered6(fits, FIREWALL))
+        # From the fabric: what a remote VM routed to a5.
+        inner = sized6(routed_by(REMOTE_RMAC_1, ip6(A6), ip6(A5)), SMALL_MTU + 1)
+        vxlan = from_remote(inner, L3VNI_A, REMOTE_VTEP_1)
+        meta = PacketInMeta(UPLINK_1, PuntClass.PACKET_TOO_BIG, L3VNI_A, 0)
+        self.expect_punted(
+            UPLINK_1, vxlan, DropReason.PACKET_TOO_BIG, meta, vxlan[VXLAN].payload, "fabric"
+        )
+        inner = sized6(routed_by(REMOTE_RMAC_1, ip6(A6), ip6(A5)), SMALL_MTU)
+        tu.send_packet(self, UPLINK_1, from_remote(inner, L3VNI_A, REMOTE_VTEP_1))
+        self.expect(A5.port, delivered6(inner, A5))
+        tu.verify_no_other_packets(self)
+        self.assert_no_packet_in()
+
+
+class PacketTooBigNotPuntedWithoutPolicyTest(_SmallMtu):
+    """Without the policy it is dropped and counted as packet_too_big, not
+    forwarded; IPv4 to the same VM is not checked (routed whatever its size)."""
+
+    punting = False
+
+    def runTest(self):
+        too_big = sized6(routed6(A1, ip6(A5)), SMALL_MTU + 1)
+        self.assert_dropped_only(A1.port, too_big, DropReason.PACKET_TOO_BIG)
+        self.assert_no_packet_in()
+        ipv4 = routed_frame(A1, A5.ip, payload_len=SMALL_MTU)
+        tu.send_packet(self, A1.port, ipv4)
+        self.expect(A5.port, delivered(ipv4, A5))
+
+
+class PacketTooBigCoppTest(_SmallMtu):
+    """The packet_too_big class passes its own CoPP meter: at 1 packet/s,
+    burst 1, of 6 frames sent at once at most 2 reach the controller (BMv2
+    passes one more than the burst: CoppTest), the rest counted as CoPP
+    drops; all 6 under the drop reason. The TTL class's meter is untouched."""
+
+    SENT = 6
+
+    def runTest(self):
+        cls = PuntClass.PACKET_TOO_BIG
+        self.sw.modify(self.entries.copp_meter(cls, 1, 1))
+        too_big = sized6(routed6(A1, ip6(A5)), SMALL_MTU + 1)
+        for _ in range(self.SENT):
+            tu.send_packet(self, A1.port, too_big)
+        received = 0
+        while True:
+            try:
+                meta, payload = self.next_packet_in(timeout=1.0)
+            except AssertionError:  # quiet for a second: all in
+                break
+            self.assertEqual((meta.punt_class, payload), (cls, bytes(too_big)))
+            received += 1
+        self.assertIn(received, (1, 2))
+        self.assertEqual(self.counter(PUNT_COUNTER, cls)[0], received)
+        self.assertEqual(self.counter(COPP_DROP_COUNTER, cls)[0], self.SENT - received)
+        self.assertEqual(self.drops(DropReason.PACKET_TOO_BIG), self.SENT)
+        self.assertEqual(self.counter(COPP_DROP_COUNTER, PuntClass.TTL_EXPIRED)[0], 0)
+        tu.verify_no_other_packets(self)
 
 
 class PuntTruncatedTest(CpuPathTest):

@@ -38,6 +38,7 @@ def test_a_routing_tor_punts_what_the_controller_answers_at_the_fabrics_rates() 
             e.punt_policy(DropReason.NO_TENANT_ROUTE, PuntClass.NO_ROUTE),
             e.punt_policy(DropReason.TO_GATEWAY, PuntClass.TO_GATEWAY),
             e.punt_policy(DropReason.ROUTER_SOLICITATION, PuntClass.ROUTER_SOLICITATION),
+            e.punt_policy(DropReason.PACKET_TOO_BIG, PuntClass.PACKET_TOO_BIG),
         )
         copp_id = e.p4info.meter("copp_meter").preamble.id
         meters = {
@@ -49,6 +50,7 @@ def test_a_routing_tor_punts_what_the_controller_answers_at_the_fabrics_rates() 
             e.copp_meter(PuntClass.NO_ROUTE, 100, 50),
             e.copp_meter(PuntClass.TO_GATEWAY, 100, 50),
             e.copp_meter(PuntClass.ROUTER_SOLICITATION, 50, 25),
+            e.copp_meter(PuntClass.PACKET_TOO_BIG, 100, 50),
         )
     # The incremental compile holds the same, built first and changed after.
     alloc = Allocations()

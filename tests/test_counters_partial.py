@@ -139,6 +139,7 @@ def test_drop_reasons_are_named_in_lower_case(api, monkeypatch, capsys):
         "wrong_router_mac", "routed_transit", "to_gateway", "excess_congested",
         "tenant_hop_limit", "ipv6_scope", "spoofed_ip", "spoofed_arp", "spoofed_nd",
         "ra_from_vm", "dhcp_server_from_vm", "router_solicitation",
+        "packet_too_big",
     }  # fmt: skip
 
 

@@ -93,7 +93,7 @@ def test_everything_given(tmp_path: Path) -> None:
             "vrfs:",
             "copp:\n  arp: {pps: 10}\nvrfs:",
             "fabric.yaml:8: copp.arp: unknown punt class (expected l2_trap, ttl_expired, "
-            "no_route, to_gateway, router_solicitation)",
+            "no_route, to_gateway, router_solicitation, packet_too_big)",
         ),
         (
             "    vrf: a\n",

@@ -9,7 +9,13 @@ from ipaddress import IPv6Network
 import pytest
 from p4vtep.cpu.echo import EchoResponder
 from p4vtep.cpu.frames import Ignored
-from p4vtep.cpu.icmp_errors import TIME_EXCEEDED, UNREACHABLE, icmp_error, refusal
+from p4vtep.cpu.icmp_errors import (
+    PACKET_TOO_BIG,
+    TIME_EXCEEDED,
+    UNREACHABLE,
+    icmp_error,
+    refusal,
+)
 from p4vtep.cpu.parse import parse
 from p4vtep.cpu.router_adverts import (
     AdvertisedPrefix,
@@ -28,6 +34,7 @@ from scapy.layers.inet6 import (
     ICMPv6NDOptMTU,
     ICMPv6NDOptPrefixInfo,
     ICMPv6NDOptSrcLLAddr,
+    ICMPv6PacketTooBig,
     ICMPv6TimeExceeded,
     IPv6,
     IPv6ExtHdrFragment,
@@ -126,6 +133,53 @@ def test_ipv6_time_exceeded_and_no_route_at_most_1280_bytes() -> None:
     assert p.payload.code == 0
     assert error[48:] == bytes(small)
     assert outer_checksums_ok(error, 6)
+
+
+def test_ipv6_packet_too_big_carries_the_mtu_and_quotes_up_to_1280_bytes() -> None:
+    """RFC 4443 3.2, byte for byte: type 2, code 0, the MTU in the word
+    after the checksum, then the offending packet as received, cut so that
+    the error is 1280 bytes; the checksum over the pseudo-header. A punted
+    frame BMv2 truncated to 1400 bytes (1374 of the IP packet) quotes the
+    same 1232: the quote never needs more than BMv2 punts."""
+    big = (
+        IPv6(src="2001:db8:1::a", dst="2001:db8:2::a", hlim=63, fl=0x12345)
+        / UDP(sport=40000, dport=9)
+        / Raw(bytes(range(256)) * 6)
+    )
+    packet = bytes(big)
+    assert len(packet) == 1584
+    punts = (tagged(big), tagged(big)[: 1400 - 8])  # whole, and as BMv2 punts it
+    for punted in punts:
+        frame = parse(punted)
+        assert frame is not None
+        assert refusal(frame) is None
+        error = icmp_error(PACKET_TOO_BIG, frame, "2001:db8:1::1", 64, mtu=1400)
+        assert len(error) == 1280
+        header = (
+            bytes.fromhex("60000000")  # version 6, traffic class and flow label 0
+            + (1280 - 40).to_bytes(2, "big")
+            + bytes([58, 64])  # ICMPv6, hop limit 64
+            + IPv6Network("2001:db8:1::1/128").network_address.packed
+            + IPv6Network("2001:db8:1::a/128").network_address.packed
+        )
+        assert error[:40] == header
+        assert error[40:42] == bytes([2, 0])  # type 2 (Packet Too Big), code 0
+        assert error[44:48] == (1400).to_bytes(4, "big")  # the MTU
+        assert error[48:] == packet[:1232]
+        assert outer_checksums_ok(error, 6)
+        p = IPv6(error)
+        assert isinstance(p.payload, ICMPv6PacketTooBig)
+        assert p.payload.mtu == 1400
+    # A small packet too big (an MTU test's) is quoted whole.
+    small = IPv6(src="2001:db8:1::a", dst="2001:db8:2::a") / UDP() / Raw(b"s" * 1300)
+    frame = parse(tagged(small))
+    assert frame is not None
+    error = icmp_error(PACKET_TOO_BIG, frame, "2001:db8:1::1", 64, mtu=1280)
+    assert (len(error), error[48:]) == (1280, bytes(small)[:1232])
+    ipv4 = parse(tagged(IP(src="192.168.1.1", dst="10.9.9.9") / UDP()))
+    assert ipv4 is not None
+    with pytest.raises(ValueError, match="ICMPv6 error: IPv4 is not checked"):
+        icmp_error(PACKET_TOO_BIG, ipv4, "192.168.1.254", 64, mtu=1400)
 
 
 def test_a_short_frames_padding_is_not_quoted() -> None:

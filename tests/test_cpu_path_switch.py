@@ -5,7 +5,9 @@ subnet on tor2 get time exceeded from each ToR (tor2's over the L3 VNI) and
 then reach the target, for both families; an unrouted destination gets
 "net unreachable" / "no route"; the gateway answers an echo request with
 TTL 1, with IP options and in fragments; a Router Solicitation gets an
-advertisement with the VNI's prefix, and periodic ones arrive unasked; a
+advertisement with the VNI's prefix, and periodic ones arrive unasked; an
+IPv6 packet longer than the destination VNI's MTU gets Packet Too Big from
+the far ToR; a
 TTL-1 flood at 10x the CoPP rate is policed to that rate in the data plane
 while a migration goes through; a backup controller answers nothing."""
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from helpers import wait_until
@@ -46,6 +49,7 @@ from scapy.layers.inet6 import (
     ICMPv6NDOptMTU,
     ICMPv6NDOptPrefixInfo,
     ICMPv6NDOptSrcLLAddr,
+    ICMPv6PacketTooBig,
     ICMPv6TimeExceeded,
     IPerror6,
     IPv6,
@@ -77,9 +81,17 @@ GATEWAY6 = {5000: "2001:db8:1::1", 5001: "2001:db8:2::1"}
 RA_INTERVAL = 4  # the smallest MaxRtrAdvInterval (RFC 4861): the first comes within it
 
 
+DB_MTU = 1400  # VNI 5001's (db's): packet too big from web (VNI 5000, 9000)
+
+
 def route(sf) -> None:
-    """Tenant red, two dual-stack subnets, no route beyond them."""
+    """Tenant red, two dual-stack subnets, no route beyond them; db's VNI
+    with a 1400-byte MTU."""
     route_dual_stack_tenant(sf, router_advertisements=RouterAdvertisements(interval=RA_INTERVAL))
+    vni = sf.fabric.vnis[DB.vni]
+    sf.fabric.vnis[DB.vni] = replace(
+        vni, router_advertisements=replace(vni.router_advertisements, mtu=DB_MTU)
+    )
 
 
 sf, controller = routed_fabric_fixtures(route, VMS)
@@ -191,6 +203,55 @@ def test_an_unrouted_destination_is_net_unreachable(sf, controller):
     assert icmp4[0][IPerror].dst == "10.99.0.1"
     icmp6 = from_gateway(got, WEB, ICMPv6DestUnreach)
     assert [(f[ICMPv6DestUnreach].code, f[IPv6].src) for f in icmp6] == [(0, GATEWAY6[5000])]
+
+
+def sized6(size: int, sport: int) -> IPv6:
+    """web's IPv6 packet to db, ``size`` bytes long (UDP)."""
+    return (
+        IPv6(src=WEB.ips[1], dst=DB.ips[1], hlim=64)
+        / UDP(sport=sport, dport=9)
+        / Raw(b"m" * (size - 48))
+    )
+
+
+def test_packet_too_big_from_the_far_tor_reaches_the_sender(sf, controller):
+    """web (tor1) sends db (tor2, VNI 5001, MTU 1400) 1401 bytes: tor1 routes
+    it over the L3 VNI, tor2 punts it after decap instead of delivering it,
+    and its Packet Too Big, routed back over the L3 VNI, reaches web from
+    its subnet's gateway with db's VNI's MTU, quoting the packet. 1400 bytes
+    reach db."""
+    before = controller.responder.punt_counts()
+    big = sized6(DB_MTU + 1, 45001)
+    got = answers(sf, WEB, [tagged(WEB, big)], timeout=3.0)
+    ptbs = from_gateway(got, WEB, ICMPv6PacketTooBig)
+    assert len(ptbs) == 1, ([f.summary() for f in got], controller.responder.punt_counts())
+    error = ptbs[0][IPv6]
+    assert (error.src, error.dst) == (GATEWAY6[5000], WEB.ips[1])
+    ptb = error[ICMPv6PacketTooBig]
+    assert (ptb.type, ptb.code, ptb.mtu) == (2, 0, DB_MTU)
+    message = bytes(ptb)
+    assert len(bytes(error)) == 1280  # as much of the packet as fits
+    # the packet as tor1 routed it (hop limit - 1), cut to the quote
+    assert message[8:] == bytes(IPv6(bytes(big)[:7] + b"\x3f" + bytes(big)[8:]))[:1232]
+    sent = IPv6(bytes(error))
+    want = sent[ICMPv6PacketTooBig].cksum
+    del sent[ICMPv6PacketTooBig].cksum
+    assert IPv6(bytes(sent))[ICMPv6PacketTooBig].cksum == want
+    key = ("tor2", "packet_too_big", "answered", "")
+    assert controller.responder.punt_counts().get(key, 0) == before.get(key, 0) + 1
+    counts = read_punt_counts(sf, "tor2")[int(PuntClass.PACKET_TOO_BIG)]
+    assert counts[0] >= 1  # (its CoPP meter passed it)
+    fits = [
+        Ether(d)
+        for d in send_frames(
+            sf.host_ifaces[WEB.server],
+            [tagged(WEB, sized6(DB_MTU, 45002))],
+            sf.host_ifaces[DB.server],
+        )
+    ]
+    assert any(
+        f.haslayer(UDP) and f[UDP].sport == 45002 and len(f[IPv6]) == DB_MTU for f in fits
+    ), [f.summary() for f in fits]
 
 
 def test_the_gateway_answers_echo_with_ttl_1_options_and_fragments(sf, controller):

@@ -26,6 +26,7 @@ from scapy.layers.inet6 import (
     ICMPv6NDOptMTU,
     ICMPv6NDOptPrefixInfo,
     ICMPv6NDOptSrcLLAddr,
+    ICMPv6PacketTooBig,
     ICMPv6TimeExceeded,
     IPv6,
 )
@@ -456,3 +457,107 @@ def test_a_view_source_is_read_at_most_once_a_second_under_churn() -> None:
     assert len(reads) == 2
     counts = responder.punt_counts()
     assert counts[("tor1", "ttl_expired", "ignored", "from a VF with no VM")] == 1
+
+
+# --- packet too big ---------------------------------------------------------------------
+def small_mtus() -> Fabric:
+    """dual_stack_fabric with VNI 5000 (web-1, fw) at MTU 1280 and VNI 5001
+    (db-1) at 1400."""
+    fabric = dual_stack_fabric()
+    for number, mtu in ((5000, 1280), (5001, 1400)):
+        vni = fabric.vnis[number]
+        fabric.vnis[number] = replace(vni, router_advertisements=RouterAdvertisements(mtu=mtu))
+    return fabric
+
+
+def too_big(src: str, dst: str, size: int) -> Packet:
+    """An IPv6 packet of ``size`` bytes (UDP)."""
+    return IPv6(src=src, dst=dst, hlim=63) / UDP(sport=7, dport=9) / Raw(b"b" * (size - 48))
+
+
+def test_packet_too_big_to_a_local_vm_carries_the_destination_vnis_mtu() -> None:
+    """web-1 (VNI 5000) sends 1401 bytes to db-1 (VNI 5001, MTU 1400): the
+    ICMPv6 Packet Too Big goes out of web-1's VF, from its subnet's
+    gateway, with db-1's VNI's MTU, quoting the packet (here whole)."""
+    r = rig(small_mtus())
+    packet = too_big("2001:db8:1::a", "2001:db8:2::a", 1401)
+    (out,) = r.responder.handle(from_web1(packet, PuntClass.PACKET_TOO_BIG))
+    assert (out.tor, out.mode, out.egress_port, out.vni) == ("tor1", EmitMode.PORT, 1, 0)
+    p = Ether(out.frame)
+    assert (p.dst, p.src, p[Dot1Q].vlan, p[Dot1Q].type) == (WEB1_MAC, ANYCAST_MAC, 10, 0x86DD)
+    assert (p[IPv6].src, p[IPv6].dst, p[IPv6].hlim) == ("2001:db8:1::1", "2001:db8:1::a", 64)
+    ptb = p[IPv6].payload
+    assert isinstance(ptb, ICMPv6PacketTooBig)
+    assert (ptb.type, ptb.code, ptb.mtu) == (2, 0, 1400)
+    error = bytes(p[IPv6])
+    assert len(error) == 1280
+    assert error[48:] == bytes(packet)[:1232]
+    assert r.responder.punt_counts() == {("tor1", "packet_too_big", "answered", ""): 1}
+    assert r.responder.sent_counts() == {("tor1", "packet_too_big"): 1}
+
+
+def test_packet_too_big_from_the_fabric_is_routed_back_in_the_vrf() -> None:
+    """db-1 behind tor2 sends 1281 bytes to web-1 (VNI 5000, MTU 1280), which
+    tor1 punts after decap: routed back in the L3 VNI with MTU 1280 (the
+    destination VNI's, not the sender's 1400)."""
+    r = rig(small_mtus())
+    packet = too_big("2001:db8:2::a", "2001:db8:1::a", 1281)
+    (out,) = r.responder.handle(from_fabric(packet, PuntClass.PACKET_TOO_BIG))
+    assert (out.mode, out.egress_port, out.vni) == (EmitMode.ROUTE, 0, L3VNI)
+    p = Ether(out.frame)
+    assert (p.src, p.dst, p.type) == (ANYCAST_MAC, TOR1_RMAC, 0x86DD)
+    assert (p[IPv6].src, p[IPv6].dst, p[IPv6].hlim) == ("2001:db8:2::1", "2001:db8:2::a", 65)
+    assert p[ICMPv6PacketTooBig].mtu == 1280
+    assert bytes(p[IPv6])[48:] == bytes(packet)[:1232]
+
+
+def test_packet_too_big_through_a_static_route_takes_its_next_hops_vni() -> None:
+    """To the outside through ::/0 (next hop fw, VNI 5000): MTU 1280."""
+    r = rig(small_mtus())
+    packet = too_big("2001:db8:2::a", "2001:4860::8888", 1300)
+    (out,) = r.responder.handle(from_fabric(packet, PuntClass.PACKET_TOO_BIG))
+    assert Ether(out.frame)[ICMPv6PacketTooBig].mtu == 1280
+
+
+@pytest.mark.parametrize(
+    ("packet", "why"),
+    [
+        (too_big("2001:db8:1::a", "2001:db8:2::a", 1400), "not longer than its VNI's MTU"),
+        (IP(src="192.168.1.1", dst="192.168.2.1") / Raw(b"4" * 1500), "not IPv6"),
+        (
+            IPv6(src="2001:db8:1::a", dst="2001:db8:2::a")
+            / ICMPv6PacketTooBig(mtu=1400)
+            / Raw(b"q" * 1400),
+            "an ICMP error",
+        ),
+        (too_big("2001:db8:1::a", "ff0e::1", 1500), "a multicast or broadcast destination"),
+        (
+            too_big("2001:db8:1::a", "fd00:77::1", 1500),
+            "its destination is in none of the VRF's VNIs",
+        ),
+    ],
+)
+def test_packet_too_big_never_answered(packet: Packet, why: str) -> None:
+    fabric = small_mtus()
+    if why.startswith("its destination"):  # (no default route: nothing leads there)
+        fabric.vrfs["red"] = replace(fabric.vrfs["red"], routes=())
+    r = rig(fabric)
+    assert r.responder.handle(from_web1(packet, PuntClass.PACKET_TOO_BIG)) == []
+    assert r.sent == []
+    assert r.responder.punt_counts() == {("tor1", "packet_too_big", "ignored", why): 1}
+
+
+def test_packet_too_big_shares_the_senders_error_bucket() -> None:
+    """The per-source limit counts every ICMP error to a sender: 20 at once
+    (time exceeded and packet too big together), then 10 a second."""
+    r = rig(small_mtus())
+    probe = IPv6(src="2001:db8:1::a", dst="2001:db8:7::1", hlim=1) / UDP()
+    for _ in range(15):
+        assert len(r.responder.handle(from_web1(probe, PuntClass.TTL_EXPIRED))) == 1
+    packet = too_big("2001:db8:1::a", "2001:db8:2::a", 1401)
+    answered = sum(
+        len(r.responder.handle(from_web1(packet, PuntClass.PACKET_TOO_BIG))) for _ in range(10)
+    )
+    assert answered == 5
+    counts = r.responder.punt_counts()
+    assert counts[("tor1", "packet_too_big", "rate_limited", "per-source ICMP error limit")] == 5

@@ -126,6 +126,26 @@ def test_routes_are_canonical_and_a_default_route_leaves_its_prefix_out(e):
         e.host_route(1 << 24, "192.168.1.10", RemoteVtepHop("10.0.0.2", "00:aa:00:00:00:02", 5))
 
 
+def test_an_ipv6_route_to_a_local_vm_carries_the_shortest_payload_too_big(e):
+    """route_to_local_vm_v6 takes the VM's VNI's MTU as too_big_payload_len
+    (MTU - 39), after the IPv4 action's parameters; the IPv4 action has no
+    such parameter; an MTU the 16-bit field cannot hold is refused."""
+    from p4vtep.dataplane.entries import LocalVmHop
+
+    hop = LocalVmHop(1, 10, 1, 2, "00:00:0a:00:00:01", mtu=1280)
+    v6 = e.host_route(50000, "2001:db8:1::a", hop)
+    names = {p.id: p.name for p in e.p4info.params(v6.action.action.action_id)}
+    params = {names[p.param_id]: p.value for p in v6.action.action.params}
+    assert params["too_big_payload_len"] == (1241).to_bytes(2, "big")
+    assert list(params)[-1] == "too_big_payload_len"
+    v4 = e.host_route(50000, "192.168.1.10", hop)
+    assert len(v4.action.action.params) == len(v6.action.action.params) - 1
+    with pytest.raises(codec.EncodingError, match="too_big_payload_len"):
+        e.host_route(
+            50000, "2001:db8:1::a", LocalVmHop(1, 10, 1, 2, "00:00:0a:00:00:01", mtu=70000)
+        )
+
+
 def test_lpm_value_is_masked(e):
     entry = e.underlay_route("10.0.0.77", 24, group_id=1)
     assert entry.match[0].lpm.value == codec.encode("10.0.0.0", 32)

@@ -159,6 +159,10 @@ const drop_reason_t DROP_TO_GATEWAY        = 27;  // to a gateway IP, not an ech
 // Solicitation from a VM in a routed VNI, which the controller answers (in an
 // L2-only VNI it is flooded to the tenant's own routers).
 @noWarn("unused") const drop_reason_t DROP_ROUTER_SOLICITATION = 36;
+// An IPv6 packet routed into a VNI whose MTU it exceeds (40 + payload length
+// over the MTU: route_to_local_vm_v6), which the controller answers with
+// ICMPv6 Packet Too Big (RFC 4443 3.2). IPv4 is not checked.
+@noWarn("unused") const drop_reason_t DROP_PACKET_TOO_BIG = 37;
 const bit<32> DROP_REASON_COUNT = 40;
 
 // Punt classes (packet_in.reason, cpu_port.p4): why a frame went to the
@@ -171,6 +175,7 @@ const punt_class_t PUNT_CLASS_L2_TRAP             = 1;  // an l2 entry traps the
 @noWarn("unused") const punt_class_t PUNT_CLASS_NO_ROUTE            = 3;  // routed, no host or prefix route
 @noWarn("unused") const punt_class_t PUNT_CLASS_TO_GATEWAY          = 4;  // to a gateway IP, not answered here
 @noWarn("unused") const punt_class_t PUNT_CLASS_ROUTER_SOLICITATION = 5;  // RS from a VM in a routed VNI
+@noWarn("unused") const punt_class_t PUNT_CLASS_PACKET_TOO_BIG      = 6;  // routed IPv6 over its VNI's MTU
 // Cells of the CoPP meter and counters: every class, and room for more.
 #define PUNT_CLASS_COUNT 8
 // What a packet-out asks for (packet_out.mode).

@@ -56,9 +56,14 @@ control L3Forwarding(inout headers_t hdr,
 
 #ifdef P4VTEP_IPV6
     // v1model's IPv6 twins; here the same result as the IPv4 actions (the
-    // rewrite, in egress, reads the family from the header).
+    // rewrite, in egress, reads the family from the header). To a local VM
+    // also how far the payload is from too big for the VNI (saturating: 0
+    // when it is too big), which RouteDecision tests for Packet Too Big: a
+    // gateway cannot compare two 16-bit fields with `>`, and the ALU takes
+    // action data as the subtraction's first operand only.
     action route_to_local_vm_v6(port_t port, vlan_id_t vlan_id, vm_index_t vm,
-                                vni_index_t vni_index, mac_addr_t vm_mac, bit<1> policed) {
+                                vni_index_t vni_index, mac_addr_t vm_mac, bit<1> policed,
+                                bit<16> too_big_payload_len) {
         meta.route.kind = ROUTE_LOCAL_VM;
         meta.route.port = port;
         meta.route.vlan_id = vlan_id;
@@ -66,6 +71,7 @@ control L3Forwarding(inout headers_t hdr,
         meta.route.policed = policed;
         meta.route.vni_index = vni_index;
         meta.route.mac = vm_mac;
+        meta.route.payload_slack = too_big_payload_len |-| hdr.ipv6.payload_len;
     }
 
     action route_to_remote_vtep_v6(ipv4_addr_t vtep_ip, mac_addr_t router_mac, vni_t l3vni) {
@@ -155,15 +161,20 @@ control L3Forwarding(inout headers_t hdr,
 }
 
 // The decision on the lookups' result, for either family (`echo_request`:
-// the family's echo request type and code).
-#define ROUTE_DECISION(echo_request, not_fragment) \
+// the family's echo request type and code; `too_big`: a local VM's VNI
+// takes no packet this long, IPv6 only).
+#define ROUTE_DECISION(echo_request, not_fragment, too_big) \
     if (meta.route.kind == ROUTE_LOCAL_VM) { \
-        meta.egress_port = meta.route.port; \
-        meta.egress_vlan = meta.route.vlan_id; \
-        meta.dst_vm = meta.route.vm; \
-        meta.rx_policed = meta.route.policed; \
-        meta.vni_index = meta.route.vni_index; \
-        meta.routed = true; \
+        if (too_big) { \
+            meta.drop_reason = DROP_PACKET_TOO_BIG; \
+        } else { \
+            meta.egress_port = meta.route.port; \
+            meta.egress_vlan = meta.route.vlan_id; \
+            meta.dst_vm = meta.route.vm; \
+            meta.rx_policed = meta.route.policed; \
+            meta.vni_index = meta.route.vni_index; \
+            meta.routed = true; \
+        } \
     } else if (meta.route.kind == ROUTE_REMOTE_VTEP) { \
         if (meta.from_fabric) { \
             /* Routed fabric to fabric: this ToR is no transit router. */ \
@@ -202,7 +213,8 @@ control RouteDecision(in headers_t hdr, inout local_metadata_t meta) {
                 meta.drop_reason = DROP_TENANT_TTL_EXPIRED;
             } else {
                 // (A fragment is the controller's: cpu_port.p4.)
-                ROUTE_DECISION(ICMP_ECHO_REQUEST, hdr.ipv4.flags[0:0] == 0)
+                // (IPv4 over the MTU is not checked: docs/routing.md.)
+                ROUTE_DECISION(ICMP_ECHO_REQUEST, hdr.ipv4.flags[0:0] == 0, false)
             }
         }
 #ifdef P4VTEP_IPV6
@@ -215,7 +227,7 @@ control RouteDecision(in headers_t hdr, inout local_metadata_t meta) {
                 // Only the gateway itself takes a link-local address.
                 meta.drop_reason = DROP_IPV6_SCOPE;
             } else {
-                ROUTE_DECISION(ICMPV6_ECHO_REQUEST, true)
+                ROUTE_DECISION(ICMPV6_ECHO_REQUEST, true, meta.route.payload_slack == 0)
             }
         }
 #endif

@@ -191,6 +191,7 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.route.checksum_inv = 0; \
     meta.route.checksum_change = 0; \
     meta.route.ipv4_checksum = false; \
+    meta.route.payload_slack = 0; \
     meta.bridged.setInvalid();
 
 parser VtepIngressParser(packet_in packet,

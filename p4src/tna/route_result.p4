@@ -21,6 +21,10 @@ struct route_result_t {
     mac_addr_t  mac;         // the VM's MAC, or the remote VTEP's router MAC
     ipv4_addr_t vtep_ip;     // ROUTE_REMOTE_VTEP
     vni_t       l3vni;
+    // ROUTE_LOCAL_VM, IPv6: how many bytes short of too big for the VM's
+    // VNI the payload is (route_to_local_vm_v6; 0: too big, Packet Too Big).
+    // Read in ingress only, and only after the action that writes it.
+    bit<16>     payload_slack;
     bool        echo_reply;  // egress turns the echo request into the reply
     // One's complement of the checksum egress updates, and the change to
     // add to it (RFC 1624, eqn. 3: new = ~(~old + ~m + m'), which holds with

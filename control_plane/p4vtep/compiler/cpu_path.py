@@ -22,6 +22,7 @@ PUNTED = {
     DropReason.NO_TENANT_ROUTE: PuntClass.NO_ROUTE,
     DropReason.TO_GATEWAY: PuntClass.TO_GATEWAY,
     DropReason.ROUTER_SOLICITATION: PuntClass.ROUTER_SOLICITATION,
+    DropReason.PACKET_TOO_BIG: PuntClass.PACKET_TOO_BIG,
 }
 
 

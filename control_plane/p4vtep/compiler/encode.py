@@ -12,12 +12,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..dataplane.entries import (
+    TOO_BIG_PAYLOAD_LEN,
     LocalVmHop,
     PipelineEntries,
     PortRole,
     RouteHop,
     is_ipv6,
     no_ipv6_guard,
+    too_big_payload_len,
 )
 from ..model.fabric import Rates
 from ..runtime import codec, wire
@@ -331,6 +333,7 @@ class Encoder:
         binding = ("vni", "vm", "vm_mac") + (("vrf",) if entries.routing else ())
         # (a pipeline that knows committed frames says which VMs are policed)
         self.knows_policed = entries.knows_policed
+        self.packet_too_big = entries.packet_too_big  # (route_to_local_vm_v6 checks the MTU)
         policed = ("policed",) if entries.knows_policed else ()
         binding += policed
         # (a pipeline with port security: the binding says whether the VM is
@@ -411,8 +414,11 @@ class Encoder:
                 p4info, "host_route", key, "route_to_remote_vtep", remote_params, memos
             )
             if p4info.has_table("ipv6_host_route"):  # (the twin table, actions named _v6)
+                # (its local hop also takes the VNI's MTU: too_big_payload_len)
+                too_big = (TOO_BIG_PAYLOAD_LEN,) if entries.packet_too_big else ()
+                local_v6 = local_params + too_big
                 self._route_local_v6 = ExactEntry(
-                    p4info, "ipv6_host_route", key, "route_to_local_vm_v6", local_params, memos
+                    p4info, "ipv6_host_route", key, "route_to_local_vm_v6", local_v6, memos
                 )
                 self._route_remote_v6 = ExactEntry(
                     p4info, "ipv6_host_route", key, "route_to_remote_vtep_v6", remote_params, memos
@@ -543,8 +549,19 @@ class Encoder:
     def host_route(self, vrf: int, ip: Value, hop: RouteHop) -> Encoded:
         """In the host table of ``ip``'s family (``entries.is_ipv6``)."""
         if isinstance(hop, LocalVmHop):
-            local = self._route_local_v6 if is_ipv6(ip) else self._route_local
-            return local(
+            if is_ipv6(ip):
+                return self._route_local_v6(
+                    vrf,
+                    ip,
+                    hop.port,
+                    hop.vlan_id,
+                    hop.vm_index,
+                    hop.vni_index,
+                    hop.vm_mac,
+                    *self._flag(hop.policed),
+                    *((too_big_payload_len(hop.mtu),) if self.packet_too_big else ()),
+                )
+            return self._route_local(
                 vrf,
                 ip,
                 hop.port,

@@ -102,7 +102,9 @@ def hop_to(fabric: Fabric, tor_name: str, vm: Vm, alloc: Allocations) -> RouteHo
     if server.tor == tor_name:
         index = alloc.vm[tor_name][vm.name]
         rx_policed = local_vm.policed(fabric, vm)[1]
-        return LocalVmHop(server.port, vm.vlan, index, alloc.vni[vm.vni], vm.mac, rx_policed)
+        # (the VNI's MTU: IPv6 routed to the VM may not exceed it)
+        mtu = fabric.vnis[vm.vni].router_advertisements.mtu
+        return LocalVmHop(server.port, vm.vlan, index, alloc.vni[vm.vni], vm.mac, rx_policed, mtu)
     vrf = vrf_of(fabric, vm.vni)
     assert vrf is not None
     tor = fabric.tors[server.tor]

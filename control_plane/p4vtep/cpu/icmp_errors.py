@@ -1,5 +1,7 @@
 """ICMP errors from the gateway: time exceeded and destination unreachable
-(no route), IPv4 (RFC 792, RFC 1812 4.3.2) and IPv6 (RFC 4443).
+(no route), IPv4 (RFC 792, RFC 1812 4.3.2) and IPv6 (RFC 4443), and
+ICMPv6 Packet Too Big (RFC 4443 3.2; IPv6 only: IPv4's fragmentation needed
+is not sent).
 
 Each quotes as much of the offending packet as fits the error into 576
 bytes (IPv4, RFC 1812 4.3.2.3) or 1280 bytes (IPv6, RFC 4443 2.4(c)), and
@@ -15,6 +17,7 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.inet6 import (
     ICMPv6DestUnreach,
+    ICMPv6PacketTooBig,
     ICMPv6TimeExceeded,
     IPv6,
     _ICMPv6,
@@ -43,6 +46,7 @@ PROTO_ICMP = 1
 
 TIME_EXCEEDED = "time_exceeded"
 UNREACHABLE = "unreachable"
+PACKET_TOO_BIG = "packet_too_big"  # (IPv6 only)
 
 _NOT_A_V4_HOST = (
     (IPv4Network("0.0.0.0/8"), "unspecified (this network)"),
@@ -110,11 +114,19 @@ def quote(frame: IpFrame) -> bytes:
     return frame.raw[: IPV4_QUOTE_MAX if frame.version == 4 else IPV6_QUOTE_MAX]
 
 
-def icmp_error(kind: str, frame: IpFrame, source: str, ttl: int = ORIGINATED_TTL) -> bytes:
+def icmp_error(
+    kind: str, frame: IpFrame, source: str, ttl: int = ORIGINATED_TTL, mtu: int = 0
+) -> bytes:
     """The IP packet (no Ethernet header) of an error ``kind``
-    (TIME_EXCEEDED or UNREACHABLE: no route) from ``source`` to the sender
-    of ``frame``; the caller has checked ``refusal``."""
+    (TIME_EXCEEDED, UNREACHABLE: no route, or PACKET_TOO_BIG with the
+    next hop's ``mtu``, IPv6 only) from ``source`` to the sender of
+    ``frame``; the caller has checked ``refusal``."""
     data = Raw(quote(frame))
+    if kind == PACKET_TOO_BIG:
+        if frame.version != 6:
+            raise ValueError("packet too big is an ICMPv6 error: IPv4 is not checked")
+        ip6 = IPv6(src=source, dst=frame.src, hlim=ttl)
+        return bytes(ip6 / ICMPv6PacketTooBig(code=0, mtu=mtu) / data)
     if frame.version == 4:
         ip = IP(src=source, dst=frame.src, ttl=ttl, id=0)
         icmp = ICMP(type=11, code=0) if kind == TIME_EXCEEDED else ICMP(type=3, code=0)

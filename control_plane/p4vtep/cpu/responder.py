@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_network
+from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
 from random import Random
 from typing import Protocol
 
@@ -36,7 +36,14 @@ from ..model.cpu_path_checks import advertises, ipv6_subnets
 from ..model.fabric import TENANT_MTU, Fabric, PuntClass, Vm, punt_class_key
 from .echo import EchoResponder
 from .frames import Emit, EmitMode, Ignored, PuntedFrame
-from .icmp_errors import ORIGINATED_TTL, TIME_EXCEEDED, UNREACHABLE, icmp_error, refusal
+from .icmp_errors import (
+    ORIGINATED_TTL,
+    PACKET_TOO_BIG,
+    TIME_EXCEEDED,
+    UNREACHABLE,
+    icmp_error,
+    refusal,
+)
 from .parse import IpFrame, parse
 from .rate_limit import ERROR_BURST, ERROR_RATE, RateLimiter
 from .router_adverts import (
@@ -51,6 +58,7 @@ from .router_adverts import (
 )
 
 ETHERTYPE = {4: 0x0800, 6: 0x86DD}
+IPV6_HEADER = 40
 # How stale the view read from a source may get under churn: a VM attached
 # this long ago may still be "from a VF with no VM" (its punts ignored).
 REFRESH_SECONDS = 1.0
@@ -323,15 +331,50 @@ class Responder:
             return [self._emit(punted.tor, index, sender, p, frame.version) for p in packets], (
                 "echo_reply"
             )
-        kind = TIME_EXCEEDED if punt_class is PuntClass.TTL_EXPIRED else UNREACHABLE
         why = refusal(frame, sender.vrf.broadcasts)
         if why is not None:
             raise Ignored(why)
+        mtu = 0
+        if punt_class is PuntClass.PACKET_TOO_BIG:
+            kind = PACKET_TOO_BIG
+            mtu = self._next_hop_mtu(index, sender.vrf, frame)
+        elif punt_class is PuntClass.TTL_EXPIRED:
+            kind = TIME_EXCEEDED
+        else:
+            kind = UNREACHABLE
         source = self._error_source(index, sender, frame)
         if not self.limiter.allow((punted.tor, sender.vrf.name, frame.src), self.clock()):
             raise RateLimited("per-source ICMP error limit")
-        packet = icmp_error(kind, frame, source, sender.ttl)
+        packet = icmp_error(kind, frame, source, sender.ttl, mtu)
         return [self._emit(punted.tor, index, sender, packet, frame.version)], kind
+
+    @staticmethod
+    def _next_hop_mtu(index: _Index, vrf: _VrfInfo, frame: IpFrame) -> int:
+        """The MTU of the VNI a packet too big was routed into, as the data
+        plane's route said (route_to_local_vm_v6 carries it): the VNI whose
+        subnet holds the destination (a VM's addresses lie in its VNI's), or,
+        for a static route's prefix, the VNI of its next hop."""
+        if frame.version != 6:
+            raise Ignored("not IPv6")
+        destination = frame.destination
+        target = None
+        if not any(destination in network for network, _, _ in vrf.subnets):
+            # (a static route's prefix lies outside every subnet: the longest)
+            best = -1
+            for route in index.fabric.vrfs[vrf.name].routes:
+                network = ip_network(route.prefix)
+                if destination in network and network.prefixlen > best:
+                    best, target = network.prefixlen, ip_address(route.next_hop)
+        target = destination if target is None else target
+        for network, _, number in vrf.subnets:
+            if target in network:
+                mtu = index.fabric.vnis[number].router_advertisements.mtu
+                break
+        else:
+            raise Ignored("its destination is in none of the VRF's VNIs")
+        if IPV6_HEADER + int(frame.ip.plen) <= mtu:
+            raise Ignored("not longer than its VNI's MTU")
+        return mtu
 
     def _sender(self, index: _Index, punted: PuntedFrame, frame: IpFrame) -> _Sender:
         if punted.vlan != 0:

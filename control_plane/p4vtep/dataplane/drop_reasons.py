@@ -50,6 +50,9 @@ class DropReason(enum.IntEnum):
     # The CPU path (issue 39): a VM's Router Solicitation in a routed VNI, for
     # the controller to answer (punt_policy punts it).
     ROUTER_SOLICITATION = 36
+    # An IPv6 packet routed into a VNI whose MTU it exceeds: the controller
+    # answers ICMPv6 Packet Too Big (punt_policy punts it).
+    PACKET_TOO_BIG = 37
 
 
 DROP_REASON_COUNT = 40

@@ -190,6 +190,16 @@ def policed_flag_supported(p4info: P4Info) -> bool:
     return True
 
 
+def packet_too_big_supported(p4info: P4Info) -> bool:
+    """Whether a pipeline checks routed IPv6 against the destination VNI's
+    MTU (the ``too_big_payload_len`` parameter of ``route_to_local_vm_v6``)."""
+    try:
+        p4info.param(p4info.action("route_to_local_vm_v6").preamble.id, TOO_BIG_PAYLOAD_LEN)
+    except KeyError:
+        return False
+    return True
+
+
 def routing_supported(p4info: P4Info) -> bool:
     """Whether a pipeline routes between subnets (has the routing tables)."""
     return p4info.has_table("host_route")
@@ -209,9 +219,27 @@ def _routes(ipv6: bool, table: str) -> str:
     return "ipv6_" + table if ipv6 else table
 
 
+# The MTU of a VNI unless its fabric-file entry says otherwise (the VF's:
+# MAX_TENANT_FRAME 9018 less Ethernet and VF tag; model.fabric.TENANT_MTU).
+DEFAULT_MTU = 9000
+IPV6_HEADER = 40
+# route_to_local_vm_v6's parameter: the shortest IPv6 payload too long for
+# the VM's VNI, its MTU - 39 (40 + payload over the MTU); a packet with
+# that much or more is punted as packet_too_big. (Exclusive: Tofino's
+# saturating subtraction takes it as its first operand, the payload length
+# as the second, and tests for 0.)
+TOO_BIG_PAYLOAD_LEN = "too_big_payload_len"
+
+
+def too_big_payload_len(mtu: int) -> int:
+    """The ``too_big_payload_len`` of a VNI with ``mtu``."""
+    return mtu - IPV6_HEADER + 1
+
+
 @dataclass(frozen=True)
 class LocalVmHop:
-    """A routed frame's next hop on this ToR: the VM's VF, in the VM's own VNI."""
+    """A routed frame's next hop on this ToR: the VM's VF, in the VM's own VNI
+    (``mtu``: that VNI's, which IPv6 packets routed to the VM may not exceed)."""
 
     port: int
     vlan_id: int
@@ -219,6 +247,7 @@ class LocalVmHop:
     vni_index: int
     vm_mac: Value
     policed: bool = False  # the VM has a receive policy (its RX meter runs)
+    mtu: int = DEFAULT_MTU
 
     def action(self) -> tuple[str, dict[str, Value]]:
         """The IPv4 tables' action; the IPv6 ones' is named with ``_v6``."""
@@ -259,6 +288,7 @@ class PipelineEntries:
         # (an older build, a test's) binds VMs without a VRF.
         self.routing = routing_supported(p4info)
         self.knows_policed = policed_flag_supported(p4info)
+        self.packet_too_big = packet_too_big_supported(p4info)
         self.port_security = port_security_supported(p4info)
         self.ipv6_guard = ipv6_guard_supported(p4info)
         self.guard_flags = guard_flags_supported(p4info)
@@ -422,6 +452,8 @@ class PipelineEntries:
         action, params = hop.action()
         if isinstance(hop, LocalVmHop):
             params = self._policed(params, hop.policed)
+            if ipv6 and self.packet_too_big:
+                params[TOO_BIG_PAYLOAD_LEN] = too_big_payload_len(hop.mtu)
         return (action + "_v6" if ipv6 else action), params
 
     def host_route(

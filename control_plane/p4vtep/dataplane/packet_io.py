@@ -29,6 +29,7 @@ class PuntClass(enum.IntEnum):
     NO_ROUTE = 3  # routed without a host or prefix route
     TO_GATEWAY = 4  # to a gateway IP, not answered by the data plane
     ROUTER_SOLICITATION = 5  # ICMPv6 RS from a VM in a routed VNI
+    PACKET_TOO_BIG = 6  # routed IPv6 longer than its destination VNI's MTU
 
 
 # Cells of the CoPP meter and counters (PUNT_CLASS_COUNT in defines.p4).

@@ -131,6 +131,7 @@ DEFAULT_COPP = {
     PuntClass.NO_ROUTE: CoppRate(100, 50),
     PuntClass.TO_GATEWAY: CoppRate(100, 50),
     PuntClass.ROUTER_SOLICITATION: CoppRate(50, 25),
+    PuntClass.PACKET_TOO_BIG: CoppRate(100, 50),
 }
 
 

@@ -109,7 +109,7 @@ control CpuPort(inout headers_t hdr,
                 inout local_metadata_t meta,
                 out bool copp_drop) {
     // Index: the class, in 3 bits (PUNT_CLASS_COUNT cells: the controller
-    // writes classes 1-5).
+    // writes classes 1-6).
     PACKET_METER(copp_meter, PUNT_CLASS_COUNT, bit<3>);
     PACKET_BYTE_COUNTER(punt_counter, PUNT_CLASS_COUNT, bit<3>);
     PACKET_BYTE_COUNTER(copp_drop_counter, PUNT_CLASS_COUNT, bit<3>);

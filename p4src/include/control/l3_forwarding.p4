@@ -75,17 +75,31 @@ control L3Forwarding(inout headers_t hdr,
 #ifdef P4VTEP_IPV6
     // The IPv6 twins of the two route actions: the same decision, the hop
     // limit for the TTL (IPv6 has no header checksum).
+    // Into the VM's VNI: a packet with a payload of `too_big_payload_len`
+    // (the VNI's MTU - 39: 40 + payload over the MTU) or more is dropped as
+    // DROP_PACKET_TOO_BIG, unrewritten, for the controller to quote in an
+    // ICMPv6 Packet Too Big (RFC 4443 3.2). The limit is exclusive for
+    // Tofino (tna/l3_forwarding.p4: its saturating subtraction takes action
+    // data as the first operand only). The test sits in the action: on BMv2
+    // one primitive per frame routed to a local VM, where a condition after
+    // the lookup would cost every routed IPv6 frame. IPv4 is not checked
+    // (docs/routing.md).
     action route_to_local_vm_v6(port_t port, vlan_id_t vlan_id, vm_index_t vm,
-                                vni_index_t vni_index, mac_addr_t vm_mac, bit<1> policed) {
+                                vni_index_t vni_index, mac_addr_t vm_mac, bit<1> policed,
+                                bit<16> too_big_payload_len) {
         meta.egress_port = port;
         meta.egress_vlan = vlan_id;
         meta.dst_vm = vm;
         meta.rx_policed = policed;
         meta.vni_index = vni_index;
-        meta.routed = true;
-        hdr.ethernet.dst_addr = vm_mac;
-        hdr.ethernet.src_addr = meta.gateway_mac;
-        hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+        if (hdr.ipv6.payload_len >= too_big_payload_len) {
+            meta.drop_reason = DROP_PACKET_TOO_BIG;
+        } else {
+            meta.routed = true;
+            hdr.ethernet.dst_addr = vm_mac;
+            hdr.ethernet.src_addr = meta.gateway_mac;
+            hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+        }
     }
 
     action route_to_remote_vtep_v6(ipv4_addr_t vtep_ip, mac_addr_t router_mac, vni_t l3vni) {
