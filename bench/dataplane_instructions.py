@@ -162,17 +162,22 @@ def count_path(
     warmup = tcpreplay_command(send, pcap, pps=pps, limit=WARMUP_FRAMES)
     subprocess.run(warmup, check=True, capture_output=True)
     wait_drained(recv, 0.5)
-    windows = []
-    for _ in range(repeat):
+    windows: list[int] = []
+    lossy = 0  # (a window that lost frames, on a machine busy enough to slow the switch)
+    while len(windows) < repeat:
         out, instructions = count_window(counter, send, recv, pcap, frames, pps)
-        if out != frames:
+        if out == frames:
+            windows.append(instructions)
+            continue
+        lossy += 1
+        if lossy > 3:
             raise RuntimeError(f"{path}: {out} of {frames} frames came out: lower --pps")
-        windows.append(instructions)
     return {
         "frames": frames,
         "instructions": min(windows),
         "per_frame": min(windows) / frames,
         "windows_per_frame": [w / frames for w in windows],
+        "windows_with_loss": lossy,
     }
 
 
