@@ -549,28 +549,13 @@ class Encoder:
     def host_route(self, vrf: int, ip: Value, hop: RouteHop) -> Encoded:
         """In the host table of ``ip``'s family (``entries.is_ipv6``)."""
         if isinstance(hop, LocalVmHop):
+            vm: tuple[Value, ...] = (hop.port, hop.vlan_id, hop.vm_index, hop.vni_index, hop.vm_mac)
+            vm += self._flag(hop.policed)
             if is_ipv6(ip):
-                return self._route_local_v6(
-                    vrf,
-                    ip,
-                    hop.port,
-                    hop.vlan_id,
-                    hop.vm_index,
-                    hop.vni_index,
-                    hop.vm_mac,
-                    *self._flag(hop.policed),
-                    *((too_big_payload_len(hop.mtu),) if self.packet_too_big else ()),
-                )
-            return self._route_local(
-                vrf,
-                ip,
-                hop.port,
-                hop.vlan_id,
-                hop.vm_index,
-                hop.vni_index,
-                hop.vm_mac,
-                *self._flag(hop.policed),
-            )
+                # (where the pipeline checks the VNI's MTU: Packet Too Big)
+                mtu = (too_big_payload_len(hop.mtu),) if self.packet_too_big else ()
+                return self._route_local_v6(vrf, ip, *vm, *mtu)
+            return self._route_local(vrf, ip, *vm)
         # To another ToR: the same entity on every ToR but the VM's own.
         args = ("host_route", vrf, ip, hop.vtep_ip, hop.router_mac, hop.l3vni)
         item = self._shared.get(args)
