@@ -215,9 +215,9 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--without-port-security",
         action="store_true",
-        help="also today's program compiled without port security "
-        "(-DP4VTEP_WITHOUT_PORT_SECURITY), as one more earlier build: what port security "
-        "alone costs, apart from what landed since the commit before it",
+        help="also today's program with port security's lookups and checks compiled out "
+        "(-DP4VTEP_WITHOUT_PORT_SECURITY; its metadata and the parser's claims stay), as one "
+        "more earlier build: what the checks alone cost",
     )
     parser.add_argument("--frames", type=int, default=200, help="frames counted per path")
     parser.add_argument(

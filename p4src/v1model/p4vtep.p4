@@ -13,8 +13,8 @@
 #define P4VTEP_ROUTING
 #define P4VTEP_IPV6
 // Port security (port_security.p4, docs/security.md): a VM sends only as itself.
-// (-DP4VTEP_WITHOUT_PORT_SECURITY: the same program without it, which
-// bench/dataplane_instructions.py compiles to weigh what it costs.)
+// (-DP4VTEP_WITHOUT_PORT_SECURITY: the same program without its lookups and
+// checks, which bench/dataplane_instructions.py compiles to weigh them.)
 #ifndef P4VTEP_WITHOUT_PORT_SECURITY
 #define P4VTEP_PORT_SECURITY
 #endif
