@@ -157,47 +157,41 @@ def no_ipv6_guard(prefix: Value, prefix_len: int) -> ValueError:
     )
 
 
+def _takes_param(p4info: P4Info, action: str, param: str) -> bool:
+    """Whether the pipeline has ``action`` with parameter ``param``: how the
+    controller tells one build's profile from another's."""
+    try:
+        p4info.param(p4info.action(action).preamble.id, param)
+    except KeyError:
+        return False
+    return True
+
+
 def guard_flags_supported(p4info: P4Info) -> bool:
     """Whether ``bind_vm`` takes the ``guarded`` and ``dhcp_server`` flags.
     A pipeline may have them without the source guards (one binding action
     for every target); they are written 0 there."""
-    try:
-        p4info.param(p4info.action("bind_vm").preamble.id, "guarded")
-    except KeyError:
-        return False
-    return True
+    return _takes_param(p4info, "bind_vm", "guarded")
 
 
 def bound_ipv4_supported(p4info: P4Info) -> bool:
     """Whether ``bind_vm`` takes the VM's first IPv4 address (``ipv4``:
     BMv2's short-cut past the IPv4 source guard, v1model/arch.p4's
     PORT_SECURITY_BOUND_IPV4). Tofino's has no such parameter."""
-    try:
-        p4info.param(p4info.action("bind_vm").preamble.id, "ipv4")
-    except KeyError:
-        return False
-    return True
+    return _takes_param(p4info, "bind_vm", "ipv4")
 
 
 def policed_flag_supported(p4info: P4Info) -> bool:
     """Whether a pipeline knows which VMs are policed (the ``policed``
     parameter of the VM actions: only a policed VM's GREEN is committed).
     Older builds meter every VM and have no such parameter."""
-    try:
-        p4info.param(p4info.action("bind_vm").preamble.id, "policed")
-    except KeyError:
-        return False
-    return True
+    return _takes_param(p4info, "bind_vm", "policed")
 
 
 def packet_too_big_supported(p4info: P4Info) -> bool:
     """Whether a pipeline checks routed IPv6 against the destination VNI's
     MTU (the ``too_big_payload_len`` parameter of ``route_to_local_vm_v6``)."""
-    try:
-        p4info.param(p4info.action("route_to_local_vm_v6").preamble.id, TOO_BIG_PAYLOAD_LEN)
-    except KeyError:
-        return False
-    return True
+    return _takes_param(p4info, "route_to_local_vm_v6", TOO_BIG_PAYLOAD_LEN)
 
 
 def routing_supported(p4info: P4Info) -> bool:
