@@ -55,7 +55,7 @@ from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.state.sqlite_store import Store
 from p4vtep.switch.reconciler import SwitchReader, diff
-from switch_fabric import SwitchFabric, background_vms, two_tor_fabric
+from switch_fabric import SwitchFabric, background_vms, bmv2_fabric
 
 SERVERS = ("s11", "s12", "s21", "s22")
 TARGET_RATE = 2000.0  # issue 40
@@ -154,7 +154,7 @@ def holds(result: dict) -> bool:
 
 def run_rate(args: argparse.Namespace, rate: float) -> dict:
     """One rate on a fresh fabric and controller."""
-    with tempfile.TemporaryDirectory() as tmp, two_tor_fabric(Path(tmp) / "logs") as sf:
+    with tempfile.TemporaryDirectory() as tmp, bmv2_fabric(Path(tmp) / "logs") as sf:
         controller = Controller(
             sf.fabric, bmv2_pipeline(), Store(Path(tmp) / "s.db"), resync_seconds=3600
         )

@@ -35,7 +35,7 @@ from p4vtep.switch import supervisor
 sys.path.insert(0, str(REPO / "tests"))
 
 from churn_driver import offer_churn
-from switch_fabric import background_vms, two_tor_fabric
+from switch_fabric import background_vms, bmv2_fabric
 
 PROFILES: list[cProfile.Profile] = []
 _CALLER = threading.local()
@@ -78,7 +78,7 @@ def phase(main: cProfile.Profile) -> str:
 
 
 def churn_phase(vms: int, seconds: float) -> list[str]:
-    with tempfile.TemporaryDirectory() as tmp, two_tor_fabric(Path(tmp) / "logs") as sf:
+    with tempfile.TemporaryDirectory() as tmp, bmv2_fabric(Path(tmp) / "logs") as sf:
         controller = Controller(
             sf.fabric, bmv2_pipeline(), Store(Path(tmp) / "s.db"), resync_seconds=3600
         )

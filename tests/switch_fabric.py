@@ -240,11 +240,6 @@ def delivered(
     return any(bytes(p) == want for p in got)
 
 
-# TEMPORARY: tests/test_churn.py (the controller-core helper's file) still
-# imports the old name; the lead drops this alias when merging.
-two_tor_fabric = bmv2_fabric
-
-
 def probe_a_migration(
     sf: SwitchFabric,
     controller: Controller,

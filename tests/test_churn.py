@@ -14,7 +14,7 @@ from churn_driver import offer_churn
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.state.sqlite_store import Store
-from switch_fabric import background_vms, needs_switch, read_back_matches, two_tor_fabric
+from switch_fabric import background_vms, bmv2_fabric, needs_switch, read_back_matches
 
 pytestmark = needs_switch("scale")
 VMS = 10000
@@ -24,7 +24,7 @@ SERVERS = ("s11", "s12", "s21", "s22")
 
 
 def test_churn_leaves_exactly_the_desired_state(tmp_path):
-    with two_tor_fabric(tmp_path / "logs") as sf:
+    with bmv2_fabric(tmp_path / "logs") as sf:
         controller = Controller(
             sf.fabric, bmv2_pipeline(), Store(tmp_path / "s.db"), resync_seconds=3600
         )
