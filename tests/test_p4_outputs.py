@@ -3,6 +3,7 @@ and p4c has nothing to warn about."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -66,3 +67,17 @@ def test_compiles_without_warnings(fresh_build):
         if "warning:" in line and not any(known in line for known in KNOWN_WARNINGS)
     ]
     assert not warnings, "\n".join(warnings)
+
+
+def test_no_temporaries_for_extern_arguments():
+    """BMv2 zeroes every metadata field of every frame, and p4c's BMv2
+    backend gives each expression passed to an extern (a counter's index such
+    as `vm ++ colour`, a slice, each field of a hash's list) a `tmp` field of
+    its own, per call site: the program passes fields instead (CONTRIBUTING.md,
+    step 3). Reads the committed JSON, which the test above proves fresh."""
+    program = json.loads((BUILD / "p4vtep.json").read_text())
+    types = {t["name"]: t for t in program["header_types"]}
+    scalars = next(h for h in program["headers"] if h["name"] == "scalars")
+    fields = [field[0] for field in types[scalars["header_type"]]["fields"]]
+    temporaries = [name for name in fields if name.startswith("tmp")]
+    assert not temporaries, f"p4c temporaries among BMv2's metadata fields: {temporaries}"

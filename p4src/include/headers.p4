@@ -194,7 +194,9 @@ struct headers_t {
 struct local_metadata_t {
     port_t        ingress_port;
     bool          parser_error;    // malformed outer headers (truncated, bad IPv4)
+#ifdef PARSER_CHECKS_IPV4_CHECKSUM
     bool          checksum_ok;     // outer IPv4 header checksum right (or not checked)
+#endif
     port_t        egress_port;     // unicast decision
     mcast_group_t mcast_grp;       // flood decision (0 = unicast)
     bit<2>        port_role;
@@ -256,8 +258,10 @@ struct local_metadata_t {
     mac_addr_t    next_hop_mac;
     // Hash of the tenant flow: ECMP member choice and VXLAN UDP source port
     bit<16>       flow_hash;
-    bit<16>       l4_src_port;
+#ifdef FLOW_HASH_L4_PORTS
+    bit<16>       l4_src_port;     // (tna/flow_hash.p4; v1model's key has its own)
     bit<16>       l4_dst_port;
+#endif
     bit<2>        tx_color;
     bit<2>        rx_color;
     // QoS (policing.p4): whether the VM in question has a policy in that

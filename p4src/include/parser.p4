@@ -18,7 +18,9 @@
 parser VtepHeaderParser(packet_in packet,
                         PARSER_HEADERS_DIRECTION headers_t hdr,
                         inout bool malformed,
+#ifdef PARSER_CHECKS_IPV4_CHECKSUM
                         inout bool checksum_ok,
+#endif
                         in port_t ingress_port,
                         inout ipv4_addr_t claimed_ipv4,
                         inout ipv6_addr_t claimed_ipv6,

@@ -20,6 +20,10 @@
 #define PACKET_BYTE_COUNTER(name, size, index_type) \
     Counter<bit<64>, bit<32>>(size, CounterType_t.PACKETS_AND_BYTES) name
 #define COUNT(name, index) name.count((bit<32>) (index))
+// A counter with several cells per VM: VM index ++ cell within the VM
+// (v1model/arch.p4 computes it into a field first; here it is the index).
+#define COUNT_VM_CELL(name, meta, vm, cell, cell_bits) COUNT(name, (vm) ++ (cell))
+#define COUNTING_META in
 // The per-VM colour counters (policing.p4, 4 cells per VM: 32K cells at
 // production sizes) have 32-bit cells, which the driver folds into the 64-bit
 // counts P4Runtime reads: half the SRAM of 64-bit cells. With 64-bit cells
@@ -55,10 +59,16 @@
 #else
 #define PUNT_CLASS(meta) meta.punt_class
 #endif
+// The CoPP meter's and counters' cell (cpu_port.p4): the class's low 3 bits
+// (v1model/arch.p4 takes the class whole).
+#define PUNT_CELL(meta) PUNT_CLASS(meta)[2:0]
+#define PUNT_CELL_TYPE bit<3>
 // PuntDecision is tna/punt_decision.p4's: its table drops or punts itself.
 #define PUNT_DECISION_IN_ARCH
 #define EXECUTE_METER(name, index, color) color = (bit<2>) name.execute((bit<32>) (index))
 
+// The flow hash (flow_hash.p4) reads the L4 ports from local_metadata_t.
+#define FLOW_HASH_L4_PORTS
 #define FLOW_HASHER(name) Hash<bit<16>>(HashAlgorithm_t.CRC32) name;
 #define FLOW_HASH(name, dst, ...) dst = name.get({ __VA_ARGS__ })
 
@@ -70,6 +80,10 @@
     @name(#sel) ActionProfile(members) sel##_members; \
     ActionSelector(sel##_members, sel##_hash, SelectorMode_t.FAIR, 16, members / 4) sel##_groups
 #define ECMP_IMPLEMENTATION(sel) sel##_groups
+
+// Swaps two fields (a reply's addresses): the action unit writes both at
+// once (v1model/arch.p4 swaps by XOR instead).
+#define SWAP(type, a, b) { type swapped = a; a = b; b = swapped; }
 
 // The shared header parser takes the headers out, as the TNA parser has them
 // (passed on inout, p4c-tofino warns they may be uninitialized); the
@@ -87,6 +101,8 @@
 // The Checksum extern verifies the outer IPv4 header in the parser. Tofino
 // cannot assign a parser field twice, so the caller starts checksum_ok at
 // false and this ORs the result in.
+// (The parser hands its verdict back in local_metadata_t.checksum_ok.)
+#define PARSER_CHECKS_IPV4_CHECKSUM
 #define IPV4_CHECKSUM_DECL Checksum() ipv4_checksum;
 #define IPV4_CHECKSUM_VERIFY(hdr, checksum_ok) \
     ipv4_checksum.add(hdr.ipv4); \

@@ -64,7 +64,7 @@
 #include "../include/control/access_filtering.p4"
 #include "../include/control/vtep_termination.p4"
 #include "../include/control/vni_lookup.p4"
-#include "../include/control/flow_hash.p4"
+#include "flow_hash.p4"
 #include "../include/control/arp_suppression.p4"
 #ifdef P4VTEP_IPV6
 #include "../include/control/nd_suppression.p4"

@@ -23,7 +23,20 @@
 // here; Tofino gives them narrower cells (tna/arch.p4).
 // A VM's index ++ a meter colour: the colour counters' index (policing.p4).
 // Only v1model's counters are typed by their index (TNA's take bit<32>).
-typedef bit<18> color_index_t;
+// (19 bits, as port_security_index_t: both are counted through vm_cell.)
+typedef bit<19> color_index_t;
+// The cell of a counter with several cells per VM: VM index ++ cell within
+// the VM, through one metadata field (ARCH_METADATA's vm_cell).
+typedef bit<19> vm_cell_t;
+// (Written in two slices, VM then cell: p4c's copy propagation would put an
+// expression written whole back into the call, and with it the temporary.)
+#define COUNT_VM_CELL(name, meta, vm, cell, cell_bits) \
+    (meta).vm_cell[18:cell_bits] = (bit<(19 - cell_bits)>) (vm); \
+    (meta).vm_cell[cell_bits - 1:0] = cell; \
+    name.count((meta).vm_cell)
+// ...so a control that only counts takes the metadata inout here (in on
+// Tofino, where a control that may write it is ordered after its writers).
+#define COUNTING_META inout
 #define COLOR_COUNTER(name, size, index_type) PACKET_BYTE_COUNTER(name, size, index_type)
 // Packet+byte counters with many cells per VM that Tofino gives 32-bit cells
 // (the colour counters above, port_security_drop_counter): the same here.
@@ -48,16 +61,34 @@ typedef bit<18> color_index_t;
 // Where a frame's punt class lives (cpu_port.p4): in the metadata here; in
 // the bridged header on Tofino, so that egress has it without a copy.
 #define PUNT_CLASS(meta) meta.punt_class
+// The CoPP meter's and counters' cell (cpu_port.p4): the class as it is, a
+// field (a slice of it would cost a metadata field per call, ARCH_METADATA).
+#define PUNT_CELL(meta) PUNT_CLASS(meta)
+#define PUNT_CELL_TYPE punt_class_t
 
-// Flow hash: CRC32 of the fields listed after dst, truncated to 16 bits.
-#define FLOW_HASHER(name)   // hash() needs no instance
-#define FLOW_HASH(name, dst, ...) \
-    hash(dst, HashAlgorithm.crc32, (bit<16>) 0, { __VA_ARGS__ }, (bit<32>) 65536)
+// The flow hash's key (flow_hash.p4): IPv4 and Ethernet addresses are
+// widened into the IPv6 ones' fields; `ports` is TCP/UDP source ++
+// destination, `kind` the protocol (IPv6: flow label ++ next header; L2:
+// EtherType). A header, not a struct: p4c hands a header to the hash as it
+// is, where a struct's fields would each be copied into a temporary; and
+// BMv2 only invalidates a header per frame, where it zeroes each metadata
+// field.
+header flow_key_t {
+    bit<128> src;
+    bit<128> dst;
+    bit<32>  ports;
+    bit<32>  kind;
+}
 
 // ECMP: an action selector hashing the table's selector key with CRC16.
 #define ECMP_SELECTOR(sel, members) \
     action_selector(HashAlgorithm.crc16, members, 16) sel
 #define ECMP_IMPLEMENTATION(sel) sel
+
+// Swaps two fields (a reply's addresses). By XOR, with no temporary: p4c
+// makes a local variable a metadata field, which BMv2 zeroes for every frame
+// (see ARCH_METADATA). Tofino swaps in one step (tna/arch.p4).
+#define SWAP(type, a, b) a = a ^ b; b = a ^ b; a = a ^ b;
 
 // The shared header parser takes the headers inout: BMv2 starts every packet
 // with all headers invalid, and an out parameter would make p4c invalidate
@@ -66,14 +97,27 @@ typedef bit<18> color_index_t;
 #define PARSER_HEADERS_DIRECTION inout
 
 // Extra fields the architecture needs in local_metadata_t: a frame's queue's
-// fill count (queue_admission.p4: BMv2 has no drop precedence of its own).
+// fill count (queue_admission.p4: BMv2 has no drop precedence of its own) and
+// the index of its cell; the flow hash's key (flow_hash.p4); a per-VM
+// counter's cell (COUNT_VM_CELL).
+//
+// BMv2 zeroes every metadata field of every frame, about 600 instructions a
+// field on its throughput build (bench/NOTES.md), and p4c's BMv2 backend
+// gives every expression passed to an extern (a counter's or register's
+// index, a hash's field) a temporary field of its own, per call site. So the
+// indices are computed into these few fields first, which every call site
+// shares: one field each instead of one per call.
 typedef bit<13> queue_index_t;  // flood ++ egress port ++ priority
 typedef bit<19> queue_depth_t;  // v1model's enq_qdepth / deq_qdepth
 #define ARCH_METADATA \
-    queue_depth_t queue_fill;
+    queue_depth_t queue_fill; \
+    queue_index_t queue_index; \
+    flow_key_t    flow_key; \
+    vm_cell_t     vm_cell;
 
 // Parser hooks around the outer IPv4 header: v1model verifies the checksum in
-// its verify_checksum control instead.
+// its verify_checksum control instead (so the parser has no checksum_ok to
+// hand back: PARSER_CHECKS_IPV4_CHECKSUM is Tofino's).
 #define IPV4_CHECKSUM_DECL
 #define IPV4_CHECKSUM_VERIFY(hdr, checksum_ok)
 

@@ -35,7 +35,7 @@
 #include "../include/control/access_filtering.p4"
 #include "../include/control/vtep_termination.p4"
 #include "../include/control/vni_lookup.p4"
-#include "../include/control/flow_hash.p4"
+#include "flow_hash.p4"
 #include "../include/control/arp_suppression.p4"
 #include "../include/control/nd_suppression.p4"
 #include "../include/control/l2_forwarding.p4"
@@ -57,8 +57,7 @@ parser VtepParser(packet_in packet,
         meta.ingress_port = std.ingress_port;
         // The headers are inout there (arch.p4): p4c warns they may be
         // uninitialized, but every header is invalid when a packet starts.
-        header_parser.apply(packet, hdr, meta.parser_error, meta.checksum_ok,
-                            std.ingress_port,
+        header_parser.apply(packet, hdr, meta.parser_error, std.ingress_port,
                             meta.claimed_ipv4, meta.claimed_ipv6, meta.inspect);
         transition accept;
     }
@@ -242,12 +241,12 @@ control VtepEgress(inout headers_t hdr,
 
     apply {
         if (meta.is_packet_out) {
-            queue_departed.apply(std);
+            queue_departed.apply(std, meta);
             COUNT(port_tx_counter, std.egress_port);
             exit;
         }
         if (std.egress_port == CPU_PORT) {
-            queue_departed.apply(std);
+            queue_departed.apply(std, meta);
             if (meta.from_cpu) {
                 // A packet-out answered back where it came from (an echo
                 // request it routed to a gateway): never punted back.
@@ -282,11 +281,11 @@ control VtepEgress(inout headers_t hdr,
             }
         }
         if (meta.drop_reason != DROP_NONE) {
-            queue_departed.apply(std);
+            queue_departed.apply(std, meta);
             mark_to_drop(std);
             COUNT(egress_drop_counter, meta.drop_reason);
         } else {
-            queue_departed.apply(std);
+            queue_departed.apply(std, meta);
             COUNT(port_tx_counter, std.egress_port);
         }
     }

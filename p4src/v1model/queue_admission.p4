@@ -43,27 +43,37 @@ register<queue_depth_t, queue_index_t>(2 * PORT_COUNT * PRIORITIES_PER_PORT) que
 // The count goes up for a frame about to be dropped too: it is dropped only
 // where the count is at EXCESS_QUEUE_DEPTH already, and the next departure
 // sets it right.
+// (The cell's index and the new count are computed into metadata fields
+// first: an expression passed to the register costs BMv2 a metadata field of
+// its own per call, v1model/arch.p4.) queue_fill ends one above the depth
+// the frame found.
 control QueueAdmission(inout local_metadata_t meta) {
     apply {
-        queue_index_t queue = (bit<1>) (meta.mcast_grp != 0) ++ meta.egress_port
-                              ++ meta.traffic_class;
-        queue_fill.read(meta.queue_fill, queue);
-        queue_fill.write(queue, meta.queue_fill + 1);
+        // (In two slices: p4c's copy propagation would put an expression
+        // written whole back into the calls, and with it the temporaries.)
+        meta.queue_index[12:3] = (bit<1>) (meta.mcast_grp != 0) ++ meta.egress_port;
+        meta.queue_index[2:0] = meta.traffic_class;
+        queue_fill.read(meta.queue_fill, meta.queue_index);
+        meta.queue_fill = meta.queue_fill + 1;
+        queue_fill.write(meta.queue_index, meta.queue_fill);
     }
 }
 
 // Whether the frame QueueAdmission counted must be dropped: excess (not
-// COMMITTED) of a unicast while its queue is congested.
+// COMMITTED) of a unicast while its queue is congested, i.e. the depth it
+// found was EXCESS_QUEUE_DEPTH or more.
 #define QUEUE_CONGESTED_FOR(meta) \
-    ((meta).queue_fill >= EXCESS_QUEUE_DEPTH && (meta).mcast_grp == 0 && !COMMITTED(meta))
+    ((meta).queue_fill > EXCESS_QUEUE_DEPTH && (meta).mcast_grp == 0 && !COMMITTED(meta))
 
 // Egress, wherever a frame goes on from (each exit, beside what it does
 // anyway, again for BMv2's sake): it left its queue, and what waits behind it
 // is the true depth. (v1model has no queue id in egress: the priority
 // ingress set is the queue, as BMv2 keeps it.)
-control QueueDeparted(in standard_metadata_t std) {
+control QueueDeparted(in standard_metadata_t std, inout local_metadata_t meta) {
     apply {
-        queue_fill.write(1w0 ++ std.egress_port ++ std.priority, std.deq_qdepth);
+        meta.queue_index[12:3] = 1w0 ++ std.egress_port;
+        meta.queue_index[2:0] = std.priority;
+        queue_fill.write(meta.queue_index, std.deq_qdepth);
     }
 }
 

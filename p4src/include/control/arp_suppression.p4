@@ -14,14 +14,12 @@ control ArpSuppression(inout headers_t hdr,
     DIRECT_PACKET_BYTE_COUNTER(arp_reply_counter);
 
     action reply(mac_addr_t target_mac) {
-        ipv4_addr_t requester_ip = hdr.arp.spa;
         hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
         hdr.ethernet.src_addr = target_mac;
         hdr.arp.oper = ARP_OPER_REPLY;
         hdr.arp.tha = hdr.arp.sha;
         hdr.arp.sha = target_mac;
-        hdr.arp.spa = hdr.arp.tpa;
-        hdr.arp.tpa = requester_ip;
+        SWAP(ipv4_addr_t, hdr.arp.spa, hdr.arp.tpa)
         meta.egress_port = meta.ingress_port;
         meta.egress_vlan = meta.src_vlan;
         meta.dst_vm = meta.src_vm;

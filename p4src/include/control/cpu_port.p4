@@ -108,21 +108,21 @@ control PuntDecision(inout local_metadata_t meta)
 control CpuPort(inout headers_t hdr,
                 inout local_metadata_t meta,
                 out bool copp_drop) {
-    // Index: the class, in 3 bits (PUNT_CLASS_COUNT cells: the controller
-    // writes classes 1-6).
-    PACKET_METER(copp_meter, PUNT_CLASS_COUNT, bit<3>);
-    PACKET_BYTE_COUNTER(punt_counter, PUNT_CLASS_COUNT, bit<3>);
-    PACKET_BYTE_COUNTER(copp_drop_counter, PUNT_CLASS_COUNT, bit<3>);
+    // Index: the class (PUNT_CLASS_COUNT cells: the controller writes
+    // classes 1-6), PUNT_CELL (arch.p4).
+    PACKET_METER(copp_meter, PUNT_CLASS_COUNT, PUNT_CELL_TYPE);
+    PACKET_BYTE_COUNTER(punt_counter, PUNT_CLASS_COUNT, PUNT_CELL_TYPE);
+    PACKET_BYTE_COUNTER(copp_drop_counter, PUNT_CLASS_COUNT, PUNT_CELL_TYPE);
 
     apply {
         bit<2> color;
-        EXECUTE_METER(copp_meter, PUNT_CLASS(meta)[2:0], color);
+        EXECUTE_METER(copp_meter, PUNT_CELL(meta), color);
         if (color == METER_RED) {
             copp_drop = true;
-            COUNT(copp_drop_counter, PUNT_CLASS(meta)[2:0]);
+            COUNT(copp_drop_counter, PUNT_CELL(meta));
         } else {
             copp_drop = false;
-            COUNT(punt_counter, PUNT_CLASS(meta)[2:0]);
+            COUNT(punt_counter, PUNT_CELL(meta));
             hdr.packet_in.setValid();
             hdr.packet_in._pad = 0;
             hdr.packet_in.ingress_port = meta.ingress_port;

@@ -207,9 +207,7 @@ control L3Forwarding(inout headers_t hdr,
                         // Echo reply from the gateway, back where the request
                         // came from; the request's TTL is kept, so the IP
                         // checksum stands (the addresses only swap).
-                        ipv4_addr_t requester = hdr.ipv4.src_addr;
-                        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
-                        hdr.ipv4.dst_addr = requester;
+                        SWAP(ipv4_addr_t, hdr.ipv4.src_addr, hdr.ipv4.dst_addr)
                         hdr.icmp.type_code = ICMP_ECHO_REPLY;
                         CHECKSUM_ADD(hdr.icmp.checksum, ICMP_ECHO_REQUEST)
                         hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
@@ -256,9 +254,7 @@ control L3Forwarding(inout headers_t hdr,
                             // 0x0100 to the summed word, so the checksum loses
                             // it; swapping the addresses leaves the
                             // pseudo-header's sum as it was.
-                            ipv6_addr_t requester = hdr.ipv6.src_addr;
-                            hdr.ipv6.src_addr = hdr.ipv6.dst_addr;
-                            hdr.ipv6.dst_addr = requester;
+                            SWAP(ipv6_addr_t, hdr.ipv6.src_addr, hdr.ipv6.dst_addr)
                             hdr.icmp.type_code = ICMPV6_ECHO_REPLY;
                             CHECKSUM_ADD(hdr.icmp.checksum, 16w0xfeff)
                             hdr.ethernet.dst_addr = hdr.ethernet.src_addr;

@@ -36,7 +36,7 @@ control TxPolicing(inout local_metadata_t meta)
 // of its own so that each target counts where it is cheapest: v1model right
 // after the meter, Tofino at the end of ingress, where SRAM is free (its
 // 32K cells beside the meter took the MAC table's stage: docs/tofino.md).
-control TxColorCount(in local_metadata_t meta)
+control TxColorCount(COUNTING_META local_metadata_t meta)
                     (bit<32> vm_count) {
 #ifndef NO_COLOR_COUNTERS
     COLOR_COUNTER(vm_tx_color_counter, vm_count * COLORS_PER_VM, color_index_t);
@@ -44,7 +44,7 @@ control TxColorCount(in local_metadata_t meta)
 
     apply {
 #ifndef NO_COLOR_COUNTERS
-        COUNT(vm_tx_color_counter, meta.src_vm ++ meta.tx_color);
+        COUNT_VM_CELL(vm_tx_color_counter, meta, meta.src_vm, meta.tx_color, 2);
 #endif
     }
 }
@@ -62,7 +62,7 @@ control RxPolicing(inout local_metadata_t meta)
     apply {
         EXECUTE_METER(vm_rx_meter, meta.dst_vm, meta.rx_color);
 #ifndef NO_COLOR_COUNTERS
-        COUNT(vm_rx_color_counter, meta.dst_vm ++ meta.rx_color);
+        COUNT_VM_CELL(vm_rx_color_counter, meta, meta.dst_vm, meta.rx_color, 2);
 #endif
         if (meta.rx_color == METER_RED) {
             meta.drop_reason = DROP_METER_RED_RX;
@@ -102,7 +102,7 @@ control RxDelivery(inout local_metadata_t meta)
 #ifndef RX_METER_IN_EGRESS
         if (meta.flood_policed == 1) {
             EXECUTE_METER(vm_rx_flood_meter, meta.dst_vm, meta.rx_color);
-            COUNT(vm_rx_flood_color_counter, meta.dst_vm ++ meta.rx_color);
+            COUNT_VM_CELL(vm_rx_flood_color_counter, meta, meta.dst_vm, meta.rx_color, 2);
             if (meta.rx_color == METER_RED) {
                 meta.drop_reason = DROP_METER_RED_RX;
             }

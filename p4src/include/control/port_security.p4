@@ -279,7 +279,7 @@ control PortSecurityChecks(in headers_t hdr,
                 } else IF_FOREIGN_LINK_LOCAL(meta, hdr, REFUSE(meta, DROP_SPOOFED_IP))
             }
             if (meta.drop_reason != DROP_NONE) {
-                COUNT(port_security_drop_counter, meta.src_vm ++ meta.port_security_class);
+                COUNT_VM_CELL(port_security_drop_counter, meta, meta.src_vm, meta.port_security_class, 3);
             }
         }
     }
@@ -367,7 +367,7 @@ control PortSecurityChecks(in headers_t hdr,
     apply {
         port_security_verdict.apply();
         if (meta.drop_reason != DROP_NONE) {
-            COUNT(port_security_drop_counter, meta.src_vm ++ meta.port_security_class);
+            COUNT_VM_CELL(port_security_drop_counter, meta, meta.src_vm, meta.port_security_class, 3);
         }
     }
 }

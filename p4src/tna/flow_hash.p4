@@ -1,7 +1,9 @@
 // One hash of the tenant flow, reused for the ECMP member choice and the VXLAN
-// UDP source port, so a flow keeps one path and one outer 5-tuple.
-#ifndef P4VTEP_FLOW_HASH_P4
-#define P4VTEP_FLOW_HASH_P4
+// UDP source port, so a flow keeps one path and one outer 5-tuple. Tofino's
+// hash unit reads the fields where they are; v1model/flow_hash.p4 is the BMv2
+// counterpart (same control, same result's use, another key layout).
+#ifndef P4VTEP_TNA_FLOW_HASH_P4
+#define P4VTEP_TNA_FLOW_HASH_P4
 
 control FlowHash(in headers_t hdr, inout local_metadata_t meta) {
     FLOW_HASHER(ipv4_hasher)
@@ -31,4 +33,4 @@ control FlowHash(in headers_t hdr, inout local_metadata_t meta) {
     }
 }
 
-#endif  // P4VTEP_FLOW_HASH_P4
+#endif  // P4VTEP_TNA_FLOW_HASH_P4
