@@ -79,6 +79,7 @@ import grpc
 from bgp_injector import Host, Injector
 from common import percentile, require_switch, summary, switches, write_result
 from dataplane_load import process_cpu_seconds
+from p4vtep.cli.controller_run import settle_collector
 from p4vtep.compiler import SwitchState
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -855,10 +856,10 @@ def main() -> None:
                 # What this process keeps for checking (the expected states,
                 # the raw writer's requests) would not be in a controller's
                 # process: out of the collector's sight, as the convergence
-                # benchmark does (the controller's own state of the moment
-                # with it, as a controller that freezes after starting).
-                gc.collect()
-                gc.freeze()
+                # benchmark does; and the collector as `p4vtep controller
+                # run` sets it once started (the controller's own state of
+                # the moment frozen with it, its thresholds raised).
+                settle_collector()
 
                 raws: list[list[dict[str, Any]]] = []
                 learned: list[dict[str, Any]] = []

@@ -6,6 +6,7 @@ batch, a session lost between batches."""
 
 from __future__ import annotations
 
+import random
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -244,6 +245,39 @@ def test_an_overlay_is_folded_into_a_new_base_once_large() -> None:
     small = updated(value, live, {-1})
     assert isinstance(small, Overlay)
     assert small == frozenset(live)
+
+
+def test_overlays_follow_random_changes_and_keep_each_value_given() -> None:
+    # Keys added, removed and added back over many steps, each step's value
+    # made from the one before (as Published does commit by commit): every
+    # value equals the live state of its step, then and after later steps.
+    rng = random.Random(40)
+    live_set: set[int] = set(range(0, 40, 2))
+    live_map = {f"10.0.0.{k}": k for k in live_set}
+    value_set = Overlay(frozenset(live_set), frozenset(), frozenset())
+    value_map = OverlayMap(dict(live_map), {}, frozenset())
+    given: list[tuple[Overlay[int], OverlayMap[int], frozenset[int], dict[str, int]]] = []
+    for step in range(200):
+        keys = set(rng.sample(range(60), rng.randint(1, 8)))
+        for k in keys:
+            if rng.random() < 0.5:
+                live_set.discard(k)
+                live_map.pop(f"10.0.0.{k}", None)
+            else:
+                live_set.add(k)
+                live_map[f"10.0.0.{k}"] = k + step
+        present = {k for k in keys if k in live_set}
+        value_set = value_set.changed(present, keys - present)
+        value_map = value_map.changed(live_map, [f"10.0.0.{k}" for k in keys])
+        given.append((value_set, value_map, frozenset(live_set), dict(live_map)))
+        assert value_set == live_set
+        assert set(value_set) == live_set
+        assert dict(value_map) == live_map
+        assert len(value_map) == len(live_map)
+    for value_set, value_map, was_set, was_map in given:
+        assert value_set == was_set
+        assert len(value_set) == len(was_set)
+        assert dict(value_map) == was_map
 
 
 # ---- the source commits a burst in few commits ---------------------------------

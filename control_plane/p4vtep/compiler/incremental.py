@@ -256,7 +256,7 @@ class TorCompiler:
         the entries are encoded in bulk (``Encoder.remote_host_routes``)."""
         hosts = self.d.learned.hosts.get(vrf, {}) if vrf in self.vrfs else {}
         ips = list(ips)
-        wanted = [hosts[ip] for ip in ips if ip in hosts]
+        wanted = [h for h in map(hosts.get, ips) if h is not None]  # (one lookup an IP)
         if wanted:  # (the VRF's gateway keeps its IPs: no learned route for them)
             gateway_ips = routing.gateways(self.d.fabric, vrf)
             wanted = [h for h in wanted if h.ip not in gateway_ips]

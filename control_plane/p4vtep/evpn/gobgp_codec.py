@@ -343,7 +343,24 @@ def decode(path: Any) -> EvpnRoute | None:
     return _decode_other(path, name)
 
 
+# The last type 2's attributes and what they gave: the paths of one UPDATE
+# come one after the other with the same attributes, and comparing them
+# whole costs less than building their key. (One pair, replaced at once:
+# paths may be decoded in more than one thread.)
+_LAST_TYPE2: list[tuple[Any, Any]] = [(None, None)]
+
+
 def _type2_attributes(path: Any) -> tuple[str, tuple[str, ...], int, bool, str | None]:
+    pattrs = path.pattrs
+    last_pattrs, last = _LAST_TYPE2[0]
+    if last_pattrs is not None and pattrs == last_pattrs:
+        return last  # type: ignore[no-any-return]
+    found = _type2_attributes_of(path)
+    _LAST_TYPE2[0] = (pattrs, found)
+    return found
+
+
+def _type2_attributes_of(path: Any) -> tuple[str, tuple[str, ...], int, bool, str | None]:
     key: list[Any] = []
     for wrapped in path.pattrs:
         kind = _TYPE_NAMES.get(wrapped.type_url) or _type_name(wrapped)

@@ -64,10 +64,20 @@ class Overlay(Set[_T]):
 
     def changed(self, present: set[_T], absent: set[_T]) -> Overlay[_T]:
         """This set with ``present`` in it and ``absent`` out of it."""
-        base = self._base
-        added = (self._added | {k for k in present if k not in base}) - absent
-        removed = (self._removed | {k for k in absent if k in base}) - present
-        return Overlay(base, frozenset(added), frozenset(removed))
+        # (each part copied once, and only when it changes: a commit of a
+        # burst's new MACs adds to ``added`` alone)
+        base, added, removed = self._base, self._added, self._removed
+        new = [k for k in present if k not in base]
+        if new:
+            added = added.union(new)
+        if absent and added:
+            added = added.difference(absent)
+        gone = [k for k in absent if k in base]
+        if gone:
+            removed = removed.union(gone)
+        if present and removed:
+            removed = removed.difference(present)
+        return Overlay(base, added, removed)
 
     @property
     def overlay(self) -> int:
@@ -134,7 +144,9 @@ class OverlayMap(Mapping[str, _V]):
     def changed(self, live: Mapping[str, _V], keys: Iterable[str]) -> OverlayMap[_V]:
         """This mapping with ``keys`` as ``live`` has them (absent there: removed)."""
         base = self._base
-        added, removed, extra = dict(self._added), set(self._removed), self._extra
+        added, extra = dict(self._added), self._extra
+        gone: list[str] = []  # keys of the base now absent, and present again
+        back: list[str] = []
         for key in keys:
             value = live.get(key)
             new = key not in base
@@ -142,13 +154,19 @@ class OverlayMap(Mapping[str, _V]):
                 if added.pop(key, None) is not None and new:
                     extra -= 1
                 if not new:
-                    removed.add(key)
+                    gone.append(key)
             else:
                 if new and key not in added:
                     extra += 1
                 added[key] = value
-                removed.discard(key)
-        return OverlayMap(base, added, frozenset(removed), extra)
+                if not new:
+                    back.append(key)
+        removed = self._removed  # (copied only when it changes: rarely in a burst)
+        if gone:
+            removed = removed.union(gone)
+        if back and removed:
+            removed = removed.difference(back)
+        return OverlayMap(base, added, removed, extra)
 
 
 def _hosts_refreshed(
@@ -315,7 +333,10 @@ class Published:
                 if ip not in hosts:
                     hosts[ip] = host
                     self._came((remote.vni, remote.mac), remote.vtep)
-                    self._stale_hosts.setdefault(vrf, set()).add(ip)
+                    stale = self._stale_hosts.get(vrf)
+                    if stale is None:
+                        stale = self._stale_hosts[vrf] = set()
+                    stale.add(ip)
                     continue
                 self._choose(vrf, ip)
                 continue

@@ -393,23 +393,28 @@ class GoBgpSpeaker:
         self._safe(self._on_peer_state, address, up)
 
     def _batch(self, paths: Any) -> None:
-        received = [r for r in map(self._received, paths) if r is not None]
+        # Each path as a ``Received`` (a loop of its own: a burst is thousands).
+        received: list[Received] = []
+        append, decode = received.append, gobgp_codec.decode
+        for path in paths:
+            source = path.neighbor_ip
+            if source in NO_PEER:
+                continue  # our own paths
+            try:
+                if path.is_withdraw:
+                    key = gobgp_codec.decode_key(path)
+                    if key is not None:
+                        append(Received(source, None, key))
+                    continue
+                route = decode(path)
+            except (RouteError, ValueError) as exc:
+                append(Received(source, None, None, str(exc)))
+                continue
+            if route is not None:
+                append(Received(source, route))
         if received:
             assert self._on_paths is not None
             self._safe(self._on_paths, received)
-
-    def _received(self, path: Any) -> Received | None:
-        source = path.neighbor_ip
-        if source in NO_PEER:
-            return None  # our own paths
-        try:
-            if path.is_withdraw:
-                key = gobgp_codec.decode_key(path)
-                return Received(source, withdrawn=key) if key is not None else None
-            route = gobgp_codec.decode(path)
-        except (RouteError, ValueError) as exc:
-            return Received(source, malformed=str(exc))
-        return Received(source, route=route) if route is not None else None
 
     def _path(self, path: Any) -> None:
         source = path.neighbor_ip

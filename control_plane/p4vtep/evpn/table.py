@@ -223,7 +223,7 @@ class LearnedTable:
         difference), which costs more than the route. None when any route
         is not such (the update takes the general path)."""
         fresh: dict[MacKey, tuple[tuple[str, tuple[object, ...]], Learn]] = {}
-        by_mac, local, static = self._by_mac, self._local, self._static_macs
+        by_mac, local, static, type2 = self._by_mac, self._local, self._static_macs, self._type2
         for op in ops:
             route = op.route if isinstance(op, Learn) else None
             if not isinstance(route, MacIpRoute):
@@ -235,20 +235,21 @@ class LearnedTable:
                 or mac_key in by_mac
                 or mac_key in local
                 or mac_key in static
-                or key in self._type2
+                or key in type2
             ):
                 return None
             fresh[mac_key] = (key, op)  # type: ignore[assignment]
         added = []
+        uses, winners = self._use, self._winner
         for mac_key, (key, op) in fresh.items():
             route = op.route
             assert isinstance(route, MacIpRoute)
-            use = (op.vrf, op.bridged, op.neighbour)
-            self._type2[key] = route
-            self._use[key] = use
+            use = op[2:]  # (vrf, bridged, neighbour)
+            type2[key] = route
+            uses[key] = use
             by_mac[mac_key] = {key}
             claim = _claim(route, op.source, use)
-            self._winner[mac_key] = claim
+            winners[mac_key] = claim
             added.append(_remote(mac_key, claim))
         change = ViewChange(frozenset(added))
         self._published.apply(change, None)
