@@ -953,7 +953,8 @@ def section_dataplane(out: list[str]) -> None:
             "two branches (`tbl_*`); BMv2 runs each as a table apply.\n"
         )
     cost_section(out)
-    instructions_section(out)
+    instructions_section(out, "dataplane_instructions")
+    instructions_section(out, "dataplane_instructions_perf_build")
     previous_section(out, data)
     load_ = data.get("machine_load")
     if load_:
@@ -1077,12 +1078,17 @@ def cost_section(out: list[str]) -> None:
     out.append("")
 
 
-def instructions_section(out: list[str]) -> None:
+def instructions_section(out: list[str], result: str) -> None:
     """BMv2's instructions per frame, per path (bench/dataplane_instructions.py):
-    issues 37 and 38's cost targets without the noise of the machine."""
-    data = load("dataplane_instructions")
+    issues 37 and 38's cost targets without the noise of the machine. One
+    table per result: BMv2's default build, and upstream's throughput build
+    (`..._perf_build`, BENCH_SWITCH) when it was run."""
+    data = load(result)
     if not data:
-        out.append("_Instructions per frame: not run yet (`make bench-dataplane-instructions`)._\n")
+        if result == "dataplane_instructions":
+            out.append(
+                "_Instructions per frame: not run yet (`make bench-dataplane-instructions`)._\n"
+            )
         return
     method, paths, ratios = data["method"], data["paths"], data["ratios"]
     out.append(
