@@ -16,27 +16,21 @@ if TYPE_CHECKING:
     from ..state.etcd_connection import EtcdSettings
 
 
-# The cyclic collector's thresholds once the controller runs (Python's
-# defaults: 700, 10, 10). A burst of learned routes or VMs makes tens of
-# container objects each, nearly all kept: at 700 the young generation is
-# collected every few dozen routes and the old one, holding everything the
-# controller keeps, again and again as it grows (about 5 us a route of
-# 30-40 learning EVPN routes, measured in-process). At 50,000 a young
-# collection comes every thousand or so routes; cycles still go within it.
-COLLECTOR_THRESHOLDS = (50_000, 20, 10)
-
-
 def settle_collector() -> None:
     """The controller's collector, once it has started: what it holds now
     (fabric, pipeline, desired state, compiled entries) is frozen out of the
     collector's sight (``gc.freeze``: never scanned again, still freed when
-    no longer referenced) and the thresholds raised. A process-wide choice:
-    made here, for ``p4vtep controller run``, not by the library; the
-    benchmarks that run a controller in their own process call it at the
-    same point."""
+    no longer referenced), so that the old generation's collections no
+    longer walk it. A process-wide choice: made here, for ``p4vtep
+    controller run``, not by the library; the benchmarks that run a
+    controller in their own process call it at the same point.
+
+    The thresholds stay Python's: raised to (50,000, 20, 10), which cut
+    EVPN learning's collector time, a replica that had lost etcd's quorum
+    never wrote again after quorum came back
+    (tests/test_replicas.py::test_conflicts_member_loss_and_quorum_loss)."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
 def run_controller(args: argparse.Namespace) -> int:
