@@ -1,3 +1,5 @@
+import ipaddress
+
 import pytest
 from p4vtep.runtime import codec
 
@@ -51,3 +53,27 @@ def test_malformed_dotted_quads_are_refused(text):
 def test_ipv6_and_numbers_in_text_still_encode():
     assert codec.encode("::1", 128) == b"\x01"
     assert codec.encode("0x10", 16) == b"\x10"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2001:db8::10",
+        "2001:DB8:0:0:0:0:0:10",
+        "2001:0db8:0000:0000:0000:0000:0000:0010",
+        "::ffff:10.0.0.1",
+        "fe80::1",
+        "ff02::1:ff00:10",
+        "::",
+    ],
+)
+def test_ipv6_spellings_encode_as_ipaddress_reads_them(text):
+    # (IPv6 takes inet_pton's fast path too; it must give what ipaddress gives)
+    expected = int(ipaddress.ip_address(text)).to_bytes(16, "big").lstrip(b"\x00") or b"\x00"
+    assert codec.encode(text, 128) == expected
+
+
+@pytest.mark.parametrize("text", ["2001:db8::1::2", "2001:db8:::1", "12345::1", "2001:db8::g"])
+def test_malformed_ipv6_is_refused(text):
+    with pytest.raises(codec.EncodingError):
+        codec.encode(text, 128)

@@ -62,6 +62,14 @@ def _str_to_int(value: str, bitwidth: int) -> int:
         return int.from_bytes(socket.inet_pton(socket.AF_INET, value), "big")
     except OSError:
         pass
+    if ":" in value:
+        # IPv6 the same way: ipaddress's parser took a fifth of a dual-stack
+        # ToR's compile (bench/NOTES.md, issue 37); what inet_pton refuses
+        # (a scope id, say) is left to ipaddress below, as before.
+        try:
+            return int.from_bytes(socket.inet_pton(socket.AF_INET6, value), "big")
+        except OSError:
+            pass
     try:
         return int(ipaddress.ip_address(value))
     except ValueError:
