@@ -75,6 +75,23 @@ class Received(NamedTuple):
 OnPaths = Callable[[list[Received]], None]
 
 
+def _received(path: Any) -> Received | None:
+    """One path of a gobgpd event as a ``Received``; None for our own paths
+    and for what decodes to nothing we keep. (A module function: the batch
+    maps it over thousands of paths.)"""
+    source = path.neighbor_ip
+    if source in NO_PEER:
+        return None
+    try:
+        if path.is_withdraw:
+            key = gobgp_codec.decode_key(path)
+            return Received(source, None, key) if key is not None else None
+        route = gobgp_codec.decode(path)
+    except (RouteError, ValueError) as exc:
+        return Received(source, None, None, str(exc))
+    return Received(source, route) if route is not None else None
+
+
 class ReceiveClock:
     """When this speaker received the peers' paths from gobgpd (the
     ``time.perf_counter()`` of each event, as it arrived), counted since
@@ -393,45 +410,21 @@ class GoBgpSpeaker:
         self._safe(self._on_peer_state, address, up)
 
     def _batch(self, paths: Any) -> None:
-        # Each path as a ``Received`` (a loop of its own: a burst is thousands).
-        received: list[Received] = []
-        append, decode = received.append, gobgp_codec.decode
-        for path in paths:
-            source = path.neighbor_ip
-            if source in NO_PEER:
-                continue  # our own paths
-            try:
-                if path.is_withdraw:
-                    key = gobgp_codec.decode_key(path)
-                    if key is not None:
-                        append(Received(source, None, key))
-                    continue
-                route = decode(path)
-            except (RouteError, ValueError) as exc:
-                append(Received(source, None, None, str(exc)))
-                continue
-            if route is not None:
-                append(Received(source, route))
+        received = [r for r in map(_received, paths) if r is not None]
         if received:
             assert self._on_paths is not None
             self._safe(self._on_paths, received)
 
     def _path(self, path: Any) -> None:
-        source = path.neighbor_ip
-        if source in NO_PEER:
-            return  # our own paths
-        try:
-            if path.is_withdraw:
-                key = gobgp_codec.decode_key(path)
-                if key is not None:
-                    self._safe(self._on_withdraw, source, key)
-                return
-            route = gobgp_codec.decode(path)
-        except (RouteError, ValueError) as exc:
-            self._safe(self._on_malformed, source, str(exc))
+        r = _received(path)
+        if r is None:
             return
-        if route is not None:
-            self._safe(self._on_route, source, route)
+        if r.malformed is not None:
+            self._safe(self._on_malformed, r.source, r.malformed)
+        elif r.withdrawn is not None:
+            self._safe(self._on_withdraw, r.source, r.withdrawn)
+        else:
+            self._safe(self._on_route, r.source, r.route)
 
     @staticmethod
     def _safe(callback: Callable[..., None], *args: Any) -> None:
