@@ -79,7 +79,7 @@ def main() -> None:
     require_switch()
     timeline = Timeline()
     around(SwitchConnection, "connect", timeline, "connect")
-    around(PipelinedWrite, "_send", timeline, "first write batch", first=True)
+    around(PipelinedWrite, "_next", timeline, "first write batch", first=True)
     around(PipelinedWrite, "finish", timeline, "last acknowledgement")
     with tempfile.TemporaryDirectory() as tmp, switches(2, Path(tmp) / "logs") as sws:
         fabric = workload.fabric([sw.grpc_address for sw in sws], convergence.VNIS)

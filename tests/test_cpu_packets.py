@@ -467,6 +467,23 @@ def test_a_router_advert_field_by_field() -> None:
     assert outer_checksums_ok(bytes(p[IPv6]), 6)
 
 
+def test_a_router_advert_is_scapys_frame_whatever_the_vlan() -> None:
+    """The advert is built once per VNI and destination and re-tagged per VF:
+    each VF's frame must be the one scapy builds with that VF's tag."""
+    c = content(router_lifetime=1800, mtu=9000, managed=True)
+    for vlan in (1, 10, 255, 256, 2049, 4094):
+        for dst_mac, dst_ip in (("33:33:00:00:00:01", "ff02::1"), (VM_MAC, "fe80::5")):
+            whole = (
+                Ether(dst=dst_mac, src=GW_MAC)
+                / Dot1Q(vlan=vlan)
+                / IPv6(src=GW_LLA, dst=dst_ip, hlim=255)
+            )
+            got = Ether(router_advert(c, vlan, dst_mac, dst_ip))
+            assert bytes(got) == bytes(whole / got[ICMPv6ND_RA].copy())
+            assert got[Dot1Q].vlan == vlan
+            assert outer_checksums_ok(bytes(got[IPv6]), 6)
+
+
 def test_solicitations_are_checked() -> None:
     good = (
         IPv6(src="fe80::1", dst="ff02::2", hlim=255)

@@ -561,3 +561,31 @@ def test_packet_too_big_shares_the_senders_error_bucket() -> None:
     assert answered == 5
     counts = r.responder.punt_counts()
     assert counts[("tor1", "packet_too_big", "rate_limited", "per-source ICMP error limit")] == 5
+
+
+def test_a_tors_vfs_start_advertising_once_it_holds_its_entries() -> None:
+    """Until a ToR holds its entries (the controller: its first write pass
+    done) its VFs get no adverts, not even counted as skipped; from then,
+    each gets its first within 16 s, as a new VF would."""
+    ready = {"tor2"}
+    view = View(1, dual_stack_fabric(), {vm.name: vm for vm in dual_stack_vms()})
+    clock = Clock()
+    sent: list[Emit] = []
+    responder = Responder(
+        view, sent.append, lambda tor: True, clock=clock, rng=Random(7), ready=ready.__contains__
+    )
+    for _ in range(40):
+        responder.tick()
+        clock.now += 0.5
+    assert {e.tor for e in sent} == {"tor2"}
+    assert ("tor1", "router_advert_not_primary") not in responder.sent_counts()
+    ready.add("tor1")
+    became_ready = clock.now
+    first: dict[int, float] = {}
+    while clock.now < became_ready + 20:
+        for e in responder.tick():
+            if e.tor == "tor1":
+                first.setdefault(Ether(e.frame)[Dot1Q].vlan, clock.now)
+        clock.now += 0.5
+    assert set(first) == {10}  # web-1
+    assert first[10] - became_ready <= 16.5

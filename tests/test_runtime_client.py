@@ -155,3 +155,47 @@ def test_pipelined_write_sends_a_part_at_once_when_the_switch_is_idle(switch):
         writer.add([Update(type=INSERT, entity=to_entity(arp(3))).SerializeToString()])
         writer.finish()
         assert len(switch.table_entries()) == 3
+
+
+def _serialized(numbers) -> list[bytes]:
+    return [Update(type=INSERT, entity=to_entity(arp(i))).SerializeToString() for i in numbers]
+
+
+def test_pipelined_write_sends_each_batch_when_the_one_before_is_answered(switch):
+    """Batches go out from the switch's answer, not from the caller's next
+    add: a caller busy compiling leaves no idle switch behind. One batch in
+    flight, so they arrive in order."""
+    with primary_with_pipeline(switch) as conn:
+        writer = conn.pipelined_write(batch_size=2)
+        writer.add(_serialized(range(1, 8)))  # three batches and a part of one
+        assert wait_until(lambda: len(switch.table_entries()) == 7, 5)  # no finish() yet
+        writer.finish()
+        sent = [
+            bytes(u.entity.table_entry.match[1].exact.value)
+            for request in switch.write_requests
+            for u in request.updates
+        ]
+        assert sent == [bytes([192, 168, 1, i]) for i in range(1, 8)]
+        assert [len(r.updates) for r in switch.write_requests] == [2, 2, 2, 1]
+
+
+def test_pipelined_write_stops_where_the_gate_closes_in_the_background(switch):
+    """``before_batch`` refusing a batch that gRPC's thread was about to
+    send: nothing after it goes out, and the caller gets the refusal."""
+    calls = []
+
+    def gate() -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise P4RuntimeError("leadership lost")
+
+    with primary_with_pipeline(switch) as conn:
+        writer = conn.pipelined_write(batch_size=2, before_batch=gate)
+        writer.add(_serialized(range(1, 9)))
+        with pytest.raises(P4RuntimeError, match="leadership lost"):
+            writer.finish()
+        assert len(switch.table_entries()) == 4
+        assert len(calls) == 3
+        with pytest.raises(P4RuntimeError, match="leadership lost"):
+            writer.add(_serialized([9]))
+        assert len(switch.table_entries()) == 4

@@ -57,6 +57,10 @@ log = logging.getLogger(__name__)
 # A bulk change (e.g. an inventory reload) this large rebuilds every ToR
 # instead of applying VM by VM.
 BULK_CHANGE = 512
+# The periodic router adverts go out in rounds this far apart at the least:
+# thousands of VFs' first adverts fall due within 16 s of a start, and waking
+# for each one (a GIL hand-over each) slowed everything else in the process.
+RA_TICK_SECONDS = 0.1
 
 
 def _same_learned(old: Learned, new: Learned) -> bool:
@@ -230,7 +234,9 @@ class Controller:
         # here, through the supervisor of that ToR and only while it is
         # primary with its write gate open (a backup or a follower replica
         # never answers); the router advertisements are sent on a timer.
-        self.responder = Responder(self.desired_view, self._send_emit, self._may_send)
+        self.responder = Responder(
+            self.desired_view, self._send_emit, self._may_send, ready=self._holds_entries
+        )
         for sup in self.supervisors.values():
             sup.packet_in_handler = self._punted
         self._cpu_stop = threading.Event()
@@ -300,21 +306,27 @@ class Controller:
         payload, metadata = packet_out(self.pipelines[emit.tor].p4info, emit)
         self.supervisors[emit.tor].send_packet_out(payload, metadata)
 
+    def _holds_entries(self, tor: str) -> bool:
+        """The ToR's supervisor wrote the desired state once since this
+        controller started (its VFs' router adverts start then)."""
+        return self.supervisors[tor].status.reconciles > 0
+
     def _may_send(self, tor: str) -> bool:
         sup = self.supervisors[tor]
         return sup.status.primary and (sup.gate is None or sup.gate.may_write())
 
     def _advertise(self) -> None:
-        """The periodic router advertisements: each when due, and at least
-        once a second (a new VF's first one, after a change)."""
+        """The periodic router advertisements: those due, every
+        ``RA_TICK_SECONDS`` at most and at least once a second (a new VF's
+        first one, after a change)."""
         while not self._cpu_stop.is_set():
             try:
                 self.responder.tick()
             except Exception:  # (a bad advert must not end the timer)
                 log.exception("router advertisements failed")
             due = self.responder.next_due()
-            wait = 1.0 if due is None else min(1.0, max(0.0, due - self.responder.clock()))
-            self._cpu_stop.wait(wait)
+            wait = 1.0 if due is None else due - self.responder.clock()
+            self._cpu_stop.wait(min(1.0, max(RA_TICK_SECONDS, wait)))
 
     def wait_converged(self, timeout: float = 60.0) -> bool:
         version = self.version

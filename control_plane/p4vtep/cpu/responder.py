@@ -118,6 +118,7 @@ class _Index:
     by_l3vni: dict[int, _VrfInfo]
     vfs: dict[Vf, Vm]
     adverts: dict[int, RaContent]  # by VNI, for those that advertise
+    tors: frozenset[str]
 
 
 def _index(view: View) -> _Index | None:
@@ -159,7 +160,7 @@ def _index(view: View) -> _Index | None:
         if place is not None:
             vfs[(place[0], place[1], vm.vlan)] = vm
     by_l3vni = {info.l3vni: info for info in vrfs.values()}
-    return _Index(fabric, mac, lla, vrfs, by_l3vni, vfs, adverts)
+    return _Index(fabric, mac, lla, vrfs, by_l3vni, vfs, adverts, frozenset(fabric.tors))
 
 
 @dataclass(frozen=True)
@@ -191,11 +192,18 @@ class Responder:
         error_burst: float = ERROR_BURST,
         echo: EchoResponder | None = None,
         refresh_seconds: float = REFRESH_SECONDS,
+        ready: Callable[[str], bool] | None = None,
     ) -> None:
         """``view``: the desired state, or where to read it from
-        (``controller.desired_view``: then ``changed()`` on each commit)."""
+        (``controller.desired_view``: then ``changed()`` on each commit).
+        ``ready``: whether a ToR holds its entries yet; its VFs become
+        advertising interfaces (the first advert within 16 s) once it does,
+        since before that the gateway they would be told of does not
+        route. Default: every ToR is."""
         self.send = send
         self.may_send = may_send
+        self.ready = ready if ready is not None else (lambda tor: True)
+        self._advertising: frozenset[str] = frozenset()  # the ready ToRs the schedule has
         self.clock = clock
         self.limiter = RateLimiter(error_rate, error_burst)
         self.echo = echo if echo is not None else EchoResponder()
@@ -243,18 +251,25 @@ class Responder:
                 self._fetched = now
                 self._view = self._source()
                 self._stale = True
+        rescheduled = False
         if self._stale and self._view is not None:
             self._stale = False
             self._index = _index(self._view)
-            now = self.clock()
+            rescheduled = True
+        index = self._index
+        if index is not None:
+            advertising = frozenset(tor for tor in index.tors if self.ready(tor))
+            rescheduled = rescheduled or advertising != self._advertising
+            self._advertising = advertising
+        if rescheduled:
             wanted = []
-            if self._index is not None:
-                for vf, vm in self._index.vfs.items():
-                    content = self._index.adverts.get(vm.vni)
-                    if content is not None:
+            if index is not None:
+                for vf, vm in index.vfs.items():
+                    content = index.adverts.get(vm.vni)
+                    if content is not None and vf[0] in self._advertising:
                         wanted.append((vf, float(content.settings.interval)))
-            self.schedule.set_vfs(wanted, now)
-        return self._index
+            self.schedule.set_vfs(wanted, self.clock())
+        return index
 
     # --- punted frames --------------------------------------------------------------
     def handle(self, punted: PuntedFrame) -> list[Emit]:

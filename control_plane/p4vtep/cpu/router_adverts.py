@@ -17,6 +17,7 @@ an address, else multicast, held back to keep the 3 s.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import random
@@ -71,6 +72,17 @@ class RaContent:
 
 def router_advert(content: RaContent, vlan: int, dst_mac: str, dst_ip: str) -> bytes:
     """An advert as it leaves the VM's VF port: tagged with ``vlan``."""
+    untagged = _advert_frame(content, dst_mac, dst_ip)
+    # Every VF of a VNI gets the same frame but for its tag (the checksum
+    # covers IPv6 and ICMPv6 only): scapy builds it once per VNI and
+    # destination, at about 0.7 ms a frame (10,000 VFs' first adverts after
+    # a controller start were 7 CPU-s), and the VID goes into the built
+    # 802.1Q tag (bytes 14-15, priority and DEI 0 as scapy leaves them).
+    return untagged[:14] + (vlan & 0xFFF).to_bytes(2, "big") + untagged[16:]
+
+
+@functools.lru_cache(maxsize=1024)
+def _advert_frame(content: RaContent, dst_mac: str, dst_ip: str) -> bytes:
     s = content.settings
     ra = ICMPv6ND_RA(
         chlim=CUR_HOP_LIMIT,
@@ -93,7 +105,7 @@ def router_advert(content: RaContent, vlan: int, dst_mac: str, dst_ip: str) -> b
         )
     return bytes(
         Ether(dst=dst_mac, src=content.gateway_mac)
-        / Dot1Q(vlan=vlan)
+        / Dot1Q(vlan=0)
         / IPv6(src=content.gateway_lla, dst=dst_ip, hlim=ND_HOP_LIMIT)
         / ra
         / options

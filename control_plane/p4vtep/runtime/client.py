@@ -8,6 +8,7 @@ set/get by cookie.
 
 from __future__ import annotations
 
+import collections
 import logging
 import queue
 import threading
@@ -364,7 +365,15 @@ class PipelinedWrite:
     processes the one before. Each WriteRequest is the request's own fields
     followed by the updates (``runtime.wire``), so nothing is parsed or
     encoded again. A batch is sent only once the switch answered the one
-    before, so the batches apply in order."""
+    before, so the batches apply in order.
+
+    The next batch goes out from gRPC's completion callback, the moment the
+    switch answers, not when the caller next adds: a caller that compiles
+    several batches' worth between two ``add`` calls would otherwise leave
+    the switch idle after each of its answers until the compile was done.
+    What fails in the background (``before_batch`` raising, a lost
+    connection) stops the sending and is raised by the next ``add`` or by
+    ``finish``."""
 
     def __init__(
         self,
@@ -374,60 +383,106 @@ class PipelinedWrite:
     ) -> None:
         self.conn = conn
         self.batch_size = batch_size
-        # Runs before each batch is sent; raising stops the write there.
+        # Runs before each batch is sent, in the caller's thread or in
+        # gRPC's; raising stops the write there.
         self.before_batch = before_batch
         head = p4runtime_pb2.WriteRequest(
             device_id=conn.device_id, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR
         )
         conn._set_election_id(head.election_id)
         self._head = head.SerializeToString()
-        self._pending: list[bytes] = []  # added, not sent yet
-        self._sent = 0  # updates sent before the pending ones (numbers errors)
-        self._in_flight: tuple[grpc.Future[p4runtime_pb2.WriteResponse], int, bytes] | None = None
+        # (reentrant: a call that is already done runs its callback at once)
+        self._lock = threading.RLock()
+        self._answered = threading.Condition(self._lock)
+        self._pending: list[bytes] = []  # added, not in a request yet
+        self._queued: collections.deque[tuple[bytes, int]] = collections.deque()  # (request, first)
+        self._numbered = 0  # updates put in requests so far (numbers errors)
+        self._in_flight = False
+        self._failure: BaseException | None = None
         self.errors: list[UpdateError] = []
 
     def add(self, updates: Iterable[bytes]) -> None:
-        self._pending.extend(updates)
-        while len(self._pending) >= self.batch_size:
-            self._send(self._pending[: self.batch_size])
-            del self._pending[: self.batch_size]
-        if self._pending and self.switch_idle:
-            # Nothing for the switch to work on: send what there is now
-            # rather than wait for a whole batch (the first part of a build
-            # goes out while the next compiles).
-            self._send(self._pending)
-            self._pending = []
+        with self._lock:
+            self._raise_failure()
+            self._pending.extend(updates)
+            while len(self._pending) >= self.batch_size:
+                self._enqueue(self._pending[: self.batch_size])
+                del self._pending[: self.batch_size]
+            if self._pending and self.switch_idle:
+                # Nothing for the switch to work on: send what there is now
+                # rather than wait for a whole batch (the first part of a build
+                # goes out while the next compiles).
+                self._enqueue(self._pending)
+                self._pending = []
+            self._next()
+            self._raise_failure()
 
     @property
     def switch_idle(self) -> bool:
-        """No batch in flight, or the switch answered it."""
-        return self._in_flight is None or self._in_flight[0].done()
+        """No batch in flight or waiting for one: the switch answered all."""
+        with self._lock:
+            return not self._in_flight and not self._queued
 
     def finish(self) -> None:
         """Send what is left, wait for every answer; raise WriteError listing
         every refused update (numbered from the first update added)."""
-        if self._pending:
-            self._send(self._pending)
-            self._pending = []
-        self._wait()
-        if self.errors:
-            raise WriteError(self.errors)
+        with self._lock:
+            if self._pending:
+                self._enqueue(self._pending)
+                self._pending = []
+            self._next()
+            while (self._in_flight or self._queued) and self._failure is None:
+                self._answered.wait()
+            self._raise_failure()
+            if self.errors:
+                raise WriteError(self.errors)
 
-    def _send(self, batch: list[bytes]) -> None:
-        if self.before_batch is not None:
-            self.before_batch()
+    def _enqueue(self, batch: list[bytes]) -> None:
         request = self._head + b"".join(wire.wrap_all(_REQUEST_UPDATES, batch))
-        self._wait()
-        call = self.conn._write_serialized.future(request)
-        self._in_flight = (call, self._sent, request)
-        self._sent += len(batch)
+        self._queued.append((request, self._numbered))
+        self._numbered += len(batch)
 
-    def _wait(self) -> None:
-        """Wait for the batch in flight; keep its refused updates."""
-        if self._in_flight is None:
+    def _next(self) -> None:
+        """Send the first queued request if none is in flight (lock held)."""
+        if self._in_flight or not self._queued or self._failure is not None:
             return
-        call, start, request = self._in_flight
-        self._in_flight = None
+        request, first = self._queued.popleft()
+        try:
+            if self.before_batch is not None:
+                self.before_batch()
+            call = self.conn._write_serialized.future(request)
+        except Exception as exc:  # noqa: BLE001 -- the caller gets it (add or finish)
+            self._stop(exc)
+            return
+        self._in_flight = True
+        call.add_done_callback(lambda done: self._answer(done, request, first))
+
+    def _answer(
+        self, call: grpc.Future[p4runtime_pb2.WriteResponse], request: bytes, first: int
+    ) -> None:
+        """The switch answered (gRPC's thread): keep its refused updates,
+        send the next request. Whatever goes wrong here is kept for the
+        caller: raised in gRPC's thread, it would be logged and lost, and
+        ``finish`` would wait for ever."""
+        with self._lock:
+            self._in_flight = False
+            try:
+                self._errors_of(call, request, first)
+                if not self._queued and self._pending:
+                    # (as ``add`` does when the switch is idle)
+                    self._enqueue(self._pending)
+                    self._pending = []
+            except Exception as exc:  # noqa: BLE001 -- the caller gets it (add or finish)
+                self._stop(exc)
+                return
+            self._next()
+            self._answered.notify_all()
+
+    def _errors_of(
+        self, call: grpc.Future[p4runtime_pb2.WriteResponse], request: bytes, first: int
+    ) -> None:
+        """Keep the updates the switch refused; raise P4RuntimeError if the
+        request itself failed (the connection, not an update)."""
         try:
             call.result()
         except grpc.RpcError as exc:
@@ -439,7 +494,16 @@ class PipelinedWrite:
                 raise P4RuntimeError(f"{self.conn.address}: write: {_details(exc)}") from exc
             # Decoded only now, to name the refused updates.
             sent = p4runtime_pb2.WriteRequest.FromString(request).updates
-            self.errors += _update_errors(exc, sent, start, self.conn.p4info)
+            self.errors += _update_errors(exc, sent, first, self.conn.p4info)
+
+    def _stop(self, failure: BaseException) -> None:
+        self._failure = failure
+        self._queued.clear()
+        self._answered.notify_all()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
 
 
 # grpc raises RpcError objects that are also grpc.Call (code, details,
