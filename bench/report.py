@@ -710,7 +710,10 @@ def section_evpn_irb(out: list[str]) -> None:
         ("commits of learned facts", "commits", "{:.0f}"),
         ("CPU s of the controller's process, until acked", "own_cpu_s", "{:.2f}"),
         ("CPU s of the two switches, until acked", "switches_cpu_s", "{:.2f}"),
+        ("CPU s of the controller's gobgpd, until acked", "gobgpd_cpu_s", "{:.2f}"),
     ):
+        if any(key not in x for x in (learn, withdraw, lost)):
+            continue  # (runs from before the benchmark recorded it)
         cells = [spread(x[key], fmt=fmt) for x in (learn, withdraw, lost)]
         out.append(f"| {what} | " + " | ".join(cells) + " |")
     out.append(
