@@ -3,6 +3,8 @@ writes with per-update errors, reads, pipeline cookies, stream loss."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fake_p4runtime import FakeP4RuntimeServer
 from helpers import wait_until
@@ -199,3 +201,25 @@ def test_pipelined_write_stops_where_the_gate_closes_in_the_background(switch):
         with pytest.raises(P4RuntimeError, match="leadership lost"):
             writer.add(_serialized([9]))
         assert len(switch.table_entries()) == 4
+
+
+class SlowSwitch(FakeP4RuntimeServer):
+    """Takes 0.2 s to answer each Write."""
+
+    def Write(self, request, context):
+        time.sleep(0.2)
+        return super().Write(request, context)
+
+
+def test_a_cancelled_pipelined_write_sends_nothing_more():
+    """A caller that gives up (its compile failed) cancels: the batch in
+    flight completes, the queued ones never reach the switch."""
+    with SlowSwitch(device_id=1) as slow, primary_with_pipeline(slow) as conn:
+        writer = conn.pipelined_write(batch_size=2)
+        writer.add(_serialized(range(1, 7)))  # three batches: one sent, two queued
+        writer.cancel()
+        assert len(slow.table_entries()) == 2
+        time.sleep(0.5)  # (time for the queued ones, had they been sent)
+        assert len(slow.table_entries()) == 2
+        with pytest.raises(P4RuntimeError, match="cancelled"):
+            writer.finish()

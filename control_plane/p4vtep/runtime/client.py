@@ -437,6 +437,18 @@ class PipelinedWrite:
             if self.errors:
                 raise WriteError(self.errors)
 
+    def cancel(self) -> None:
+        """Send nothing more and wait for the batch in flight: for a caller
+        that gives up half-way (its compile failed), so that nothing it
+        queued reaches the switch after it moved on (to read it back, say).
+        ``add`` and ``finish`` raise afterwards."""
+        with self._lock:
+            self._pending = []
+            if self._failure is None:
+                self._stop(P4RuntimeError(f"{self.conn.address}: write cancelled"))
+            while self._in_flight:
+                self._answered.wait()
+
     def _enqueue(self, batch: list[bytes]) -> None:
         request = self._head + b"".join(wire.wrap_all(_REQUEST_UPDATES, batch))
         self._queued.append((request, self._numbered))
@@ -466,6 +478,7 @@ class PipelinedWrite:
         ``finish`` would wait for ever."""
         with self._lock:
             self._in_flight = False
+            self._answered.notify_all()
             try:
                 self._errors_of(call, request, first)
                 if not self._queued and self._pending:

@@ -274,15 +274,19 @@ def reconcile_in_parts(
     written and the whole desired state."""
     writer = conn.pipelined_write(before_batch=before_batch)
     written, whole = Diff(), SwitchState()
-    for part in parts:
-        delta = Diff()
-        _additions(part, actual, delta)
-        writer.add(delta.serialized_updates())
-        written.inserts += delta.inserts
-        written.modifies += delta.modifies
-        whole.entities.update(part.entities)
-        whole.meters.update(part.meters)
-        whole.defaults.update(part.defaults)
+    try:
+        for part in parts:
+            delta = Diff()
+            _additions(part, actual, delta)
+            writer.add(delta.serialized_updates())
+            written.inserts += delta.inserts
+            written.modifies += delta.modifies
+            whole.entities.update(part.entities)
+            whole.meters.update(part.meters)
+            whole.defaults.update(part.defaults)
+    except BaseException:
+        writer.cancel()  # (the batches still queued would land after we gave up)
+        raise
     rest = Diff()
     _removals(whole, actual, rest)
     writer.add(rest.serialized_updates())
