@@ -25,9 +25,9 @@ def settle_collector() -> None:
     controller run``, not by the library; the benchmarks that run a
     controller in their own process call it at the same point.
 
-    The thresholds stay Python's: raised to (50,000, 20, 10), which cut
-    EVPN learning's collector time, a replica that had lost etcd's quorum
-    never wrote again after quorum came back
+    The thresholds stay Python's. Raising them to (50,000, 20, 10) cut EVPN
+    learning's collector time, but then a replica that had lost etcd's
+    quorum never wrote again after quorum came back
     (tests/test_replicas.py::test_conflicts_member_loss_and_quorum_loss)."""
     gc.collect()
     gc.freeze()

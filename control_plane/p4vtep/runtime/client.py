@@ -478,7 +478,6 @@ class PipelinedWrite:
         ``finish`` would wait for ever."""
         with self._lock:
             self._in_flight = False
-            self._answered.notify_all()
             try:
                 self._errors_of(call, request, first)
                 if not self._queued and self._pending:
