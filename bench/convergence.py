@@ -152,11 +152,9 @@ def ipv6_entities(compiled) -> dict[str, int]:
     p4info = bmv2_pipeline().p4info
     tables = {p4info.table(name).preamble.id: name for name in IPV6_TABLES}
     count: Counter[str] = Counter()
-    entity = p4runtime_pb2.Entity()
     for c in compiled.values():
-        for raw in c.entities.values():
-            entity.ParseFromString(raw)
-            name = tables.get(entity.table_entry.table_id)
+        for key in c.entities:
+            name = tables.get(c.entity(key).table_entry.table_id)
             if name is not None:
                 count[name] += 1
     return {name: count[name] for name in IPV6_TABLES}

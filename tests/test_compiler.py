@@ -9,10 +9,10 @@ from p4vtep.compiler import (
     allocate,
     compile_tor,
     flood_groups,
-    identity,
 )
 from p4vtep.compiler.encode import ExactEntry
 from p4vtep.compiler.flooding import OrderedCopies
+from p4vtep.compiler.switch_state import encoded, expand
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import LocalVmHop, PipelineEntries, RemoteVtepHop
 from p4vtep.runtime.codec import EncodingError
@@ -30,7 +30,7 @@ def compiled(tor="tor1", vm_list=None, alloc=None) -> SwitchState:
 
 
 def decoded(c: SwitchState) -> list[p4runtime_pb2.Entity]:
-    return [p4runtime_pb2.Entity.FromString(data) for data in c.entities.values()]
+    return [p4runtime_pb2.Entity.FromString(expand(k, data)) for k, data in c.entities.items()]
 
 
 def tables(c):
@@ -72,7 +72,8 @@ def test_entities_are_stored_as_the_builders_encode_them():
             1, a1.vlan, a1.vni, index, a1.mac, policed=True, guarded=True, ipv4=a1.ips[0]
         )
     )
-    assert binding.SerializeToString(deterministic=True) in c.entities.values()
+    key, stored = encoded(binding)
+    assert c.entities[key] == stored
 
 
 def test_flood_group_has_local_vfs_and_one_copy_per_remote_vtep():
@@ -144,7 +145,7 @@ def test_encoder_gives_the_same_bytes_and_keys_as_the_entry_builders():
 
     def reference(message):
         entity = to_entity(message)
-        return identity(entity), entity.SerializeToString(deterministic=True)
+        return encoded(entity)  # (the stored form: test_switch_state)
 
     mac, ip, ip6 = "02:bb:00:00:01:ff", "10.1.2.3", "2001:db8:ffff::a:1"
     cases = ((5000, 1, 1, 1, False), (16777215, 8191, 4095, 511, True), (1, 0, 0, 0, True))
@@ -196,7 +197,7 @@ def test_ordered_copies_give_the_group_of_their_copies_as_they_come_and_go():
 
     def reference(group, copies):
         entity = to_entity(entries.flood_group(group, copies))
-        return identity(entity), entity.SerializeToString(deterministic=True)
+        return encoded(entity)  # (the stored form: test_switch_state)
 
     held = [(1 + i % 3, (i * 7919) % 5003) for i in range(1, 3000)]
     ordered = OrderedCopies(enc, held[:1000])
@@ -227,7 +228,7 @@ def test_encoder_gives_the_builders_bytes_for_values_of_any_type():
 
     def reference(message):
         entity = to_entity(message)
-        return identity(entity), entity.SerializeToString(deterministic=True)
+        return encoded(entity)  # (the stored form: test_switch_state)
 
     for mac in ("02:00:00:00:00:07", 0x020000000007, b"\x02\x00\x00\x00\x00\x07", 7):
         assert enc.mac_to_remote_vtep(70, mac, "10.0.0.9") == reference(
@@ -254,7 +255,7 @@ def test_exact_entry_of_any_other_shape_gives_the_builders_bytes():
 
     def reference(message):
         entity = to_entity(message)
-        return identity(entity), entity.SerializeToString(deterministic=True)
+        return encoded(entity)  # (the stored form: test_switch_state)
 
     given = {"vni_index": 7, "traffic_class": 3, "flood_group": 1007, "local_flood_group": 2007}
     assert vni_config(5000, *(given[name] for name in params)) == reference(

@@ -14,7 +14,7 @@ from fabric_fixture import dual_stack_fabric, dual_stack_vms, routed_fabric, rou
 from helpers import p4info_without_port_security, table_entries
 from p4vtep.compiler import DesiredState, Encoder, compile_tor
 from p4vtep.compiler.local_vm import ALWAYS_ALLOWED_V6
-from p4vtep.compiler.switch_state import identity
+from p4vtep.compiler.switch_state import encoded
 from p4vtep.dataplane.artifacts import bmv2_pipeline, tofino_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.dataplane.targets import Target
@@ -208,7 +208,7 @@ def test_source_guard_entries_have_the_builders_bytes(prefix, length):
     ipv6 = isinstance(prefix, str) and ":" in prefix
     for port, vlan in ((1, 10), (511, 4095), (0, 0)):
         entity = to_entity(ENTRIES.source_guard(port, vlan, prefix, length, ipv6=ipv6))
-        reference = identity(entity), entity.SerializeToString(deterministic=True)
+        reference = encoded(entity)  # (the stored form: test_switch_state)
         if isinstance(prefix, str):
             assert ENC.source_guard(port, vlan, prefix, length) == reference
         else:
@@ -218,14 +218,14 @@ def test_source_guard_entries_have_the_builders_bytes(prefix, length):
 def test_allowed_source_mac_and_the_binding_have_the_builders_bytes():
     for port, vlan, mac in ((1, 10, "00:00:5e:00:01:07"), (511, 4095, "fe:ff:ff:ff:ff:ff")):
         entity = to_entity(ENTRIES.allowed_source_mac(port, vlan, mac))
-        reference = identity(entity), entity.SerializeToString(deterministic=True)
+        reference = encoded(entity)  # (the stored form: test_switch_state)
         assert ENC.allowed_source_mac(port, vlan, mac) == reference
     for guarded in (False, True):
         for dhcp in (False, True):
             entity = to_entity(
                 ENTRIES.access_binding(3, 7, 5000, 9, "02:00:00:00:00:01", 1, True, guarded, dhcp)
             )
-            reference = identity(entity), entity.SerializeToString(deterministic=True)
+            reference = encoded(entity)  # (the stored form: test_switch_state)
             got = ENC.access_binding(3, 7, 5000, 9, "02:00:00:00:00:01", 1, True, guarded, dhcp)
             assert got == reference
 

@@ -10,7 +10,6 @@ import time
 from fabric_fixture import two_tor_fabric, vms
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
-from p4vtep.runtime.protos import p4runtime_pb2
 from p4vtep.state.sqlite_store import Store
 
 
@@ -31,8 +30,8 @@ def bound_macs(controller: Controller, tor: str) -> set[str]:
     )
     _, held = controller.compile_for(tor)
     macs = set()
-    for data in held.entities.values():
-        entity = p4runtime_pb2.Entity.FromString(data)
+    for key in held.entities:
+        entity = held.entity(key)
         te = entity.table_entry
         if entity.WhichOneof("entity") == "table_entry" and te.table_id == table_id:
             value = next(p.value for p in te.action.action.params if p.param_id == mac_param)

@@ -7,7 +7,6 @@ key, ready to diff and to write without encoding again.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -27,7 +26,7 @@ from ..runtime.codec import Value
 from ..runtime.entities import MatchType, to_entity
 from ..runtime.p4info import P4Info
 from ..runtime.protos import p4runtime_pb2
-from .switch_state import MULTICAST, TABLE, Encoded, encoded
+from .switch_state import MULTICAST, TABLE, Encoded, encoded, shared_tail
 
 # Values remembered per field, and per-VM entities shared between ToRs,
 # before starting over. The ToRs are built at once, a step of VMs each in
@@ -49,7 +48,6 @@ Message = Any
 
 # Tags of the length-delimited fields an exact-match entry and a multicast
 # group are assembled from (``runtime.wire``).
-_ENTITY_TABLE_ENTRY = wire.tag(p4runtime_pb2.Entity, "table_entry")
 _ENTRY_MATCH = wire.tag(p4runtime_pb2.TableEntry, "match")
 _MATCH_EXACT = wire.tag(p4runtime_pb2.FieldMatch, "exact")
 _EXACT_VALUE = wire.tag(p4runtime_pb2.FieldMatch.Exact, "value")
@@ -82,8 +80,8 @@ def _prefixes(field: Callable[[bytes], bytes], bitwidth: int) -> list[bytes]:
 class ExactEntry:
     """A table entry with exact matches and one action, with every id and
     width looked up once: the per-VM entries are built this way (several per
-    VM and ToR), giving the same bytes as ``entities.table_entry`` serialized
-    deterministically (fields in number order; the tests compare them), but
+    VM and ToR), giving the same key and stored form as ``encoded`` gives
+    ``entities.table_entry`` (fields in number order; the tests compare them), but
     assembled from pre-serialized heads and the values' bytes instead of
     through protobuf objects. Called with the match values, then the action
     parameters, positionally, in the order the serialized entry holds them:
@@ -154,8 +152,9 @@ class LpmEntry:
     """A table entry with exact matches, then one LPM match (the last field
     by id), and an action without parameters: the source guards' entries
     (several per guarded VM), assembled as ``ExactEntry`` assembles its
-    entries, with the same bytes as ``entities.table_entry`` serialized
-    deterministically (the tests compare them). Called with the exact
+    entries, with the same key and stored form as ``encoded`` gives
+    ``entities.table_entry`` (the tests compare them): the stored form is
+    the action, one object for every entry (switch_state). Called with the exact
     values, then the prefix (an int, IPv4/IPv6 text or bytes) and its
     length; bits beyond the length are cleared, as P4Runtime requires."""
 
@@ -182,8 +181,8 @@ class LpmEntry:
         self._memos = exact_part.memos
         self._entry_head = p4runtime_pb2.TableEntry(table_id=table_id).SerializeToString()
         self._field_head = p4runtime_pb2.FieldMatch(field_id=field.id).SerializeToString()
-        self._action = _action_field(
-            p4runtime_pb2.Action(action_id=exact_part.action_id).SerializeToString()
+        self._action = shared_tail(
+            _action_field(p4runtime_pb2.Action(action_id=exact_part.action_id).SerializeToString())
         )
         self._lpm: dict[tuple[Value, Value], bytes] = {}  # (prefix, length) -> match field
 
@@ -198,8 +197,7 @@ class LpmEntry:
         match = self._lpm.get((prefix, length))
         if match is None:
             match = self._lpm_match(prefix, length)
-        entry = self._entry_head + head + match
-        return TABLE + entry, wire.wrap(_ENTITY_TABLE_ENTRY, entry + self._action)
+        return TABLE + self._entry_head + head + match, self._action
 
     def _lpm_match(self, prefix: Value, length: Value) -> bytes:
         """The LPM match field of (prefix, length), serialized, remembered
@@ -241,11 +239,10 @@ def _assembler(
     """The function that assembles one entry from its values: unrolled for
     the shapes the per-VM entries have (a loop over the fields costs more
     than the assembly itself), a loop for any other."""
-    wrap_entity = functools.partial(wire.wrap, _ENTITY_TABLE_ENTRY)
 
     def done(entry: bytes, action: bytes) -> Encoded:
-        # (the key: the entry without its action)
-        return TABLE + entry, wrap_entity(entry + _action_field(action))
+        # (the key: the entry without its action; stored: the action)
+        return TABLE + entry, shared_tail(_action_field(action))
 
     shape = (matches, len(memos) - matches)
     if shape == (1, 2):

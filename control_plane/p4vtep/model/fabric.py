@@ -167,7 +167,7 @@ class AllowedPair:
         return self.prefix if self.mac is None else f"{self.prefix},{self.mac}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Vm:
     name: str
     mac: str

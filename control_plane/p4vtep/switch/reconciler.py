@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..compiler.switch_state import DEFAULT, METER, Key, SwitchState, identity
+from ..compiler.switch_state import DEFAULT, METER, Key, SwitchState, encoded, expand
 from ..runtime import wire
 from ..runtime.client import DELETE, INSERT, MODIFY, SwitchConnection, Update, WriteError
 from ..runtime.p4info import P4Info
@@ -23,7 +23,7 @@ from ..runtime.protos import p4runtime_pb2
 
 log = logging.getLogger(__name__)
 
-Item = tuple[Key, bytes]  # (identity, serialized Entity)
+Item = tuple[Key, bytes]  # (identity, stored form: switch_state.compact)
 
 
 @dataclass
@@ -46,7 +46,8 @@ class Diff:
 
     def serialized_updates(self) -> list[bytes]:
         """The same updates, each a serialized ``p4.v1.Update`` assembled
-        from the stored entity bytes (no parse): what the writer sends."""
+        from the stored entity bytes (no parse; a table entry made whole
+        from its key: ``expand``): what the writer sends."""
 
         def rank(item: Item) -> bytes:
             return item[0][:1]
@@ -57,7 +58,7 @@ class Diff:
             (INSERT, self.inserts, False),
             (MODIFY, self.modifies, False),
         ):
-            ordered = [data for _, data in sorted(items, key=rank, reverse=last_first)]
+            ordered = [expand(k, data) for k, data in sorted(items, key=rank, reverse=last_first)]
             out += wire.wrap_all(_UPDATE_ENTITY, ordered, prefix=_UPDATE_HEADS[kind])
         return out
 
@@ -84,12 +85,13 @@ def _content(entity: p4runtime_pb2.Entity) -> bytes:
     raise ValueError(kind)
 
 
-def same(a: bytes, b: bytes) -> bool:
-    """Do two encoded entities do the same (byte-equal is the common case)?"""
+def same(key: Key, a: bytes, b: bytes) -> bool:
+    """Do two stored forms of ``key``'s entity do the same (byte-equal is
+    the common case)?"""
     if a == b:
         return True
     parse = p4runtime_pb2.Entity.FromString
-    return _content(parse(a)) == _content(parse(b))
+    return _content(parse(expand(key, a))) == _content(parse(expand(key, b)))
 
 
 def meter_reset(data: bytes) -> bytes:
@@ -115,16 +117,16 @@ def _additions(desired: SwitchState, actual: SwitchState, result: Diff) -> None:
             have = actual.entities.get(key)
             if have is None:
                 result.inserts.append((key, data))
-            elif not same(have, data):
+            elif not same(key, have, data):
                 result.modifies.append((key, data))
     # Meters: configured ones must match.
     for key, data in desired.meters.items():
         have = actual.meters.get(key)
-        if have is None or not same(have, data):
+        if have is None or not same(key, have, data):
             result.modifies.append((key, data))
     for key, data in desired.defaults.items():
         have = actual.defaults.get(key)
-        if have is None or not same(have, data):
+        if have is None or not same(key, have, data):
             result.modifies.append((key, data))
 
 
@@ -205,9 +207,8 @@ class SwitchReader:
         requests.append(pre)
         state = SwitchState()
         for entity in conn.read(*requests):
-            entity = _normalise_read(entity)
-            key = identity(entity)
-            state.entities[key] = entity.SerializeToString(deterministic=True)
+            key, data = encoded(_normalise_read(entity))
+            state.entities[key] = data
         for table in tables:
             if not table.match_fields:  # keyless: only a default action
                 request = p4runtime_pb2.Entity(
@@ -216,15 +217,16 @@ class SwitchReader:
                     )
                 )
                 for entity in conn.read(request):
-                    entity = _normalise_read(entity)
-                    state.defaults[identity(entity)] = entity.SerializeToString(deterministic=True)
+                    key, data = encoded(_normalise_read(entity))
+                    state.defaults[key] = data
         for name in self.managed_meters:
             request = p4runtime_pb2.Entity(
                 meter_entry=p4runtime_pb2.MeterEntry(meter_id=self.p4info.meter(name).preamble.id)
             )
             for entity in conn.read(request):
                 if entity.meter_entry.HasField("config"):
-                    state.meters[identity(entity)] = entity.SerializeToString(deterministic=True)
+                    key, data = encoded(entity)
+                    state.meters[key] = data
         return state
 
 
