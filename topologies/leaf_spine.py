@@ -21,7 +21,7 @@ import json
 import logging
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bmv2_switch import MininetBmv2Switch
@@ -296,7 +296,7 @@ def move_vm(layout: LeafSpine, name: str, server: str, vlan: int) -> None:
     old_intf = vm_host.intfList()[-1].name
     link = layout.net.addLink(vm_host, layout.net.get(server), addr1=old.mac)
     new_intf = link.intf1.name
-    moved = Vm(**{**old.__dict__, "server": server, "vlan": vlan})
+    moved = replace(old, server=server, vlan=vlan)
     layout.vms[name] = moved
     layout.vm_port[name] = link.intf2.name
     for intf in (link.intf1, link.intf2):
