@@ -398,7 +398,8 @@ def memory_at_scale(out: list[str], data: dict) -> None:
             else ""
         )
         + f". Beside it, 10,000 VMs converged on 2 ToRs: {a['rss_mib']:.0f} MiB. Where the "
-        'bytes go, before and after: bench/NOTES.md ("Memory at data-centre scale").\n'
+        'bytes go, before and after: bench/NOTES.md ("Memory at data-centre scale", and '
+        '"Memory at 100,000 VMs: tails" for the last two columns).\n'
     )
 
 
