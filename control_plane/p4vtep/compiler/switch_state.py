@@ -71,7 +71,6 @@ def identity(entity: p4runtime_pb2.Entity) -> Key:
 
 _TABLE_ENTITY = wire.tag(p4runtime_pb2.Entity, "table_entry")
 _TABLE_KIND = TABLE[0]
-_VARINT = [wire.varint(n) for n in range(1 << 14)]  # (lengths under 16 KiB)
 
 # Tails by value, so that equal tails are one object. Bounded like the
 # encoder's memos (cleared when full): the tails many entries share recur
@@ -110,9 +109,7 @@ def expand(key: Key, stored: bytes) -> bytes:
     """An entity's serialized bytes from its key and stored form."""
     if key[0] != _TABLE_KIND or stored.startswith(_TABLE_ENTITY):
         return stored
-    length = len(key) - 1 + len(stored)
-    size = _VARINT[length] if length < 0x4000 else wire.varint(length)
-    return b"".join((_TABLE_ENTITY, size, key[1:], stored))
+    return wire.wrap(_TABLE_ENTITY, key[1:] + stored)
 
 
 def encoded(entity: p4runtime_pb2.Entity) -> Encoded:
