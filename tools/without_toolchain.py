@@ -38,8 +38,10 @@ LOOKED_UP = ("p4c", "p4c-tofino", "p4c-bm2-ss", "p4test", "simple_switch_grpc", 
 def is_toolchain(name: str) -> bool:
     """p4c and its backends (p4c-bm2-ss, p4c-tofino, ...), p4test, and
     BMv2's switches and their CLIs (simple_switch_grpc, simple_switch_CLI,
-    psa_switch, ...)."""
-    return name == "p4c" or name.startswith(("p4c-", "p4test", "simple_switch", "psa_switch"))
+    psa_switch, ...); bf-p4c is the driver under Intel's name."""
+    return name in ("p4c", "bf-p4c") or name.startswith(
+        ("p4c-", "p4test", "simple_switch", "psa_switch")
+    )
 
 
 def hidden_path(path: str, into: Path) -> list[str]:
