@@ -24,7 +24,6 @@ from typing import Any
 
 from common import BENCH
 from dataplane_peer import install_fabric_bridging
-from p4vtep.compiler.local_vm import ALWAYS_ALLOWED_V6
 from p4vtep.dataplane.artifacts import Pipeline
 from p4vtep.dataplane.entries import (
     PORT_SECURITY_DROP_COUNTER,
@@ -393,7 +392,6 @@ def bind_vm(
     ]
     if guard:
         out += [e.source_guard(port, vlan, ip, 32), e.source_guard(port, vlan, IP6[vm], 128)]
-        out += [e.source_guard(port, vlan, prefix, length) for prefix, length in ALWAYS_ALLOWED_V6]
     return out
 
 

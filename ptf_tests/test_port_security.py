@@ -6,10 +6,10 @@ the legitimate variant of the same packet comes out exactly as it was sent
 
 The fabric is test_ipv6's dual-stack routed fabric, with port security as
 the controller would write it (docs/pipeline.md):
-- a1 guarded: its IPv4 and IPv6 address, fe80::/64 and :: (DAD), and two
-  allowed pairs: a VRRP virtual IP 192.168.1.200 with its virtual MAC (an
-  extra source MAC of a1's VF) and the prefix 10.20.0.0/16 it may route for;
-  and 2001:db8:1::200 (IPv6 VIP);
+- a1 guarded: its IPv4 and IPv6 address (fe80::/64 and ::, DAD's, are the
+  pipeline's own rule: no entry), and two allowed pairs: a VRRP virtual IP
+  192.168.1.200 with its virtual MAC (an extra source MAC of a1's VF) and
+  the prefix 10.20.0.0/16 it may route for; and 2001:db8:1::200 (IPv6 VIP);
 - a2 guarded and allowed to serve DHCP;
 - b1 opted out (guarded 0): only the MAC check of before."""
 
@@ -175,8 +175,6 @@ class PortSecurityFabricTest(DualStackFabricTest):
             updates += [
                 e.source_guard(vm.port, vm.vlan, vm.ip, 32),
                 e.source_guard(vm.port, vm.vlan, ip6(vm), 128),
-                e.source_guard(vm.port, vm.vlan, "fe80::", 64),
-                e.source_guard(vm.port, vm.vlan, "::", 128),
             ]
         updates += [
             e.source_guard(A1.port, A1.vlan, VRRP_VIP, 32),
@@ -352,8 +350,10 @@ class ArpVirtualIpTest(PortSecurityFabricTest):
 class Ipv6SourceGuardTest(PortSecurityFabricTest):
     """a1 from its IPv6 address, from its IPv6 virtual IP, from a
     stable-privacy link-local address and from its own MAC-derived one:
-    bridged to a2 exactly. Dropped as spoofed_ip: a2's address, an unknown
-    one, a2's MAC-derived link-local address and the gateway's
+    bridged to a2 exactly, with no guard entry for the link-local ones (the
+    pipeline's rule). Dropped as spoofed_ip: a2's address, an unknown one,
+    one in fe80::/10 but outside fe80::/64 (the rule's whole extent), a2's
+    MAC-derived link-local address and the gateway's
     (fe80::200:5eff:fe00:101: a MAC-derived link-local address must be the
     VM's own MAC's)."""
 
@@ -361,7 +361,7 @@ class Ipv6SourceGuardTest(PortSecurityFabricTest):
         for source in (ip6(A1), VIP6, STABLE_LLA, A1_LLA):
             frame = ip6_frame(A1, A2.mac, ip6(A2), src_ip=source)
             self.assert_passes(A1, frame, A2.port, retag(frame, A2.vlan))
-        for source in (ip6(A2), "2001:db8:1::99", A2_LLA, GATEWAY_LLA):
+        for source in (ip6(A2), "2001:db8:1::99", "fe80:0:0:1::5", A2_LLA, GATEWAY_LLA):
             frame = ip6_frame(A1, A2.mac, ip6(A2), src_ip=source)
             self.assert_refused(A1, frame, DropReason.SPOOFED_IP)
 

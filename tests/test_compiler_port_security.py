@@ -13,7 +13,6 @@ import pytest
 from fabric_fixture import dual_stack_fabric, dual_stack_vms, routed_fabric, routed_vms
 from helpers import p4info_without_port_security, table_entries
 from p4vtep.compiler import DesiredState, Encoder, compile_tor
-from p4vtep.compiler.local_vm import ALWAYS_ALLOWED_V6
 from p4vtep.compiler.switch_state import encoded
 from p4vtep.dataplane.artifacts import bmv2_pipeline, tofino_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
@@ -68,7 +67,9 @@ def expected_binding(alloc, vm: Vm, tor: str, guarded: bool, dhcp: bool) -> byte
     return ENC.of(message)[1]
 
 
-def test_a_guarded_vm_holds_its_addresses_its_pairs_and_link_local():
+def test_a_guarded_vm_holds_its_addresses_and_its_pairs_and_no_link_local_entry():
+    """fe80::/64 and :: are the pipeline's own rule (port_security.p4): no
+    entry per VM."""
     web = replace(WEB, allowed_pairs=(VIP, WIDE, WIDE6))
     state, alloc = compiled([web, DB, FW, B1], "tor1")
     e = ENTRIES
@@ -80,21 +81,13 @@ def test_a_guarded_vm_holds_its_addresses_its_pairs_and_link_local():
             e.source_guard(port, vlan, "192.168.1.100", 32),
             e.source_guard(port, vlan, "10.9.0.0", 16),
             e.source_guard(port, vlan, "2001:db8:f::", 48),
-            e.source_guard(port, vlan, "fe80::", 64),
-            e.source_guard(port, vlan, "::", 128),
             e.allowed_source_mac(port, vlan, "00:00:5e:00:01:07"),
             e.allowed_source_mac(port, vlan, "00:00:5e:00:02:07"),
         ),
-        # b1 (L2 VNI 6000, on s12 = port 2, VLAN 30), guarded, IPv4 only: still
-        # any link-local source and ::
-        **built(
-            e.source_guard(2, 30, "192.168.1.1", 32),
-            e.source_guard(2, 30, "fe80::", 64),
-            e.source_guard(2, 30, "::", 128),
-        ),
+        # b1 (L2 VNI 6000, on s12 = port 2, VLAN 30), guarded, IPv4 only
+        **built(e.source_guard(2, 30, "192.168.1.1", 32)),
     }
     assert binding(state, web) == expected_binding(alloc, web, "tor1", True, False)
-    assert ALWAYS_ALLOWED_V6 == (("fe80::", 64), ("::", 128))
 
 
 def test_an_opted_out_vm_holds_only_its_pair_macs_and_a_dhcp_server_says_so():
@@ -105,8 +98,6 @@ def test_an_opted_out_vm_holds_only_its_pair_macs_and_a_dhcp_server_says_so():
     assert guards(state) == built(
         e.source_guard(1, 20, "192.168.2.1", 32),
         e.source_guard(1, 20, "2001:db8:2::a", 128),
-        e.source_guard(1, 20, "fe80::", 64),
-        e.source_guard(1, 20, "::", 128),
         e.allowed_source_mac(2, 30, "00:00:5e:00:01:07"),
     )
     assert binding(state, fw) == expected_binding(alloc, fw, "tor2", False, True)
@@ -130,8 +121,6 @@ def test_each_entry_once_and_never_the_vms_own_mac():
         e.source_guard(1, 10, "192.168.1.1", 32),
         e.source_guard(1, 10, "2001:db8:1::a", 128),
         e.source_guard(1, 10, "10.9.0.0", 16),
-        e.source_guard(1, 10, "fe80::", 64),
-        e.source_guard(1, 10, "::", 128),
         e.allowed_source_mac(1, 10, "00:00:5e:00:01:07"),
     )
 
@@ -276,7 +265,7 @@ def test_tofino_1_guards_ipv4_only():
     (no IPv6 parsing there; its pipeline drops every IPv6 frame of a
     guarded VM, port_security.p4). A guarded VM gets its IPv4 addresses'
     and IPv4 pairs' guard entries and its pairs' MACs, no IPv6 entry
-    (fe80::/64, ::, an IPv6 pair's prefix), and its binding says guarded."""
+    (an IPv6 pair's prefix), and its binding says guarded."""
     entries = PipelineEntries(tofino_pipeline(Target.TOFINO).p4info)
     assert (entries.port_security, entries.guard_flags, entries.ipv6_guard) == (True, True, False)
     enc = Encoder(entries)

@@ -249,6 +249,9 @@ struct local_metadata_t {
     mac_addr_t    lla_diff;
     bit<24>       ll_iid_diff_hi;
     bit<24>       ll_iid_diff_lo;
+#ifdef P4VTEP_IPV6
+    bool          claim_always_allowed;  // fe80::/64 or :: (always_allowed_v6)
+#endif
 #endif
     // Forwarding decision
     vm_index_t    dst_vm;          // receiving local VM, 0 = none

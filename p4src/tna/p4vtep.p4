@@ -92,7 +92,13 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
 
 // Tofino does not zero metadata: every field a control may read before
 // writing it starts here, in both parsers.
-#ifdef PORT_SECURITY_BESIDE_BINDING
+#if defined(PORT_SECURITY_BESIDE_BINDING) && defined(P4VTEP_IPV6)
+#define INIT_PORT_SECURITY_METADATA(meta) \
+    meta.lla_diff = 0; \
+    meta.ll_iid_diff_hi = 0; \
+    meta.ll_iid_diff_lo = 0; \
+    meta.claim_always_allowed = false;
+#elif defined(PORT_SECURITY_BESIDE_BINDING)
 #define INIT_PORT_SECURITY_METADATA(meta) \
     meta.lla_diff = 0; \
     meta.ll_iid_diff_hi = 0; \

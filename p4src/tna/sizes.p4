@@ -81,10 +81,11 @@
 // beside access_binding; the extra MACs are exact. Measured with p4c-tofino
 // 9.13.4 (docs/tofino.md, "Profiles"): on Tofino 2 8K + 8K guard entries
 // need 21-26 ingress stages, 4K IPv4 + 2K IPv6 take 19 of 20. BMv2 holds
-// 32K, 32K and 8K. Every guarded IPv6 VM takes at least three IPv6 entries
-// (its address, fe80::/64, ::). Tofino 1 (IPv4 only, no IPv6 guard): 6K
-// IPv4 guard entries take all 24 TCAM blocks of the binding's stage (8K:
-// 13 ingress stages); 8K extra MACs take 4 SRAM blocks (as 1K do).
+// 32K, 32K and 8K. A guarded IPv6 VM takes an IPv6 entry per address and
+// pair (fe80::/64 and :: are the pipeline's rule: always_allowed_v6).
+// Tofino 1 (IPv4 only, no IPv6 guard): 6K IPv4 guard entries take all 24
+// TCAM blocks of the binding's stage (8K: 13 ingress stages); 8K extra MACs
+// take 4 SRAM blocks (as 1K do).
 #if __TARGET_TOFINO__ == 2
 #define IPV4_SOURCE_GUARD_DEFAULT  4096
 #define IPV6_SOURCE_GUARD_DEFAULT  2048

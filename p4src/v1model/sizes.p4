@@ -19,7 +19,7 @@
 #define IPV6_HOST_ROUTE_TABLE_SIZE 65536   // (VRF, IPv6) host routes
 #define IPV6_PREFIX_ROUTE_TABLE_SIZE 8192  // (VRF, IPv6 prefix) routes
 // Port security (port_security.p4), per VF (port, VLAN): a guarded VM's
-// addresses and allowed prefixes (IPv6: also fe80::/64 and ::), and the
+// addresses and allowed prefixes (fe80::/64 and :: need none), and the
 // extra source MACs of allowed pairs.
 #define IPV4_SOURCE_GUARD_TABLE_SIZE 32768
 #define IPV6_SOURCE_GUARD_TABLE_SIZE 32768

@@ -201,7 +201,7 @@ class LpmEntry:
 
     def _lpm_match(self, prefix: Value, length: Value) -> bytes:
         """The LPM match field of (prefix, length), serialized, remembered
-        (the same few prefixes, fe80::/64 and ::/128, recur for every VM)."""
+        (the same few prefixes recur: a pair's prefix shared by many VMs)."""
         if type(length) is not int or not 0 < length <= self.bitwidth:
             raise codec.EncodingError(f"{self.name}: prefix length {length!r} out of range")
         try:

@@ -21,19 +21,14 @@ def policed(fabric: Fabric, vm: Vm) -> tuple[bool, bool]:
     return policy.tx is not None, policy.rx is not None
 
 
-# What every guarded VM may claim besides its addresses and pairs: any
-# link-local source (distributions use RFC 7217 stable-privacy addresses,
-# which no MAC gives away; the pipeline holds a MAC-derived one to the VM's
-# own MAC), and the unspecified address of duplicate address detection.
-# (0.0.0.0, a DHCP client's and an ARP probe's, is the pipeline's own rule.)
-ALWAYS_ALLOWED_V6 = (("fe80::", 64), ("::", 128))
-
-
 def port_security(enc: Encoder, port: int, vm: Vm) -> list[Encoded]:
     """The VM's port-security entries (docs/security.md): guarded, a source
-    guard entry per address (/32, /128), per pair prefix and for
-    ALWAYS_ALLOWED_V6; guarded or not, an allowed source MAC per pair MAC
-    other than its own. Each once, in a fixed order. A pipeline without an
+    guard entry per address (/32, /128) and per pair prefix; guarded or not,
+    an allowed source MAC per pair MAC other than its own. Each once, in a
+    fixed order. What every guarded VM may claim besides (0.0.0.0; any
+    link-local source, fe80::/64, as distributions use RFC 7217 addresses no
+    MAC gives away; ::, duplicate address detection's) is the pipeline's own
+    rule (port_security.p4), not an entry per VM. A pipeline without an
     IPv6 guard (Tofino 1's profile) gets the IPv4 entries only: it drops
     every IPv6 frame of a guarded VM."""
     vlan, pairs = vm.vlan, vm.allowed_pairs
@@ -50,8 +45,6 @@ def port_security(enc: Encoder, port: int, vm: Vm) -> list[Encoded]:
         if not enc.ipv6_guard:
             prefixes = [(ip, length) for ip, length in prefixes if ":" not in ip]
         out = [guard(port, vlan, ip, length) for ip, length in prefixes]
-        if enc.ipv6_guard:
-            out += [guard(port, vlan, ip, length) for ip, length in ALWAYS_ALLOWED_V6]
     if pairs:
         macs = dict.fromkeys(p.mac for p in pairs if p.mac is not None and p.mac != vm.mac)
         out += [enc.allowed_source_mac(port, vlan, mac) for mac in macs]

@@ -391,7 +391,8 @@ class PipelineEntries:
     ) -> p4runtime_pb2.TableEntry:
         """A prefix a guarded VM may claim as its source (IPv4: also as an ARP
         sender; IPv6: also as a Neighbor Advertisement's target): one of its
-        addresses as a /32 or /128, an allowed pair's prefix, fe80::/64, ::/128."""
+        addresses as a /32 or /128, or an allowed pair's prefix (fe80::/64 and
+        :: are the pipeline's rule, not entries: port_security.p4)."""
         v6 = is_ipv6(prefix) if ipv6 is None else ipv6
         if v6 and not self.ipv6_guard:
             raise no_ipv6_guard(prefix, prefix_len)

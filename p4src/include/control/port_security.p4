@@ -5,8 +5,12 @@
 // - IPv4 and ARP: the source / sender address is one of the VM's (or an
 //   allowed pair's prefix: ipv4_source_guard), or 0.0.0.0 (a DHCP client, an
 //   ARP probe); an ARP's sender MAC is the frame's source;
-// - IPv6: the source is one of the VM's (ipv6_source_guard, where the
-//   controller also lists fe80::/64 and :: for DAD); a Neighbor
+// - IPv6: the source is one of the VM's (ipv6_source_guard), or link-local
+//   (fe80::/64) or :: (duplicate address detection), which every guarded VM
+//   may claim: the pipeline's own rule (ALWAYS_ALLOWED_V6), as 0.0.0.0 is
+//   for IPv4, so the controller lists only the VM's addresses and pairs (two
+//   fewer entries per VM: a third of the guard TCAM on Tofino 2, of the
+//   controller's entities at 100,000 VMs); a Neighbor
 //   Advertisement claims its target instead; a link-layer address option is
 //   the frame's source MAC; a link-local address with a modified EUI-64
 //   interface id (ff:fe in its middle) is the VM's own MAC's (so no VM
@@ -82,6 +86,18 @@
     if ((cond) && lla != hdr.ethernet.src_addr) { stmt }
 #endif
 
+// A claim every guarded VM may make (the first line above): fe80::/64 or
+// ::. BMv2 tests it before the guard's lookup and skips the lookup; Tofino
+// looks the guard up beside the binding and a hidden constant table beside
+// it says so (always_allowed_v6: conditions read at most 44 bits there).
+// The checks read V6_REFUSED: a guard miss that the rule does not cover.
+#ifdef PORT_SECURITY_BESIDE_BINDING
+#define V6_REFUSED(meta) (meta.source_refused && !meta.claim_always_allowed)
+#else
+#define ALWAYS_ALLOWED_V6(claim) (claim[127:64] == 0xfe80000000000000 || claim == 0)
+#define V6_REFUSED(meta) (meta.source_refused)
+#endif
+
 // The binding's flags (guard_flags: `guarded` ++ `dhcp_server`).
 #define GUARDED(meta) (meta.guard_flags[1:1] == 1)
 #define NO_DHCP_SERVER(meta) (meta.guard_flags[0:0] == 0)
@@ -153,6 +169,29 @@ control PortSecurity(inout headers_t hdr,
         const default_action = source_refused();
         size = ipv6_guard_table_size;
     }
+#ifdef PORT_SECURITY_BESIDE_BINDING
+    @hidden action claim_always_allowed() {
+        meta.claim_always_allowed = true;
+    }
+
+    @hidden table always_allowed_v6 {
+        key = {
+            meta.claimed_ipv6 : ternary;
+        }
+        actions = {
+            claim_always_allowed;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        const entries = {
+            // fe80::/64: a link-local address; ::, duplicate address detection
+            0xfe800000000000000000000000000000 &&& 0xffffffffffffffff0000000000000000 :
+                claim_always_allowed();
+            0 &&& 0xffffffffffffffffffffffffffffffff : claim_always_allowed();
+        }
+        size = 2;
+    }
+#endif
 #endif
     apply {
 #if defined(NA_TARGET_CLAIMED_IN_CONTROL) && defined(P4VTEP_IPV6)
@@ -176,6 +215,7 @@ control PortSecurity(inout headers_t hdr,
             ipv4_source_guard.apply();
         } else if (hdr.ipv6.isValid()) {
             ipv6_source_guard.apply();
+            always_allowed_v6.apply();
         }
 #else
         // Only what the checks will read: applied after the binding.
@@ -190,14 +230,15 @@ control PortSecurity(inout headers_t hdr,
         if (GUARDED(meta) && (meta.claimed_ipv4 != meta.bound_ipv4 || hdr.ipv6.isValid())) {
             if (hdr.ipv4.isValid() || hdr.arp.isValid()) {
                 ipv4_source_guard.apply();
-            } else if (hdr.ipv6.isValid()) {
+            } else if (hdr.ipv6.isValid() && !ALWAYS_ALLOWED_V6(meta.claimed_ipv6)) {
                 ipv6_source_guard.apply();
             }
         }
 #else
         if (GUARDED(meta) && (hdr.ipv4.isValid() || hdr.arp.isValid())) {
             ipv4_source_guard.apply();
-        } else if (GUARDED(meta) && hdr.ipv6.isValid()) {
+        } else if (GUARDED(meta) && hdr.ipv6.isValid() &&
+                   !ALWAYS_ALLOWED_V6(meta.claimed_ipv6)) {
             ipv6_source_guard.apply();
         }
 #endif
@@ -262,15 +303,15 @@ control PortSecurityChecks(in headers_t hdr,
                                         REFUSE(meta, DROP_SPOOFED_ND))
                     else if (hdr.icmp.type_code == ICMPV6_NA) {
                         // The claim is the target (parser.p4).
-                        if (meta.source_refused) {
+                        if (V6_REFUSED(meta)) {
                             REFUSE(meta, DROP_SPOOFED_ND)
                         } else IF_FOREIGN_LINK_LOCAL(meta, hdr, REFUSE(meta, DROP_SPOOFED_ND))
-                    } else if (meta.source_refused) {
+                    } else if (V6_REFUSED(meta)) {
                         // A solicitation from someone else's address (:: and
-                        // fe80::/64 are the controller's entries).
+                        // fe80::/64 never are: ALWAYS_ALLOWED_V6).
                         REFUSE(meta, DROP_SPOOFED_IP)
                     } else IF_FOREIGN_LINK_LOCAL(meta, hdr, REFUSE(meta, DROP_SPOOFED_IP))
-                } else if (meta.source_refused) {
+                } else if (V6_REFUSED(meta)) {
                     REFUSE(meta, DROP_SPOOFED_IP)
                 } else if (NO_DHCP_SERVER(meta) && hdr.udp.isValid() &&
                            hdr.udp.src_port == DHCPV6_SERVER_PORT &&
@@ -378,5 +419,7 @@ control PortSecurityChecks(in headers_t hdr,
 #undef NO_DHCP_SERVER
 #undef IF_LLA_DIFFERS
 #undef IF_FOREIGN_LINK_LOCAL
+#undef V6_REFUSED
+#undef ALWAYS_ALLOWED_V6
 
 #endif  // P4VTEP_PORT_SECURITY_P4
