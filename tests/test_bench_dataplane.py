@@ -303,9 +303,8 @@ def test_todays_vms_are_guarded_as_the_controller_guards_them_an_older_builds_no
     """--port-security on (the default): today's build binds the local VMs
     guarded, with a source guard per address (/32, /128) and nothing for
     fe80::/64 and :: (the pipeline's rule: compiler/local_vm.port_security);
-    off, or a build without port
-    security (the --before build of issue 38's comparison), unguarded and
-    no guard entry, as before."""
+    off, or a build without port security (the --before build of issue 38's
+    comparison), unguarded and no guard entry, as before."""
     today = bmv2_pipeline()
     e = PipelineEntries(today.p4info)
     assert guarded(today, True)
