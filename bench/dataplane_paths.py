@@ -410,7 +410,7 @@ def install_p4vtep(conn: SwitchConnection, pipeline: Pipeline, port_security: bo
         e.port_role(ACCESS_2, PortRole.ACCESS),
         e.port_role(UPLINK, PortRole.FABRIC),
         e.my_vtep(VTEP),
-        e.vni_config(VNI, 1, 0, 1, 2),
+        e.vni_config(VNI, 1, 0, 1),
         *bind_vm(e, ACCESS_1, VM_A, VNI, vrf, guard),
         *bind_vm(e, ACCESS_2, VM_B, VNI, vrf, guard),
         e.mac_to_local_vm(VNI, VM_A[0], ACCESS_1, VM_A[2], VM_A[3]),
@@ -435,7 +435,7 @@ def install_routing(conn: SwitchConnection, e: PipelineEntries, ipv6: bool, guar
         VM_E: RemoteVtepHop(REMOTE_VTEP, REMOTE_ROUTER_MAC, L3VNI),
     }
     conn.insert(
-        e.vni_config(VNI_DB, 3, 0, 0, 0),
+        e.vni_config(VNI_DB, 3, 0, 0),
         e.l3vni_config(L3VNI, 0, 0),
         e.mac_to_router(VNI, ANYCAST_MAC, ANYCAST_MAC),
         e.mac_to_router(L3VNI, ROUTER_MAC, ANYCAST_MAC),

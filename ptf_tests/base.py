@@ -85,8 +85,7 @@ REMOTE_VMS = (A3, A4, B3)
 
 # Flood groups and replica ids (what the controller would allocate).
 VNI_INDEX = {VNI_A: 1, VNI_B: 2}
-FLOOD_GROUP = {VNI_A: 1, VNI_B: 3}
-LOCAL_FLOOD_GROUP = {VNI_A: 2, VNI_B: 4}
+FLOOD_GROUP = {VNI_A: 1, VNI_B: 2}
 REPLICA_ID = {"a1": 1, "a2": 2, "b1": 3, "b2": 4}
 VTEP_REPLICA_ID = {
     (VNI_A, REMOTE_VTEP_1): 101,
@@ -347,7 +346,6 @@ class VtepFabricTest(P4VtepTest):
                     VNI_INDEX[vni],
                     TC_A if vni == VNI_A else TC_B,
                     FLOOD_GROUP[vni],
-                    LOCAL_FLOOD_GROUP[vni],
                 )
             )
         for vm in LOCAL_VMS:
@@ -376,9 +374,6 @@ class VtepFabricTest(P4VtepTest):
                 for (v, vtep), rid in VTEP_REPLICA_ID.items()
                 if v == vni
             ]
-            sw.insert(
-                e.flood_group(FLOOD_GROUP[vni], local + remote),
-                e.flood_group(LOCAL_FLOOD_GROUP[vni], local),
-            )
+            sw.insert(e.flood_group(FLOOD_GROUP[vni], local + remote))
         if self.configure_local_vtep:
             sw.modify(e.local_vtep(LOCAL_VTEP_IP, ROUTER_MAC))

@@ -71,21 +71,26 @@ class UnknownUnicastFromAccessTest(BumTest):
 
 class BroadcastFromFabricTest(BumTest):
     """BUM decapsulated from the fabric goes to local VFs only, never back
-    into the fabric."""
+    into the fabric: it takes the VNI's one flood group, and egress drops its
+    copies toward the two remote VTEPs (counted as split horizon)."""
 
     def runTest(self):
+        from base import DropReason
+
+        before = self.drops(DropReason.SPLIT_HORIZON)
         inner = untag(vm_frame(A3, BROADCAST, "192.168.1.255"))
         tu.send_packet(self, UPLINK_1, from_remote(inner, VNI_A, REMOTE_VTEP_1))
         self.verify_flood(inner, [A1, A2], VNI_A, [])
+        self.assertEqual(self.drops(DropReason.SPLIT_HORIZON), before + 2)
 
 
 class FloodGroupRemovedTest(BumTest):
-    """A VNI whose flood groups are deleted floods nowhere (counted)."""
+    """A VNI whose flood group is taken away floods nowhere (counted)."""
 
     def runTest(self):
         from base import TC_A, VNI_INDEX, DropReason
 
-        self.sw.modify(self.entries.vni_config(VNI_A, VNI_INDEX[VNI_A], TC_A, 0, 0))
+        self.sw.modify(self.entries.vni_config(VNI_A, VNI_INDEX[VNI_A], TC_A, 0))
         self.assert_dropped(
             A1.port, vm_frame(A1, BROADCAST, "192.168.1.255"), DropReason.NO_FLOOD_GROUP
         )

@@ -100,8 +100,8 @@ class RoutedFabricTest(VtepFabricTest):
             )
         )
         updates = [
-            e.vni_config(VNI_A2, L3_VNI_INDEX[VNI_A2], 0, 0, 0),
-            e.vni_config(VNI_B2, L3_VNI_INDEX[VNI_B2], 0, 0, 0),
+            e.vni_config(VNI_A2, L3_VNI_INDEX[VNI_A2], 0, 0),
+            e.vni_config(VNI_B2, L3_VNI_INDEX[VNI_B2], 0, 0),
             e.l3vni_config(L3VNI_A, L3_VNI_INDEX[L3VNI_A], 0),
             e.l3vni_config(L3VNI_B, L3_VNI_INDEX[L3VNI_B], 0),
             e.mac_to_router(L3VNI_A, ROUTER_MAC, ANYCAST_MAC),

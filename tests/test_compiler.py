@@ -8,7 +8,7 @@ from p4vtep.compiler import (
     SwitchState,
     allocate,
     compile_tor,
-    flood_groups,
+    flood_group,
 )
 from p4vtep.compiler.encode import ExactEntry
 from p4vtep.compiler.flooding import OrderedCopies
@@ -85,10 +85,11 @@ def test_flood_group_has_local_vfs_and_one_copy_per_remote_vtep():
         if e.WhichOneof("entity") == "packet_replication_engine_entry"
     ]
     groups = {g.multicast_group_id: g for g in mc_groups}
-    group_a, local_a = flood_groups(alloc.vni.peek(5000))
+    # One group per VNI: BUM from the fabric takes it too (egress prunes).
+    assert set(groups) == {flood_group(alloc.vni.peek(5000)), flood_group(alloc.vni.peek(6000))}
+    group_a = flood_group(alloc.vni.peek(5000))
     assert len(groups[group_a].replicas) == 2  # a1's VF + tor2
-    assert len(groups[local_a].replicas) == 1  # a1's VF only
-    group_b, _local_b = flood_groups(alloc.vni.peek(6000))
+    group_b = flood_group(alloc.vni.peek(6000))
     assert len(groups[group_b].replicas) == 2  # b1, b2; no remote VTEP hosts VNI B
     assert {r.egress_port for r in groups[group_b].replicas} == {2}
 
@@ -257,9 +258,9 @@ def test_exact_entry_of_any_other_shape_gives_the_builders_bytes():
         entity = to_entity(message)
         return encoded(entity)  # (the stored form: test_switch_state)
 
-    given = {"vni_index": 7, "traffic_class": 3, "flood_group": 1007, "local_flood_group": 2007}
+    given = {"vni_index": 7, "traffic_class": 3, "flood_group": 1007}
     assert vni_config(5000, *(given[name] for name in params)) == reference(
-        entries.vni_config(5000, 7, 3, 1007, 2007)
+        entries.vni_config(5000, 7, 3, 1007)
     )
     assert my_vtep("10.0.0.1") == reference(entries.my_vtep("10.0.0.1"))
     with pytest.raises(TypeError):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from frr_lab import VM_MAC, FrrLab, needs_frr, start_evpn_controller
-from p4vtep.compiler import ECMP_GROUP_ID, VTEP_REPLICA_BASE, Encoder, flood_groups
+from p4vtep.compiler import ECMP_GROUP_ID, VTEP_REPLICA_BASE, Encoder, flood_group
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
@@ -354,7 +354,7 @@ def test_frr_gone_its_routes_leave_the_tor_after_the_hold_time(lab: Lab) -> None
     assert converged(lab)
     before = switch_entities(lab)
     replica = VTEP_REPLICA_BASE + controller.alloc.tor[external_vtep_key(frr.frr_ip)]
-    group, _ = flood_groups(controller.alloc.vni[VNI])
+    group = flood_group(controller.alloc.vni[VNI])
     frrs = {  # what FRR's routes put on the switch
         ENC.mac_to_remote_vtep(VNI, VM_MAC, frr.frr_ip)[0],
         ENC.neighbour(VNI, FRR_VM_IP, VM_MAC)[0],

@@ -36,7 +36,7 @@ def test_every_builder_encodes_against_the_real_p4info(e):
         e.my_vtep("10.0.0.1"),
         e.local_vtep("10.0.0.1", "00:aa:00:00:00:01"),
         e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01"),
-        e.vni_config(5000, 1, 2, 1, 2),
+        e.vni_config(5000, 1, 2, 1),
         e.mac_to_local_vm(5000, "00:00:0a:00:00:01", 1, 10, 1),
         e.mac_to_remote_vtep(5000, "00:00:0a:00:00:03", "10.0.0.2"),
         e.mac_to_cpu(5000, "00:00:0a:00:00:fe"),

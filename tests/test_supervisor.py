@@ -365,15 +365,15 @@ def test_changes_arriving_while_busy_share_one_pass_and_one_flood_group_write(fa
     # A long window so the outcome does not depend on the machine's speed.
     passes, updates = burst(fake, coalesce_seconds=0.5)
     assert passes == 2  # c1's, then c2 and c3 together
-    # The VNI's flood and local flood groups, once per pass.
-    assert flood_group_writes(updates) == 4
+    # The VNI's flood group, once per pass.
+    assert flood_group_writes(updates) == 2
 
 
 def test_without_a_window_each_change_gets_its_own_pass(fake):
     # Same sequence, coalescing off: the test above can tell the difference.
     passes, updates = burst(fake, coalesce_seconds=0.0)
     assert passes == 3
-    assert flood_group_writes(updates) == 6
+    assert flood_group_writes(updates) == 3
 
 
 def test_a_change_after_a_quiet_pass_is_written_at_once(fake):

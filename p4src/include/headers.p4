@@ -206,8 +206,7 @@ struct local_metadata_t {
     vni_t         vni;
     vni_index_t   vni_index;
     bit<3>        traffic_class;
-    mcast_group_t flood_group;        // local VFs + one replica per remote VTEP
-    mcast_group_t local_flood_group;  // local VFs only (BUM that came from the fabric)
+    mcast_group_t flood_group;     // local VFs + one replica per remote VTEP
     bool          is_packet_out;   // a packet-out in PORT mode (sent as it is)
     // The CPU path (cpu_port.p4): a packet-out the pipeline routes or floods
     // (never punted back), and why a frame goes to the controller.

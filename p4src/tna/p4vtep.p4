@@ -143,7 +143,6 @@ const bit<16> MAX_TENANT_IPV6_PAYLOAD = (bit<16>) MAX_TENANT_FRAME - 18 - 40;
     meta.port_role = PORT_ROLE_NONE; \
     meta.vni_index = 0; \
     meta.flood_group = 0; \
-    meta.local_flood_group = 0; \
     meta.src_mac_diff = 0; \
     meta.claimed_ipv4 = 0; \
     meta.claimed_ipv6 = 0; \

@@ -192,10 +192,11 @@ control VtepIngress(inout headers_t hdr,
         }
         // Only what may be tunnelled needs the flow hash (ECMP member, outer
         // UDP port): a unicast to a remote VTEP, or a flood from a local VM
-        // (fabric BUM goes to local VFs only). After ARP suppression, whose
-        // rewrite it must see. On BMv2 the hash costs two table applies and
-        // a CRC32, so local switching and decap skip it (Tofino computes it
-        // for every packet: it is free there and gating it would cost a stage).
+        // (egress drops fabric BUM's copies toward VTEPs). After ARP
+        // suppression, whose rewrite it must see. On BMv2 the hash costs two
+        // table applies and a CRC32, so local switching and decap skip it
+        // (Tofino computes it for every packet: it is free there and gating
+        // it would cost a stage).
         if (meta.drop_reason == DROP_NONE &&
             (meta.do_encap || (meta.mcast_grp != 0 && !meta.from_fabric))) {
             flow_hash.apply(hdr, meta);

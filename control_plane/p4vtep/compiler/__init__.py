@@ -13,7 +13,7 @@ from ..dataplane.limits import TOR_INDEX_MAX, VM_INDEX_MAX, VNI_INDEX_MAX, VTEP_
 from ..model.allocation import Allocations, allocate
 from .desired import DesiredState
 from .encode import Encoder
-from .flooding import flood_groups, flood_uplink
+from .flooding import flood_group, flood_uplink
 from .full import compile_tor
 from .incremental import Change, TorCompiler
 from .learned import Learned, LearnedMac
@@ -37,7 +37,7 @@ __all__ = [
     "TorCompiler",
     "allocate",
     "compile_tor",
-    "flood_groups",
+    "flood_group",
     "flood_uplink",
     "identity",
 ]

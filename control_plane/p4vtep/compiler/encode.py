@@ -445,10 +445,8 @@ class Encoder:
         return self.of(self.entries.underlay_route(prefix, prefix_len, group_id=group_id))
 
     # --- VNIs and flooding ------------------------------------------------------
-    def vni_config(
-        self, vni: int, vni_index: int, traffic_class: int, group: int, local_group: int
-    ) -> Encoded:
-        return self.of(self.entries.vni_config(vni, vni_index, traffic_class, group, local_group))
+    def vni_config(self, vni: int, vni_index: int, traffic_class: int, group: int) -> Encoded:
+        return self.of(self.entries.vni_config(vni, vni_index, traffic_class, group))
 
     def flood_group_of(self, group_id: int, replicas: Iterable[bytes]) -> Encoded:
         """A group from its copies already encoded (``replica``) and in

@@ -1,9 +1,10 @@
 """Builder: a VNI's parameters and head-end replication on one ToR.
 
-Per VNI hosted here: its vni_config entry and two multicast groups (every
-copy: local VFs and one per remote VTEP hosting the VNI, our other ToRs and
-external VTEPs that asked for the VNI's BUM; local VFs only, for BUM that came
-from the fabric). Per remote VTEP that shares a VNI with this ToR: the
+Per VNI hosted here: its vni_config entry and its flood group, a multicast
+group with every copy: local VFs and one per remote VTEP hosting the VNI (our
+other ToRs and external VTEPs that asked for the VNI's BUM). BUM that came
+from the fabric takes the same group; egress drops its copies toward remote
+VTEPs (replication.p4). Per remote VTEP that shares a VNI with this ToR: the
 flood_replica entry that encapsulates a copy toward it.
 """
 
@@ -22,8 +23,8 @@ from .switch_state import Encoded
 
 class OrderedCopies:
     """A VNI's local copies on one ToR, (port, VM index) kept in order, each
-    with its encoded replica beside it: the VNI's two groups are rewritten
-    whole on every change of its members (a group entry carries all its
+    with its encoded replica beside it: the VNI's group is rewritten whole
+    on every change of its members (a group entry carries all its
     copies), and joining stored encodings costs a fraction of sorting the
     copies and looking each one up again."""
 
@@ -61,9 +62,10 @@ class OrderedCopies:
         return out
 
 
-def flood_groups(vni_index: int) -> tuple[int, int]:
-    """(flood group, local flood group) of a VNI index."""
-    return 2 * vni_index - 1, 2 * vni_index
+def flood_group(vni_index: int) -> int:
+    """The multicast group of a VNI index: the index itself (VNI indexes
+    start at 1; group 0 is "no group")."""
+    return vni_index
 
 
 def flood_uplink(tor: Tor, remote_vtep_ip: str) -> Uplink:
@@ -87,8 +89,8 @@ def vni(
     spec = fabric.vnis[vni_id]
     index = alloc.vni[vni_id]
     if not spec.flood:
-        return [enc.vni_config(vni_id, index, spec.traffic_class, 0, 0)]
-    group, local_group = flood_groups(index)
+        return [enc.vni_config(vni_id, index, spec.traffic_class, 0)]
+    group = flood_group(index)
     tor = fabric.tors[tor_name]
     remote = [
         (flood_uplink(tor, fabric.tors[t].vtep_ip).port, VTEP_REPLICA_BASE + alloc.tor[t])
@@ -99,9 +101,8 @@ def vni(
         for ip in external
     ]
     return [
-        enc.vni_config(vni_id, index, spec.traffic_class, group, local_group),
+        enc.vni_config(vni_id, index, spec.traffic_class, group),
         enc.flood_group_of(group, local_copies.with_extra(remote)),
-        enc.flood_group_of(local_group, local_copies.wire),
     ]
 
 

@@ -287,6 +287,7 @@ class PipelineEntries:
         self.ipv6_guard = ipv6_guard_supported(p4info)
         self.guard_flags = guard_flags_supported(p4info)
         self.bound_ipv4 = bound_ipv4_supported(p4info)
+        self.local_flood_group = _takes_param(p4info, "set_vni_params", "local_flood_group")
 
     def _policed(self, params: dict[str, Value], policed: bool) -> dict[str, Value]:
         """``params`` with the ``policed`` flag when the pipeline has it (an
@@ -403,19 +404,20 @@ class PipelineEntries:
         return self._table(table, match, "source_allowed")
 
     def vni_config(
-        self, vni: int, vni_index: int, traffic_class: int, flood_group: int, local_flood_group: int
+        self, vni: int, vni_index: int, traffic_class: int, flood_group: int
     ) -> p4runtime_pb2.TableEntry:
-        return self._table(
-            "vni_config",
-            {"vni": vni},
-            "set_vni_params",
-            {
-                "vni_index": vni_index,
-                "traffic_class": traffic_class,
-                "flood_group": flood_group,
-                "local_flood_group": local_flood_group,
-            },
-        )
+        """A VNI's parameters. ``flood_group`` (0: none) carries BUM from
+        either side; egress drops the fabric's copies toward VTEPs."""
+        params: dict[str, Value] = {
+            "vni_index": vni_index,
+            "traffic_class": traffic_class,
+            "flood_group": flood_group,
+        }
+        if self.local_flood_group:
+            # An older build sends fabric BUM to a group of its own; its
+            # egress prunes the VTEP copies just the same.
+            params["local_flood_group"] = flood_group
+        return self._table("vni_config", {"vni": vni}, "set_vni_params", params)
 
     def l3vni_config(
         self, l3vni: int, vni_index: int, traffic_class: int

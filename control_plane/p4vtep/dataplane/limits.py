@@ -48,9 +48,8 @@ def reserved_ports(target: Target | str = Target.BMV2) -> Mapping[int, str]:
 # index, and base + ToR index within the replica_id width (both enforced by
 # the index maxima PipelineLimits derives).
 VTEP_REPLICA_BASE = 16384
-# Flood groups: a VNI index i owns multicast groups 2i - 1 (local VMs and
-# remote VTEPs) and 2i (local VMs only); see compiler.flood_groups.
-FLOOD_GROUPS_PER_VNI = 2
+# Flood groups: VNI index i owns multicast group i (local VMs and remote
+# VTEPs); see compiler.flood_group.
 # simple_switch_grpc --max-mc-groups (bmv2.py starts every switch with it):
 # how many multicast groups BMv2's replication engine holds.
 BMV2_MAX_MC_GROUPS = 32768
@@ -120,10 +119,10 @@ class PipelineLimits:
             size("counter", "vni_tx_counter") - 1,
             size("counter", "vni_rx_counter") - 1,
             (1 << param_bits("set_vni_params", "vni_index")) - 1,  # vni_index_t
-            # both flood groups of the largest index must be valid group ids...
-            ((1 << group_bits) - 1) // FLOOD_GROUPS_PER_VNI,
-            # ...and fit BMv2's group table
-            BMV2_MAX_MC_GROUPS // FLOOD_GROUPS_PER_VNI,
+            # the flood group of the largest index must be a valid group id...
+            (1 << group_bits) - 1,
+            # ...and an id in BMv2's group table (0 up to its size less one)
+            BMV2_MAX_MC_GROUPS - 1,
         )
         tor_index_max = min(
             # one underlay /32 route per remote VTEP

@@ -22,7 +22,7 @@ from ..processes import stop_process
 # (with only a log line) every frame whose priority is above 0.
 PRIORITY_QUEUES = BMV2.priority_queues
 # BMv2's replication engine defaults (4096 groups, 4096 L1 nodes) are far
-# below a ToR's needs: two flood groups per VNI, one L1 node per (group, copy).
+# below a ToR's needs: a flood group per VNI, one L1 node per (group, copy).
 MAX_MC_GROUPS = BMV2_MAX_MC_GROUPS
 MAX_MC_L1_ENTRIES = 65536
 MAX_MC_L2_ENTRIES = 65536

@@ -35,17 +35,20 @@
 #endif
 
 // The flooding decision, written once for the two branches that flood.
-// Split horizon: BUM from the fabric only goes to local VFs. (Each branch
-// tests its own group: no temporary to wait for.)
+// A VNI has one flood group, whichever side the BUM came from: split horizon
+// (nothing from the fabric goes back into it) is egress's, which drops a
+// fabric frame's copies toward remote VTEPs (replication.p4). One group
+// rather than a second, local-only one halves what the controller rewrites
+// each time a VNI's members change (a P4Runtime group carries every copy).
 #define FLOOD_IN_VNI(meta) \
     if (meta.drop_reason != DROP_NONE) { \
         /* Dropped already (the TX meter): the first reason stands. */ \
     } else if (meta.from_fabric) { \
         NOT_FOR_ROUTER_MAC(meta) \
-        if (meta.local_flood_group == 0) { \
+        if (meta.flood_group == 0) { \
             meta.drop_reason = DROP_NO_FLOOD_GROUP; \
         } else { \
-            meta.mcast_grp = meta.local_flood_group; \
+            meta.mcast_grp = meta.flood_group; \
         } \
     } else if (NO_FLOOD_FROM_VM(meta)) { \
         WHY_NO_FLOOD_FROM_VM(meta) \

@@ -1,6 +1,8 @@
 // Head-end replication. The controller programs, per VNI, a multicast group of
 // (port, replica id) pairs: one per local VF and one per remote VTEP hosting
-// the VNI. The replica id tells egress what each copy is for.
+// the VNI. The replica id tells egress what each copy is for. BUM from the
+// fabric takes the same group: its copies toward remote VTEPs are dropped
+// here (split horizon), the one place that knows a copy's kind.
 #ifndef P4VTEP_REPLICATION_P4
 #define P4VTEP_REPLICATION_P4
 

@@ -1,5 +1,5 @@
 // Per-VNI parameters: the dense index used by counters, the traffic class and
-// the two flood groups (head-end replication). A VRF's L3 VNI (symmetric IRB)
+// the flood group (head-end replication). A VRF's L3 VNI (symmetric IRB)
 // has an action of its own: no flooding, and only frames to this ToR's router
 // MAC are taken (l2_forwarding.p4).
 #ifndef P4VTEP_VNI_LOOKUP_P4
@@ -11,12 +11,10 @@ control VniLookup(inout local_metadata_t meta)
 
     action set_vni_params(vni_index_t vni_index,
                           bit<3> traffic_class,
-                          mcast_group_t flood_group,
-                          mcast_group_t local_flood_group) {
+                          mcast_group_t flood_group) {
         meta.vni_index = vni_index;
         meta.traffic_class = traffic_class;
         meta.flood_group = flood_group;
-        meta.local_flood_group = local_flood_group;
     }
 
 #ifdef P4VTEP_ROUTING
