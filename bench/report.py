@@ -852,7 +852,7 @@ def churn_issue_40(out: list[str], data: dict) -> None:
         "the rate offered and achieved within 1 %, read-back exact): "
         f"**{f'{highest:,.0f}/s' if highest else 'none'}**; of those with p99 <= "
         f"{target['ack_p99_s'] * 1e3:.0f} ms: {f'{within:,.0f}/s' if within else 'none'}. "
-        'Why, and the load: bench/NOTES.md ("Churn at 2,000 events/s").\n'
+        "Why, and the load: bench/NOTES.md, its churn sections (the newest last).\n"
     )
     out.append(
         "| offered rate | load | offered / s | achieved / s | acknowledged | p50 / p99 ms | "

@@ -48,10 +48,9 @@ def reserved_ports(target: Target | str = Target.BMV2) -> Mapping[int, str]:
 # index, and base + ToR index within the replica_id width (both enforced by
 # the index maxima PipelineLimits derives).
 VTEP_REPLICA_BASE = 16384
-# Flood groups: VNI index i owns multicast group i (local VMs and remote
-# VTEPs); see compiler.flood_group.
 # simple_switch_grpc --max-mc-groups (bmv2.py starts every switch with it):
-# how many multicast groups BMv2's replication engine holds.
+# how many multicast groups BMv2's replication engine holds. VNI index i
+# floods to group i (compiler.flood_group), so it bounds the VNI index.
 BMV2_MAX_MC_GROUPS = 32768
 # 802.1Q reserves VLAN 0 (priority tag) and the all-ones id.
 VLAN_MIN = 1
