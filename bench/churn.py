@@ -50,6 +50,7 @@ from dataplane_load import MachineShare, process_cpu_seconds
 sys.path.insert(0, str(REPO / "tests"))
 
 from churn_driver import ChurnResult, offer_churn
+from p4vtep.cli.controller_run import settle_collector
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.runtime.client import SwitchConnection
@@ -162,6 +163,7 @@ def run_rate(args: argparse.Namespace, rate: float) -> dict:
             controller.replace_source("inventory", background_vms(args.vms))
             controller.start()
             assert controller.wait_converged(600)
+            settle_collector()  # as `p4vtep controller run` does once started
             switch_pids = [sw.process.pid for sw in sf.switches.values() if sw.process]
             batcher = getattr(controller, "_batcher", None)  # (a "before" controller has none)
             commits = (batcher.batches, batcher.requests) if batcher else (0, 0)
@@ -193,6 +195,7 @@ def run_rate(args: argparse.Namespace, rate: float) -> dict:
             checked = read_back(sf, controller)
         finally:
             controller.stop()
+            gc.unfreeze()  # (the next rate's controller starts from a plain collector)
     return result_of(
         args, rate, churn, converged, checked, own, switches, machine_share, passes, commits
     )

@@ -30,6 +30,7 @@ from common import REPO, percentile, require_switch, summary, write_result
 
 sys.path.insert(0, str(REPO / "tests"))
 
+from p4vtep.cli.controller_run import settle_collector
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.model.fabric import Fabric, Subnet, Vm, Vni, Vrf
@@ -165,6 +166,7 @@ def main() -> None:
         started = time.perf_counter()
         controller.start()
         assert controller.wait_converged(900)
+        settle_collector()  # as `p4vtep controller run` does once started
         print(f"{args.vms} VMs installed in {time.perf_counter() - started:.1f} s", flush=True)
         acked, delivered = [], []
         stop = threading.Event()

@@ -61,6 +61,13 @@ const bit<16> ICMPV6_ECHO_REPLY   = 0x8100;   // 129
 // All-nodes (ff02::1) and its MAC (RFC 2464: 33:33 ++ the low 32 bits).
 @noWarn("unused") const ipv6_addr_t IPV6_ALL_NODES = 0xff020000000000000000000000000001;
 @noWarn("unused") const mac_addr_t  MAC_ALL_NODES  = 0x333300000001;
+// fe80::/64, the link-local prefix (RFC 4291 2.5.6): IPV6_LINK_LOCAL's top
+// 64 bits, which IPV6_LINK_LOCAL_MASK selects (a ternary key's mask; a
+// condition compares the slice [127:64]). ::, the unspecified address, is a
+// duplicate address detection's source (RFC 4862 5.4).
+@noWarn("unused") const ipv6_addr_t IPV6_LINK_LOCAL      = 0xfe800000000000000000000000000000;
+@noWarn("unused") const ipv6_addr_t IPV6_LINK_LOCAL_MASK = 0xffffffffffffffff0000000000000000;
+@noWarn("unused") const ipv6_addr_t IPV6_UNSPECIFIED     = 0;
 
 // ICMPv6 messages only a router sends (RFC 4861): what RA guard drops.
 @noWarn("unused") const bit<8> ICMPV6_TYPE_RA       = 134;  // Router Advertisement

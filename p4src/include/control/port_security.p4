@@ -57,8 +57,8 @@
     meta.ll_iid_diff_hi = meta.claimed_ipv6[63:40] ^ vm_mac[47:24]; \
     meta.ll_iid_diff_lo = meta.claimed_ipv6[23:0] ^ vm_mac[23:0];
 #define IF_FOREIGN_LINK_LOCAL(meta, hdr, stmt) \
-    if (meta.claimed_ipv6[127:96] == 0xfe800000) { \
-        if (meta.claimed_ipv6[95:64] == 0) { \
+    if (meta.claimed_ipv6[127:96] == IPV6_LINK_LOCAL[127:96]) { \
+        if (meta.claimed_ipv6[95:64] == IPV6_LINK_LOCAL[95:64]) { \
             if (meta.claimed_ipv6[39:24] == 0xfffe) { \
                 if (meta.ll_iid_diff_hi != 0x020000) { stmt } \
                 else if (meta.ll_iid_diff_lo != 0) { stmt } \
@@ -68,7 +68,7 @@
 #else
 #define PORT_SECURITY_BIND(meta, vm_mac)
 #define IF_FOREIGN_LINK_LOCAL(meta, hdr, stmt) \
-    if (meta.claimed_ipv6[127:64] == 0xfe80000000000000 && \
+    if (meta.claimed_ipv6[127:64] == IPV6_LINK_LOCAL[127:64] && \
         meta.claimed_ipv6[39:24] == 0xfffe && \
         (meta.claimed_ipv6[63:40] ++ meta.claimed_ipv6[23:0]) != \
             (hdr.ethernet.src_addr ^ meta.src_mac_diff ^ 0x020000000000)) { stmt }
@@ -94,7 +94,8 @@
 #ifdef PORT_SECURITY_BESIDE_BINDING
 #define V6_REFUSED(meta) (meta.source_refused && !meta.claim_always_allowed)
 #else
-#define ALWAYS_ALLOWED_V6(claim) (claim[127:64] == 0xfe80000000000000 || claim == 0)
+#define ALWAYS_ALLOWED_V6(claim) \
+    (claim[127:64] == IPV6_LINK_LOCAL[127:64] || claim == IPV6_UNSPECIFIED)
 #define V6_REFUSED(meta) (meta.source_refused)
 #endif
 
@@ -185,9 +186,8 @@ control PortSecurity(inout headers_t hdr,
         const default_action = NoAction();
         const entries = {
             // fe80::/64: a link-local address; ::, duplicate address detection
-            0xfe800000000000000000000000000000 &&& 0xffffffffffffffff0000000000000000 :
-                claim_always_allowed();
-            0 &&& 0xffffffffffffffffffffffffffffffff : claim_always_allowed();
+            IPV6_LINK_LOCAL &&& IPV6_LINK_LOCAL_MASK : claim_always_allowed();
+            IPV6_UNSPECIFIED &&& 0xffffffffffffffffffffffffffffffff : claim_always_allowed();
         }
         size = 2;
     }
@@ -265,7 +265,7 @@ control PortSecurityChecks(in headers_t hdr,
         if (meta.source_refused ||
             (GUARDED(meta) &&
              (meta.inspect ||
-              (hdr.ipv6.isValid() && meta.claimed_ipv6[127:64] == 0xfe80000000000000)))) {
+              (hdr.ipv6.isValid() && meta.claimed_ipv6[127:64] == IPV6_LINK_LOCAL[127:64])))) {
 #endif
             if (hdr.arp.isValid()) {
                 // The sender MAC is the frame's source (the MAC check held
