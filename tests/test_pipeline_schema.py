@@ -52,6 +52,35 @@ def test_every_builder_encodes_against_the_real_p4info(e):
     assert all(m.ByteSize() > 0 for m in built)
 
 
+def test_a_vni_floods_through_one_group_and_an_older_build_gets_it_twice(e):
+    """Today's set_vni_params carries one group (egress prunes the fabric's
+    VTEP copies); a build from before still has local_flood_group, and it is
+    given the same group, whose VTEP copies its egress drops just the same."""
+    from p4vtep.runtime.p4info import P4Info
+    from p4vtep.runtime.protos import p4info_pb2
+
+    def params(entry) -> dict[int, bytes]:
+        return {p.param_id: p.value for p in entry.action.action.params}
+
+    today = e.vni_config(5000, 7, 2, 7)
+    names = {p.id: p.name for p in e.p4info.params(today.action.action.action_id)}
+    assert {names[i]: v for i, v in params(today).items()} == {
+        "vni_index": b"\x07",
+        "traffic_class": b"\x02",
+        "flood_group": b"\x07",
+    }
+    message = p4info_pb2.P4Info()
+    message.CopyFrom(e.p4info.message)
+    [action] = [a for a in message.actions if a.preamble.alias == "set_vni_params"]
+    next_id = max(p.id for p in action.params) + 1
+    action.params.add(id=next_id, name="local_flood_group", bitwidth=16)
+    older = PipelineEntries(P4Info(message))
+    entry = older.vni_config(5000, 7, 2, 7)
+    names = {p.id: p.name for p in older.p4info.params(entry.action.action.action_id)}
+    got = {names[i]: v for i, v in params(entry).items()}
+    assert got["local_flood_group"] == got["flood_group"] == b"\x07"
+
+
 def test_binding_is_canonical(e):
     entry = e.access_binding(1, 10, 5000, 1, "00:00:0a:00:00:01")
     assert [m.exact.value for m in entry.match] == [b"\x01", b"\x0a"]
