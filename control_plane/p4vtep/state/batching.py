@@ -29,11 +29,13 @@ R = TypeVar("R")  # what it gets back
 
 # Most requests one batch takes: bounds how long a batch holds what it
 # holds (the controller's lock: a switch's next pass waits for it) and so
-# the wait of the requests behind it. 16 attaches, detaches or moves take
-# about 2 ms of the controller's CPU; under churn at 1,500 events/s a
-# switch's pass waited for the lock 1.5 ms on average (p99 12 ms) with 16
-# and 1.9 ms (p99 13 ms) with 64, for the same throughput.
-MAX_BATCH = 16
+# the wait of the requests behind it. 64 attaches, detaches or moves take
+# about 8 ms of the controller's CPU. Under churn offered at 2,000 events/s
+# by 64 callers (bench/churn.py), 64 against 16 acknowledged 6-24 % more
+# events a second in each of five side-by-side pairs, with p99 297-722 ms
+# against 788-944 (bench/NOTES.md, "Bigger batches"): below saturation a
+# batch rarely holds more than a few, so a lone change waits for nothing.
+MAX_BATCH = 64
 
 
 class Request(Generic[W, R]):
