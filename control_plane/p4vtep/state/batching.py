@@ -30,7 +30,8 @@ R = TypeVar("R")  # what it gets back
 # Most requests one batch takes: bounds how long a batch holds what it
 # holds (the controller's lock: a switch's next pass waits for it) and so
 # the wait of the requests behind it. 64 attaches, detaches or moves take
-# about 8 ms of the controller's CPU. Under churn offered at 2,000 events/s
+# about 8 ms of the controller's CPU (scaled from 2 ms measured for 16), which
+# a switch's next pass may wait for. Under churn offered at 2,000 events/s
 # by 64 callers (bench/churn.py), 64 against 16 acknowledged 6-24 % more
 # events a second in each of five side-by-side pairs, with p99 297-722 ms
 # against 788-944 (bench/NOTES.md, "Bigger batches"): below saturation a

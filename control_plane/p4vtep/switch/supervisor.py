@@ -452,7 +452,7 @@ class SwitchSupervisor:
     def _gather(self) -> None:
         """Busy (changes came in while the last pass ran): wait until
         ``coalesce_seconds`` after that pass ended so the next one takes every
-        change made meanwhile. Each pass rewrites a changed VNI's flood groups
+        change made meanwhile. Each pass rewrites a changed VNI's flood group
         whole (thousands of copies in a big VNI), so under churn this turns
         one rewrite per change into one per several. A change after a quiet
         pass (an isolated attach, a move's second step) is written at once."""
