@@ -12,7 +12,7 @@ P4RT_GEN := control_plane/p4vtep/runtime/generated/__init__.py
 UNIT_TESTS := not (switch or e2e or scale or tofino or etcd or evpn)
 DEB_PACKAGES := python3-venv python3-dev iproute2 ethtool tcpdump iputils-ping iperf3 mininet \
 	pkg-config libvirt-dev frr gobgpd golang-github-osrg-gobgp-dev etcd-server etcd-client tcpreplay \
-	traceroute ndisc6 valgrind
+	traceroute ndisc6 valgrind libjemalloc2
 # GoBGP's API protos, from golang-github-osrg-gobgp-dev (same version as gobgpd);
 # compiled into the virtualenv by `make deps`, never committed (docs/evpn.md).
 GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api

@@ -78,6 +78,31 @@ def test_builder_refuses_reserved_ports(port):
         switch_command("/bin/ssg", 1, "127.0.0.1:1", 1, {port: "eth9"})
 
 
+def test_switch_environment_preloads_jemalloc_unless_told_otherwise(monkeypatch):
+    """Where jemalloc is installed the switch gets it (ahead of anything the
+    user preloads); "system" keeps glibc's; a bad choice, or jemalloc
+    required and absent, is refused with the variable named."""
+    monkeypatch.setattr(bmv2, "find_jemalloc", lambda: "libjemalloc.so.2")
+    base = {"PATH": "/bin", "LD_PRELOAD": "libmine.so"}
+    env = bmv2.switch_environment(base)
+    assert env == {"PATH": "/bin", "LD_PRELOAD": "libjemalloc.so.2 libmine.so"}
+    assert base["LD_PRELOAD"] == "libmine.so"  # (a copy)
+    assert bmv2.switch_environment(env) == env  # (not preloaded twice)
+    assert bmv2.switch_environment({"PATH": "/bin"}) == {
+        "PATH": "/bin",
+        "LD_PRELOAD": "libjemalloc.so.2",
+    }
+    system = {"PATH": "/bin", bmv2.ALLOCATOR_ENV: "system"}
+    assert bmv2.switch_environment(system) == system
+    with pytest.raises(ValueError, match="P4VTEP_BMV2_ALLOCATOR=tcmalloc: expected one of auto"):
+        bmv2.switch_environment({bmv2.ALLOCATOR_ENV: "tcmalloc"})
+
+    monkeypatch.setattr(bmv2, "find_jemalloc", lambda: None)
+    assert bmv2.switch_environment({"PATH": "/bin"}) == {"PATH": "/bin"}
+    with pytest.raises(ValueError, match="jemalloc is not installed"):
+        bmv2.switch_environment({bmv2.ALLOCATOR_ENV: "jemalloc"})
+
+
 def test_harness_switch_uses_the_builder(tmp_path):
     sw = Bmv2Switch("t", 3, 9559, 9090, {1: "v1"}, log_dir=tmp_path, binary="/bin/ssg")
     assert sw.command() == switch_command("/bin/ssg", 3, "127.0.0.1:9559", 9090, {1: "v1"})
@@ -108,7 +133,8 @@ def write_fabric(path: Path, grpc_address: str, tls: dict | None = None) -> Path
     return path
 
 
-def test_cli_builds_the_command_from_the_fabric(tmp_path, capsys):
+def test_cli_builds_the_command_from_the_fabric(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(bmv2.ALLOCATOR_ENV, "system")
     for name in ("ca.pem", "tor1.pem", "tor1.key"):
         (tmp_path / name).write_text("pem")
     tls = {
@@ -133,6 +159,20 @@ def test_cli_builds_the_command_from_the_fabric(tmp_path, capsys):
         assert capsys.readouterr().err == message
     assert cli_main(["switch", "run", "tor9", "--fabric", str(fabric), "--print-command"]) == 2
     assert "no ToR named 'tor9' (has: tor1)" in capsys.readouterr().err
+
+    # The allocator the switch would run with comes first, as a shell takes it.
+    monkeypatch.setenv(bmv2.ALLOCATOR_ENV, "auto")
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    monkeypatch.setattr(bmv2, "find_jemalloc", lambda: "libjemalloc.so.2")
+    assert cli_main([*argv, "-i", "1@v1", "--print-command"]) == 0
+    out = capsys.readouterr().out.split()
+    assert out[0] == "LD_PRELOAD=libjemalloc.so.2"
+    assert out[1:] == switch_command(
+        "/bin/ssg", 1, "127.0.0.1:9700", 9090, {1: "v1"}, tls=TlsFiles(**tls)
+    )
+    monkeypatch.setenv(bmv2.ALLOCATOR_ENV, "tcmalloc")
+    assert cli_main([*argv, "-i", "1@v1", "--print-command"]) == 2
+    assert "P4VTEP_BMV2_ALLOCATOR=tcmalloc: expected one of" in capsys.readouterr().err
 
 
 # --- on a real switch --------------------------------------------------------------
@@ -212,6 +252,43 @@ def test_switch_run_forwards_a_traffic_class_vni(tmp_path):
         delivered, counts = forwarded(fabric_file, cmd, veths, tmp_path)
         assert len(delivered) == 1
         assert counts == {"vni_tx": 1, "port2_tx": 1}
+
+
+def mapped_libraries(pid: int) -> set[str]:
+    """The file names of the shared objects a process has mapped."""
+    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    return {Path(line.split()[-1]).name for line in maps if "/" in line}
+
+
+@switch_test()
+def test_switches_run_with_jemalloc_where_installed(tmp_path, monkeypatch):
+    """The switch the tests, the benchmarks, the PTF runner and the demo
+    start (``Bmv2Switch``) and the one `p4vtep switch run` becomes both run
+    with jemalloc; with P4VTEP_BMV2_ALLOCATOR=system, with glibc's malloc."""
+    library = bmv2.find_jemalloc()
+    if library is None:
+        pytest.skip("jemalloc is not installed (Debian: libjemalloc2, in make deps)")
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    for choice, want in (("auto", True), ("system", False)):
+        monkeypatch.setenv(bmv2.ALLOCATOR_ENV, choice)
+        sw = Bmv2Switch(f"alloc-{choice}", 1, free_port(), free_port(), log_dir=tmp_path)
+        sw.start()
+        try:
+            assert sw.process is not None
+            assert (library in mapped_libraries(sw.process.pid)) is want, choice
+        finally:
+            sw.stop()
+    monkeypatch.setenv(bmv2.ALLOCATOR_ENV, "auto")
+    fabric_file = write_fabric(tmp_path / "fabric.yaml", f"127.0.0.1:{free_port()}")
+    cmd = [sys.executable, "-m", "p4vtep.cli", "switch", "run", "tor1"]
+    cmd += ["--fabric", str(fabric_file), "--thrift-port", str(free_port())]
+    with open(tmp_path / "switch.out", "wb") as out:
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for_port(load_fabric(fabric_file).tors["tor1"].address, process)
+        assert library in mapped_libraries(process.pid)  # (the CLI became the switch)
+    finally:
+        stop_process(process, timeout=10)
 
 
 @switch_test()

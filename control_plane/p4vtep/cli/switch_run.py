@@ -29,7 +29,7 @@ def switch_run(args: argparse.Namespace) -> int:
 
     from ..model.validation import ValidationError, check_fabric
     from ..sources.fabric_file import ConfigError, load_fabric
-    from ..switch.bmv2 import find_simple_switch_grpc, switch_command
+    from ..switch.bmv2 import find_simple_switch_grpc, switch_command, switch_environment
     from ..switch.queue_rates import thrift_address
 
     fabric = load_fabric(args.fabric)
@@ -55,6 +55,7 @@ def switch_run(args: argparse.Namespace) -> int:
             tls=tor.tls,
             log_file=args.log_file,
         )
+        env = switch_environment()
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     used = {u.port: "uplink" for u in tor.uplinks}
@@ -63,8 +64,11 @@ def switch_run(args: argparse.Namespace) -> int:
         if port not in ports:
             print(f"p4vtep: warning: {tor.name} port {port} ({what}) has no -i", file=sys.stderr)
     if args.print_command:
-        print(shlex.join(cmd))
+        # (as a shell would run it: the allocator the switch would get, first)
+        preload = env.get("LD_PRELOAD")
+        changed = [f"LD_PRELOAD={preload}"] if preload != os.environ.get("LD_PRELOAD") else []
+        print(shlex.join([*changed, *cmd]))
         return 0
     sys.stdout.flush()
-    os.execv(binary, cmd)
+    os.execve(binary, cmd, env)
     return 0  # not reached

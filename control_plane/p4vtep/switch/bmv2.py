@@ -5,6 +5,8 @@ integration tests, the benchmarks and the Mininet switch class."""
 
 from __future__ import annotations
 
+import ctypes.util
+import functools
 import os
 import shutil
 import socket
@@ -26,6 +28,12 @@ PRIORITY_QUEUES = BMV2.priority_queues
 MAX_MC_GROUPS = BMV2_MAX_MC_GROUPS
 MAX_MC_L1_ENTRIES = 65536
 MAX_MC_L2_ENTRIES = 65536
+
+
+# Which allocator simple_switch_grpc runs with: "auto" (the default: jemalloc
+# when the system has it, else glibc's), "jemalloc" (required) or "system".
+ALLOCATOR_ENV = "P4VTEP_BMV2_ALLOCATOR"
+ALLOCATORS = ("auto", "jemalloc", "system")
 
 
 # simple_switch options that ask for a log (or set its level themselves).
@@ -96,6 +104,47 @@ def switch_command(
     return cmd
 
 
+@functools.cache
+def find_jemalloc() -> str | None:
+    """jemalloc's shared library as the dynamic loader knows it (a soname
+    such as ``libjemalloc.so.2``, which LD_PRELOAD looks up as the loader
+    would), or None."""
+    return ctypes.util.find_library("jemalloc")
+
+
+def switch_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment simple_switch_grpc runs in: ``env`` (default this
+    process's) with jemalloc preloaded unless $P4VTEP_BMV2_ALLOCATOR says
+    otherwise.
+
+    Why: every P4Runtime write that changes a multicast group makes PI build
+    the group anew (a node and a protobuf message per copy) and free the old
+    one, and with glibc's allocator the next gRPC call's arena allocation
+    then merges those thousands of freed chunks (``malloc_consolidate``):
+    under churn over flood groups of 2,500 copies, 45 % of the switch's CPU
+    was in glibc's malloc. With jemalloc the switches use a third less CPU
+    for the same writes (bench/NOTES.md, "The switch's allocator").
+    Raises ValueError for an unknown allocator, or "jemalloc" asked for and
+    not installed."""
+    out = dict(os.environ if env is None else env)
+    choice = out.get(ALLOCATOR_ENV, "auto") or "auto"
+    if choice not in ALLOCATORS:
+        raise ValueError(f"{ALLOCATOR_ENV}={choice}: expected one of {', '.join(ALLOCATORS)}")
+    if choice == "system":
+        return out
+    library = find_jemalloc()
+    if library is None:
+        if choice == "jemalloc":
+            raise ValueError(
+                f"{ALLOCATOR_ENV}=jemalloc: jemalloc is not installed (Debian: libjemalloc2)"
+            )
+        return out
+    preloaded = out.get("LD_PRELOAD", "").split()
+    if library not in preloaded:
+        out["LD_PRELOAD"] = " ".join([library, *preloaded])
+    return out
+
+
 def find_simple_switch_grpc() -> str | None:
     """$SIMPLE_SWITCH_GRPC, else simple_switch_grpc on PATH."""
     return os.environ.get("SIMPLE_SWITCH_GRPC") or shutil.which("simple_switch_grpc")
@@ -153,7 +202,9 @@ class Bmv2Switch:
     def start(self, timeout: float = 20.0) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"{self.name}.out", "ab") as out:
-            self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                self.command(), stdout=out, stderr=subprocess.STDOUT, env=switch_environment()
+            )
         self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float) -> None:
