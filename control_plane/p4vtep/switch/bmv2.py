@@ -121,8 +121,8 @@ def switch_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
     the group anew (a node and a protobuf message per copy) and free the old
     one, and with glibc's allocator the next gRPC call's arena allocation
     then merges those thousands of freed chunks (``malloc_consolidate``):
-    under churn over flood groups of 2,500 copies, 45 % of the switch's CPU
-    was in glibc's malloc. With jemalloc the switches use a third less CPU
+    under churn over flood groups of 2,500 copies, 54 % of the switch's CPU
+    was in glibc's malloc. With jemalloc the switches use 37-43 % less CPU
     for the same writes (bench/NOTES.md, "The switch's allocator").
     Raises ValueError for an unknown allocator, or "jemalloc" asked for and
     not installed."""
