@@ -321,7 +321,7 @@ def section_targets(out: list[str]) -> None:
 
 def section_targets_40(out: list[str]) -> None:
     """One row per benchmarked target of issue 40, with the committed figure
-    it is judged by: met, or not, and where bench/NOTES.md says what bounds it."""
+    it is judged by, met or not (what bounds those not met: bench/NOTES.md)."""
     rows: list[tuple[str, str, str]] = []
     evpn = load("evpn_irb")
     if evpn and "raw" in evpn:
@@ -362,6 +362,7 @@ def section_targets_40(out: list[str]) -> None:
     churn = load("churn")
     if churn and churn.get("target"):
         target, lat = churn["target"], churn["latency_seconds"]["all"]
+        held, within = churn_40_judged(churn)
         rate = f"{target['rate']:,.0f}/s"
         all_acked = churn["acks"] == churn["offered"] and not churn["errors"]
         rows.append(
@@ -371,16 +372,14 @@ def section_targets_40(out: list[str]) -> None:
                 f"{churn['events_per_s']:,.0f}/s achieved ({churn['offered_per_s']:,.0f}/s "
                 f"offered), {'all' if all_acked else '**not all**'} acknowledged, read-back "
                 f"{'exact' if churn['read_back_exact'] else '**differs**'}",
-                "met"
-                if churn["holds"] and churn["target_rate"] == target["rate"]
-                else "**not met**",
+                "met" if held else "**not met**",
             )
         )
         rows.append(
             (
                 f"churn: acknowledgement p99 <= {target['ack_p99_s'] * 1e3:.0f} ms at {rate}",
                 f"{ms(lat['p99'])} ms",
-                verdict([lat["p99"]], at_most=target["ack_p99_s"]),
+                "met" if within else "**not met**",
             )
         )
     moves = current_runs(load("vm_move"))
@@ -906,6 +905,19 @@ def section_churn(out: list[str]) -> None:
     out.append("")
 
 
+def churn_40_judged(data: dict) -> tuple[bool, bool]:
+    """Issue 40's churn target, judged on the result's own run: (the target
+    rate held for the target's time, every event acknowledged and the
+    read-back exact; its acknowledgement p99 within the target)."""
+    target = data["target"]
+    held = (
+        data["target_rate"] == target["rate"]
+        and data["seconds"] >= target["seconds"]
+        and data["holds"]
+    )
+    return held, data["latency_seconds"]["all"]["p99"] <= target["ack_p99_s"]
+
+
 def churn_issue_40(out: list[str], data: dict) -> None:
     """Issue 40's churn target beside the run it is judged with, and every
     rate of the last session (the sweep)."""
@@ -916,12 +928,7 @@ def churn_issue_40(out: list[str], data: dict) -> None:
     judged = data
     lat = judged["latency_seconds"]["all"]
     acked_all = judged["acks"] == judged["offered"] and not judged["errors"]
-    met = (
-        judged["target_rate"] == target["rate"]
-        and judged["seconds"] >= target["seconds"]
-        and judged["holds"]
-        and lat["p99"] <= target["ack_p99_s"]
-    )
+    met = all(churn_40_judged(judged))
     highest = data.get("highest_exact_rate")
     within = data.get("highest_rate_p99_within_target")
     out.append(
