@@ -12,10 +12,11 @@ B, another VTEP) holds ``--other`` routes throughout: what happens to peer
 A's routes must leave them alone.
 
 Peer A is ``bgp_injector.Injector``: a BGP session of its own that writes
-UPDATEs encoded beforehand, 80 routes each, as FRR packs them (a gobgpd peer
-sends one route per UPDATE and takes routes through its API in quadratic
-time). Its delivery rate is ``--routes`` over the time its one ``sendall``
-took (the controller's gobgpd reading them off the session); the
+UPDATEs encoded beforehand, several routes each, as FRR packs them (a gobgpd
+peer sends one route per UPDATE and takes routes through its API in
+quadratic time; ``bgp_injector.PER_UPDATE`` says how many and why). Its
+delivery rate is ``--routes`` over the time its one ``sendall`` took (the
+controller's gobgpd reading them off the session); the
 controller's speaker also notes when each of gobgpd's events reached it
 (``GoBgpSpeaker.received``).
 
@@ -76,7 +77,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from bgp_injector import Host, Injector
+from bgp_injector import PER_UPDATE, Host, Injector
 from common import percentile, require_switch, summary, switches, write_result
 from dataplane_load import process_cpu_seconds
 from p4vtep.cli.controller_run import settle_collector
@@ -717,6 +718,75 @@ KEYS = (
 )
 
 
+def feed_alone(
+    config: EvpnConfig, options: EvpnOptions, peer: InjectorPeer, n: int, rounds: int
+) -> dict[str, Any]:
+    """gobgpd's feed alone: the speaker as the controller runs it (the same
+    config and options; each event's paths decoded), but nothing done with
+    what it receives. Peer A announces and withdraws ``n`` routes ``rounds``
+    times; each timed from the injector's first byte until the speaker's
+    last event (``ReceiveClock``). The most the feed gives: what the
+    learning would take if the controller cost nothing."""
+    up = threading.Event()
+
+    def state(address: str, is_up: bool) -> None:
+        if address == peer.injector.local and is_up:
+            up.set()
+
+    def ignore(*_: object) -> None:
+        pass
+
+    speaker = GoBgpSpeaker(
+        config,
+        on_route=ignore,
+        on_withdraw=ignore,
+        on_peer_state=state,
+        on_malformed=ignore,
+        options=options,
+        on_paths=ignore,
+    )
+    speaker.start()
+    runs: list[dict[str, float]] = []
+    try:
+        peer.open()
+        assert up.wait(60), "no BGP session with peer A (feed alone)"
+        hosts = hosts_of(n)
+        clock = speaker.received
+
+        def arrived() -> bool:
+            return clock.paths >= n
+
+        for _ in range(rounds):
+            run: dict[str, float] = {}
+            for what, send in (("learn", peer.encoded(hosts)), ("withdraw", peer.withdraw_all)):
+                clock.reset()
+                cpu = process_cpu_seconds(speaker.pid) if speaker.pid else 0.0
+                t0 = time.perf_counter()
+                send()
+                assert wait_for(arrived, 120, 0.002), f"feed: {what}"
+                assert clock.last is not None
+                run[f"{what}_s"] = clock.last - t0
+                run[f"{what}_gobgpd_cpu_s"] = (
+                    process_cpu_seconds(speaker.pid) - cpu if speaker.pid else 0.0
+                )
+            runs.append(run)
+    finally:
+        peer.shut()
+        speaker.stop()
+    return {
+        "routes": n,
+        **{key: summary([r[key] for r in runs]) for key in runs[0]},
+        "runs": runs,
+    }
+
+
+def fed_over_learned(feed: dict[str, Any], learned: dict[str, Any], what: str) -> float:
+    """How many times faster gobgpd's feed alone gives the speaker the
+    routes than they are learned (until read back), medians."""
+    n = feed["routes"]
+    return float((n / feed[f"{what}_s"]["median"]) / learned["routes_per_s_verified"]["median"])
+
+
 def rounds_summary(
     rounds: list[dict[str, Any]], n: int, raw: list[float] | None = None, start: str = ""
 ) -> dict[str, Any]:
@@ -758,6 +828,18 @@ def say(what: str, n: int, r: dict[str, Any]) -> None:
         + (f", gobgpd {r['gobgpd_cpu_s']:.1f} s" if "gobgpd_cpu_s" in r else "")
         + "; read back exact "
         f"{r['read_back_exact']}",
+        flush=True,
+    )
+
+
+def say_feed(feed: dict[str, Any]) -> None:
+    n = feed["routes"]
+    learn, withdraw = feed["learn_s"]["median"], feed["withdraw_s"]["median"]
+    print(
+        f"gobgpd's feed alone (nothing done with it): {n} routes announced in {learn:.2f} s "
+        f"({n / learn:.0f}/s), withdrawn in {withdraw:.2f} s ({n / withdraw:.0f}/s); gobgpd "
+        f"CPU {feed['learn_gobgpd_cpu_s']['median']:.2f} / "
+        f"{feed['withdraw_gobgpd_cpu_s']['median']:.2f} s",
         flush=True,
     )
 
@@ -828,6 +910,12 @@ def main() -> None:
             speaker = source.service.speaker
             peer = InjectorPeer(peer_ns, peer_a, ctl_ip)
             other = Peer(peer_ns, peer_b, ctl_ip)
+            # Before the controller's speaker starts (the same address): the
+            # feed alone, in this run, beside which the learning is judged.
+            result["feed"] = feed_alone(
+                speaker.config, speaker.options, peer, n, max(args.rounds, 2)
+            )
+            say_feed(result["feed"])
             source.start(initial_wait=0)
             other.speaker.start()
             try:
@@ -936,6 +1024,10 @@ def main() -> None:
                     lost, n, [x["raw_verified_s"] for x in lost]
                 )
                 result["session_loss"]["other_peer_untouched"] = untouched
+                for what, key in (("learn", "learn"), ("withdraw", "withdraw")):
+                    result[key]["fed_over_learned"] = fed_over_learned(
+                        result["feed"], result[key], what
+                    )
                 result["other_routes"] = n_other
                 # Installed again, for the probes.
                 say("learned", n, learn(with_peer))
@@ -956,8 +1048,8 @@ def main() -> None:
                 source.stop()
     result["first_frame_seconds"] = frames
     result["method"] = {
-        "peer": "bench/bgp_injector.py (iBGP) in a namespace: pre-encoded UPDATEs of 80 "
-        "routes each, one sendall; peer B a gobgpd",
+        "peer": "bench/bgp_injector.py (iBGP) in a namespace: pre-encoded UPDATEs of "
+        f"{PER_UPDATE} routes each, one sendall; peer B a gobgpd",
         "withdrawal": "UPDATEs of MP_UNREACH_NLRI for every route of peer A",
         "session_loss": "peer A's NOTIFICATION (Cease) and the connection closed",
         "raw": "pre-encoded WriteRequests of 1,000 updates, one thread per ToR, primary",

@@ -781,7 +781,10 @@ def section_evpn_irb(out: list[str]) -> None:
         "after learning them again, peer A's session lost (NOTIFICATION, Cease). Beside each,\n"
         "in the same round, a raw P4Runtime writer installs and deletes the same entries\n"
         "(pre-encoded, 1,000 per request, one thread per ToR) and reads them back the same\n"
-        "way. Over raw: raw seconds until verified / ours (target >= 0.5).\n"
+        "way. Over raw: raw seconds until verified / ours (target >= 0.5). First, in the\n"
+        "same run, gobgpd's feed alone: the speaker as the controller runs it, with nothing\n"
+        "done with what it receives, timed until its last event (the injector and gobgpd\n"
+        "must not be the bound).\n"
     )
     out.append("| | learning | withdrawal | session loss |")
     out.append("|---|---|---|---|")
@@ -814,6 +817,18 @@ def section_evpn_irb(out: list[str]) -> None:
         f"{spread(learn['delivered_per_s'], fmt=count)} | "
         f"{spread(withdraw['delivered_per_s'], fmt=count)} | - |"
     )
+    feed = data.get("feed")
+    if feed:  # (runs from before the benchmark measured it)
+        fed = feed["routes"]
+        out.append(
+            "| gobgpd's feed alone, this run: routes per second to the speaker | "
+            f"{fed / feed['learn_s']['median']:,.0f} | "
+            f"{fed / feed['withdraw_s']['median']:,.0f} | - |"
+        )
+        out.append(
+            "| feed alone over learned, until read back (issue 40: >= 4) | "
+            f"{learn['fed_over_learned']:.1f} | {withdraw['fed_over_learned']:.1f} | - |"
+        )
     exact = all(all(x["read_back_exact"]) for x in (learn, withdraw, lost)) and all(
         raw["read_back_exact"]
     )
