@@ -335,8 +335,10 @@ def section_targets_40(out: list[str]) -> None:
             x = evpn[key]
             ratio, every = x["over_raw"], x["over_raw_spread"]
             bound = (
-                f"this process: {x['own_cpu_s']['median']:.2f} CPU-s until acked in "
-                f"{x['acked_s']['median']:.2f} s, its threads on one GIL"
+                f"the CPU it takes until acked in {x['acked_s']['median']:.2f} s, on 2 cores: "
+                f"this process {x['own_cpu_s']['median']:.2f} s, gobgpd "
+                f"{x['gobgpd_cpu_s']['median']:.2f}, the switches "
+                f"{x['switches_cpu_s']['median']:.2f}"
             )
             if feed and fed:
                 bound += f"; gobgpd's feed alone {feed[fed]['median']:.2f} s"
