@@ -3,6 +3,7 @@ supervisors are not started, so nothing is written anywhere)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -13,13 +14,14 @@ from pathlib import Path
 import grpc
 import pytest
 from fabric_fixture import two_tor_fabric
-from helpers import api_client, wait_until
+from helpers import FixedLeadership, api_client, wait_until
 from p4vtep import events
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.cli import main as cli_main
 from p4vtep.cli.main import parser
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.state.protocol import LeaderInfo
 from p4vtep.state.sqlite_store import Store
 from p4vtep.switch.bmv2 import free_port
 
@@ -416,3 +418,41 @@ def test_cli_events_ends_quietly_when_its_reader_goes(api):
             client.SetQoS(pb.SetQoSRequest(name="a1", qos=policy))
         assert watcher.wait(timeout=20) == 0
         assert watcher.stderr.read() == b""
+
+
+@pytest.mark.parametrize("refusal", ["not the leader", "invalid"])
+def test_refused_calls_do_not_use_up_the_connections_streams(tmp_path, refusal):
+    """A replica that refuses writes (a follower: FAILED_PRECONDITION
+    naming the leader; or a VM that is invalid) answers each of many calls
+    on one connection, with the collector off. A refusal used to leave a
+    reference cycle holding its gRPC call, whose HTTP/2 stream then counted
+    against the server's 64 per connection until a collection: from the
+    65th refused call on, every call was refused with RST_STREAM (seen as
+    a replica that never took writes again after etcd's quorum came back,
+    under fewer collections)."""
+    leadership = None
+    if refusal == "not the leader":
+        leadership = FixedLeadership("q1", current=LeaderInfo("q0", "127.0.0.1:1", 3))
+    controller = Controller(
+        two_tor_fabric(), bmv2_pipeline(), Store(tmp_path / "s.db"), leadership=leadership
+    )
+    with api_client(controller) as (client, _):
+        if refusal == "invalid":
+            client.AttachVM(pb.AttachVMRequest(vm=vm()))
+        expected = (
+            grpc.StatusCode.FAILED_PRECONDITION
+            if refusal == "not the leader"
+            else grpc.StatusCode.INVALID_ARGUMENT
+        )
+        gc.collect()
+        gc.disable()
+        try:
+            codes = []
+            for i in range(100):  # (the server allows 64 streams at once per connection)
+                request = pb.AttachVMRequest(vm=vm(name=f"x{i}", vlan=20 + i, ips=[]))
+                with pytest.raises(grpc.RpcError) as info:
+                    client.AttachVM(request, timeout=5)
+                codes.append(info.value.code())
+        finally:
+            gc.enable()
+        assert codes == [expected] * 100

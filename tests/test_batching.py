@@ -3,7 +3,10 @@ caller with its own outcome."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
+import weakref
 
 import pytest
 from helpers import wait_until
@@ -115,6 +118,41 @@ def test_a_batch_function_that_raises_fails_each_request_it_left_without_an_outc
     with pytest.raises(OSError, match="gone"):
         failing.submit(1)
     assert not failing.leading  # the lead is free again
+
+
+class CallerState:
+    """What a caller's frame holds while it waits (the API's gRPC call)."""
+
+
+@pytest.mark.parametrize("refusal", ["from the batch", "raised by the batch function"])
+def test_a_refused_caller_leaves_no_reference_cycle(refusal: str) -> None:
+    """Once a refused caller has handled its error, what its frame held is
+    freed by reference counting alone, not left for the collector: a
+    replica refusing API writes (not the leader) kept each refused call's
+    gRPC stream until a collection, and past the server's limit of streams
+    refused every call on that connection."""
+
+    def run(batch: list[Request[int, int]]) -> None:
+        if refusal == "from the batch":
+            batch[0].fail(ValueError("not the leader"))
+        else:
+            raise ValueError("not the leader")
+
+    batcher: Batcher[int, int] = Batcher(run)
+
+    def caller() -> weakref.ref[CallerState]:
+        held = CallerState()
+        with contextlib.suppress(ValueError):
+            batcher.submit(1)
+        return weakref.ref(held)
+
+    gc.collect()
+    gc.disable()
+    try:
+        freed = caller()
+        assert freed() is None
+    finally:
+        gc.enable()
 
 
 def test_max_batch_must_be_positive() -> None:

@@ -608,6 +608,10 @@ class Controller:
                 else:
                     owners.append((request, None))
                 changed = changed or done is not False
+            # Forget the refusal: its traceback holds this frame, and this
+            # frame holding it back is a cycle that keeps the refused
+            # callers' frames, and their gRPC calls, until the collector runs.
+            fenced = None
             if applied:
                 try:
                     self._store(applied, term)

@@ -42,6 +42,18 @@ def vm_to_pb(controller: Controller, vm: Vm) -> pb.VM:
     return messages.vm_to_pb(vm, tor=controller.tor_of(vm), error=messages.switch_errors(errors))
 
 
+def _store_unavailable(exc: StoreUnavailable) -> str:
+    """The store's own diagnosis (its retry advice is for the controller).
+    A function of its own, so that no local of the handler's frame holds
+    the error: a cycle through its traceback would keep the call until the
+    collector runs (``state.batching.Request.outcome``)."""
+    cause = exc.__cause__ if isinstance(exc.__cause__, StoreUnavailable) else exc
+    return (
+        f"desired-state store unavailable: {cause}; the change is not acknowledged "
+        "and may still be applied when the store recovers: read it back before retrying"
+    )
+
+
 def _errors(method: Callable) -> Callable:
     """Map controller errors to gRPC status codes with a message to act on."""
 
@@ -63,13 +75,7 @@ def _errors(method: Callable) -> Callable:
         except Conflict as exc:
             context.abort(grpc.StatusCode.ABORTED, f"{exc}; retry")
         except StoreUnavailable as exc:
-            # The store's own diagnosis (its retry advice is for the controller).
-            cause = exc.__cause__ if isinstance(exc.__cause__, StoreUnavailable) else exc
-            context.abort(
-                grpc.StatusCode.UNAVAILABLE,
-                f"desired-state store unavailable: {cause}; the change is not acknowledged "
-                "and may still be applied when the store recovers: read it back before retrying",
-            )
+            context.abort(grpc.StatusCode.UNAVAILABLE, _store_unavailable(exc))
 
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__

@@ -64,8 +64,22 @@ class Request(Generic[W, R]):
         return self._has_outcome
 
     def outcome(self) -> R:
-        if self.error is not None:
-            raise self.error
+        """The value, or the error raised. Raising it here must leave no
+        reference cycle (request -> error -> its traceback -> the frames
+        that held the request): a cycle lives until the collector runs, and
+        with it everything those frames held, such as the gRPC call of the
+        API request that is refused (NotLeader, a validation error), whose
+        HTTP/2 stream then stays counted against the server's limit. After a
+        burst of refusals on one connection, more than the limit, the
+        server refused every new call until a collection freed them
+        (tests/test_batching.py). The request forgets its error and the
+        raise forgets its local, as ``concurrent.futures.Future`` does."""
+        error, self.error = self.error, None
+        if error is not None:
+            try:
+                raise error
+            finally:
+                del error
         return self.value  # type: ignore[return-value]  # (R may include None)
 
 

@@ -148,30 +148,35 @@ class EtcdConnection:
         attempt = self.settings.attempt_timeout if attempt is None else attempt
         deadline = time.monotonic() + budget
         error: grpc.RpcError | None = None
-        while (left := deadline - time.monotonic()) > 0:
-            if self._closed:
-                raise StateError(f"etcd: cannot {what}: the connection is closed")
-            try:
-                channel = self.channel()
-            except StoreUnavailable:
-                time.sleep(min(0.05, left))  # every member failed just now
-                continue
-            try:
-                return rpc(channel, min(left, attempt))
-            except ValueError as exc:  # grpc: "Cannot invoke RPC on closed channel!"
+        try:
+            while (left := deadline - time.monotonic()) > 0:
                 if self._closed:
-                    raise StateError(f"etcd: cannot {what}: the connection is closed") from exc
-                raise
-            except grpc.RpcError as exc:
-                if not _member_failed(exc):
-                    raise StateError(f"etcd refused to {what}: {exc.details()}") from exc
-                log.info("etcd member failed during %s: %s", what, exc.details())
-                error = exc
-                self.mark_failed()
-        last = f" (last error: {error.details()})" if error is not None else ""
-        raise StoreUnavailable(
-            f"etcd: cannot {what} (tried {budget:.1f} s): {self.diagnose()}{last}"
-        ) from error
+                    raise StateError(f"etcd: cannot {what}: the connection is closed")
+                try:
+                    channel = self.channel()
+                except StoreUnavailable:
+                    time.sleep(min(0.05, left))  # every member failed just now
+                    continue
+                try:
+                    return rpc(channel, min(left, attempt))
+                except ValueError as exc:  # grpc: "Cannot invoke RPC on closed channel!"
+                    if self._closed:
+                        raise StateError(f"etcd: cannot {what}: the connection is closed") from exc
+                    raise
+                except grpc.RpcError as exc:
+                    if not _member_failed(exc):
+                        raise StateError(f"etcd refused to {what}: {exc.details()}") from exc
+                    log.info("etcd member failed during %s: %s", what, exc.details())
+                    error = exc
+                    self.mark_failed()
+            last = f" (last error: {error.details()})" if error is not None else ""
+            raise StoreUnavailable(
+                f"etcd: cannot {what} (tried {budget:.1f} s): {self.diagnose()}{last}"
+            ) from error
+        finally:
+            # The last error's traceback holds this frame: forget it, or
+            # the two stay a cycle until the collector runs.
+            error = None
 
     def kv(self, what: str, request: Any, size: int = 0) -> Any:
         """A Range or Txn; ``size`` (keys read or written) stretches the
