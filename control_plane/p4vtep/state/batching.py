@@ -69,11 +69,11 @@ class Request(Generic[W, R]):
         that held the request): a cycle lives until the collector runs, and
         with it everything those frames held, such as the gRPC call of the
         API request that is refused (NotLeader, a validation error), whose
-        HTTP/2 stream then stays counted against the server's limit. After a
-        burst of refusals on one connection, more than the limit, the
-        server refused every new call until a collection freed them
-        (tests/test_batching.py). The request forgets its error and the
-        raise forgets its local, as ``concurrent.futures.Future`` does."""
+        HTTP/2 stream then stays counted against the server's limit: past
+        it, the server refused every new call on that connection until a
+        collection (tests/test_api.py, tests/test_batching.py). The request
+        forgets its error and the raise its local, as
+        ``concurrent.futures.Future`` does."""
         error, self.error = self.error, None
         if error is not None:
             try:
