@@ -3,10 +3,13 @@ switch_fabric.py for the BMv2 harness), never from another test module."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,6 +47,31 @@ def wait_until(
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+class _CallerState:
+    """What a caller's frame holds while it calls (the API's gRPC call)."""
+
+
+def refusal_leaves_no_cycle(call: Callable[[], object], error: type[BaseException]) -> bool:
+    """Whether, once ``call`` has raised ``error`` and its caller has
+    handled it, what the caller's frame held is freed by reference counting
+    alone, with the collector off: a refusal kept in a reference cycle keeps
+    the frames behind it, an API call's among them (and its HTTP/2 stream,
+    counted against the server's limit), until a collection."""
+
+    def caller() -> weakref.ref[_CallerState]:
+        held = _CallerState()
+        with contextlib.suppress(error):
+            call()
+        return weakref.ref(held)
+
+    gc.collect()
+    gc.disable()
+    try:
+        return caller()() is None
+    finally:
+        gc.enable()
 
 
 def controller_state(controller: Controller) -> tuple[object, ...]:

@@ -3,13 +3,10 @@ caller with its own outcome."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import threading
-import weakref
 
 import pytest
-from helpers import wait_until
+from helpers import refusal_leaves_no_cycle, wait_until
 from p4vtep.state.batching import Batcher, Request
 
 
@@ -120,10 +117,6 @@ def test_a_batch_function_that_raises_fails_each_request_it_left_without_an_outc
     assert not failing.leading  # the lead is free again
 
 
-class CallerState:
-    """What a caller's frame holds while it waits (the API's gRPC call)."""
-
-
 @pytest.mark.parametrize("refusal", ["from the batch", "raised by the batch function"])
 def test_a_refused_caller_leaves_no_reference_cycle(refusal: str) -> None:
     """Once a refused caller has handled its error, what its frame held is
@@ -139,20 +132,7 @@ def test_a_refused_caller_leaves_no_reference_cycle(refusal: str) -> None:
             raise ValueError("not the leader")
 
     batcher: Batcher[int, int] = Batcher(run)
-
-    def caller() -> weakref.ref[CallerState]:
-        held = CallerState()
-        with contextlib.suppress(ValueError):
-            batcher.submit(1)
-        return weakref.ref(held)
-
-    gc.collect()
-    gc.disable()
-    try:
-        freed = caller()
-        assert freed() is None
-    finally:
-        gc.enable()
+    assert refusal_leaves_no_cycle(lambda: batcher.submit(1), ValueError)
 
 
 def test_max_batch_must_be_positive() -> None:
