@@ -170,7 +170,9 @@ class SwitchConnection:
                     log.warning("%s: stream error: %s", self.address, response.error)
         except grpc.RpcError as exc:
             if _code(exc) != grpc.StatusCode.CANCELLED:
-                self.stream_error = exc
+                # (kept without its traceback, which holds this frame and so
+                # this connection: a cycle, until a collection)
+                self.stream_error = exc.with_traceback(None)
         finally:
             with self._arbitration:
                 self._arbitration.notify_all()
@@ -495,18 +497,24 @@ class PipelinedWrite:
     ) -> None:
         """Keep the updates the switch refused; raise P4RuntimeError if the
         request itself failed (the connection, not an update)."""
-        try:
-            call.result()
-        except grpc.RpcError as exc:
-            if _code(exc) in (
-                grpc.StatusCode.UNAVAILABLE,
-                grpc.StatusCode.CANCELLED,
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-            ):
-                raise P4RuntimeError(f"{self.conn.address}: write: {_details(exc)}") from exc
-            # Decoded only now, to name the refused updates.
-            sent = p4runtime_pb2.WriteRequest.FromString(request).updates
-            self.errors += _update_errors(exc, sent, first, self.conn.p4info)
+        # (The error asked for, not raised: a gRPC call's error is the call
+        # itself, and a raised one's traceback would hold this frame, which
+        # holds the call: a reference cycle, kept with every frame above it
+        # until the collector runs.)
+        failure = call.exception()
+        if failure is None:
+            return
+        if not isinstance(failure, grpc.RpcError):
+            raise failure
+        if _code(failure) in (
+            grpc.StatusCode.UNAVAILABLE,
+            grpc.StatusCode.CANCELLED,
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+        ):
+            raise P4RuntimeError(f"{self.conn.address}: write: {_details(failure)}") from failure
+        # Decoded only now, to name the refused updates.
+        sent = p4runtime_pb2.WriteRequest.FromString(request).updates
+        self.errors += _update_errors(failure, sent, first, self.conn.p4info)
 
     def _stop(self, failure: BaseException) -> None:
         self._failure = failure

@@ -92,14 +92,16 @@ class EtcdLeadership(Leadership):
 
     def campaign(self, timeout: float | None = None) -> int:
         end = None if timeout is None else time.monotonic() + timeout
-        unavailable: StoreUnavailable | None = None
+        # (what etcd's last failure said, not the error itself: kept, it
+        # would hold this frame in a reference cycle through its traceback)
+        unavailable: str | None = None
         while not self._stop.is_set():
             try:
                 term = self._try_acquire()
                 unavailable = None
             except StoreUnavailable as exc:  # etcd out of reach: keep trying
                 log.warning("%s: campaign: %s", self.replica_id, exc)
-                term, unavailable = None, exc
+                term, unavailable = None, str(exc)
             if term is not None:
                 return term
             with self._changed:
@@ -108,7 +110,7 @@ class EtcdLeadership(Leadership):
                 left = 1.0 if end is None else min(1.0, end - time.monotonic())
                 if left <= 0:
                     holder = self._leader.replica_id if self._leader else "none"
-                    why = str(unavailable) if unavailable else f"leader: {holder}"
+                    why = unavailable if unavailable is not None else f"leader: {holder}"
                     raise TimeoutError(f"{self.replica_id}: not leader after {timeout} s ({why})")
                 if unavailable is not None:
                     self._changed.wait(min(left, 0.2))
