@@ -308,9 +308,14 @@ def _next_hop(wrapped: Any) -> str:
     value = wrapped.value
     hop = _NEXT_HOPS.get(value)
     if hop is None:
-        reach = _unpack(wrapped, gobgp_api.attribute_pb2.MpReachNLRIAttribute)
-        hop = _remember(_NEXT_HOPS, value, reach.next_hops[0] if reach.next_hops else "")
+        hop = _remember(_NEXT_HOPS, value, _reach_next_hop(wrapped))
     return hop
+
+
+def _reach_next_hop(wrapped: Any) -> str:
+    """An MP_REACH_NLRI's next hop ("" when it has none)."""
+    reach = _unpack(wrapped, gobgp_api.attribute_pb2.MpReachNLRIAttribute)
+    return reach.next_hops[0] if reach.next_hops else ""
 
 
 def _cached_rd(wrapped: Any) -> str:
@@ -328,9 +333,7 @@ _MAC_IP = "EVPNMACIPAdvertisementRoute"
 # MP_REACH_NLRI among them) and a peer's UPDATEs mostly share them: looked
 # up once per path instead of decoded and canonicalised field by field.
 _TYPE2_ATTRIBUTES: dict[tuple[Any, ...], tuple[str, tuple[str, ...], int, bool, str | None]] = {}
-_TYPE2_KINDS = frozenset(
-    {"MpReachNLRIAttribute", "NextHopAttribute", "ExtendedCommunitiesAttribute"}
-)
+_TYPE2_KINDS = frozenset({"NextHopAttribute", "ExtendedCommunitiesAttribute"})
 
 
 def decode(path: Any) -> EvpnRoute | None:
@@ -361,12 +364,19 @@ def _type2_attributes(path: Any) -> tuple[str, tuple[str, ...], int, bool, str |
 
 
 def _type2_attributes_of(path: Any) -> tuple[str, tuple[str, ...], int, bool, str | None]:
+    # The key: the attributes' encodings, but of the MP_REACH_NLRI only its
+    # next hop. Its encoding carries the UPDATE's routes too, so it differs
+    # from one UPDATE to the next even when everything a route takes from it
+    # is the same: keyed whole, every UPDATE missed.
     key: list[Any] = []
     for wrapped in path.pattrs:
         kind = _TYPE_NAMES.get(wrapped.type_url) or _type_name(wrapped)
         if kind in _TYPE2_KINDS:
             key.append(kind)
             key.append(wrapped.value)
+        elif kind == "MpReachNLRIAttribute":
+            key.append(kind)
+            key.append(_reach_next_hop(wrapped))
     found = _TYPE2_ATTRIBUTES.get(tuple(key))
     if found is not None:
         return found
@@ -378,8 +388,7 @@ def _type2_attributes_of(path: Any) -> tuple[str, tuple[str, ...], int, bool, st
     for wrapped in path.pattrs:
         kind = _type_name(wrapped)
         if kind == "MpReachNLRIAttribute":
-            reach = _unpack(wrapped, attr.MpReachNLRIAttribute)
-            next_hop = reach.next_hops[0] if reach.next_hops else ""
+            next_hop = _reach_next_hop(wrapped)
         elif kind == "NextHopAttribute":
             next_hop = next_hop or _unpack(wrapped, attr.NextHopAttribute).next_hop
         elif kind == "ExtendedCommunitiesAttribute":
