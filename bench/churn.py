@@ -58,6 +58,8 @@ from p4vtep.state.sqlite_store import Store
 from p4vtep.switch.reconciler import SwitchReader, diff
 from switch_fabric import SwitchFabric, background_vms, bmv2_fabric
 
+PYTHON_THRESHOLDS = gc.get_threshold()  # (before any controller's settle_collector)
+
 SERVERS = ("s11", "s12", "s21", "s22")
 TARGET_RATE = 2000.0  # issue 40
 TARGET_P99_S = 0.050
@@ -195,7 +197,9 @@ def run_rate(args: argparse.Namespace, rate: float) -> dict:
             checked = read_back(sf, controller)
         finally:
             controller.stop()
-            gc.unfreeze()  # (the next rate's controller starts from a plain collector)
+            # (the next rate's controller starts from a plain collector)
+            gc.unfreeze()
+            gc.set_threshold(*PYTHON_THRESHOLDS)
     return result_of(
         args, rate, churn, converged, checked, own, switches, machine_share, passes, commits
     )

@@ -16,26 +16,33 @@ if TYPE_CHECKING:
     from ..state.etcd_connection import EtcdSettings
 
 
+# The collector's thresholds once the controller runs (Python's are 700, 10,
+# 10): measured in bench/NOTES.md (issue 40, sessions 8, 15 and 16).
+COLLECTOR_THRESHOLDS = (50_000, 20, 10)
+
+
 def settle_collector() -> None:
     """The controller's collector, once it has started: what it holds now
     (fabric, pipeline, desired state, compiled entries) is frozen out of the
     collector's sight (``gc.freeze``: never scanned again, still freed when
     no longer referenced), so that the old generation's collections no
-    longer walk it. A process-wide choice: made here, for ``p4vtep
-    controller run``, not by the library; the benchmarks that run a
-    controller in their own process call it at the same point.
+    longer walk it; and the youngest generation is collected after 50,000
+    allocations instead of 700 (``COLLECTOR_THRESHOLDS``). A burst of
+    learned routes or events allocates objects that live on (the routes,
+    their entries), and with 700 the collector walked each of them a few
+    times over, for nothing: the controller makes no reference cycles in its
+    work (tests/test_reference_cycles.py). A process-wide choice: made here,
+    for ``p4vtep controller run``, not by the library; the benchmarks that
+    run a controller in their own process call it at the same point.
 
-    The thresholds stay Python's. Raised to (50,000, 20, 10) they once made
-    a replica that had lost etcd's quorum take no writes after quorum came
-    back (tests/test_replicas.py::test_conflicts_member_loss_and_quorum_loss):
-    each refused API call was kept in a reference cycle, and with it its
-    HTTP/2 stream, until a collection, so that the server refused every
-    call after 64. Those cycles are gone (state/batching.py, Request.outcome),
-    and measured again (bench/NOTES.md, session 15) the raised thresholds
-    made EVPN learning about 6 % faster and left convergence and churn as
-    they were: not enough to change them for every process yet."""
+    These thresholds once made a replica that had lost etcd's quorum take
+    no writes after quorum came back: each refused API call was kept in a
+    reference cycle, and with it its HTTP/2 stream, until a collection, so
+    that the server refused every call after 64 (fixed in session 15;
+    tests/test_api.py, tests/test_reference_cycles.py)."""
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
 def run_controller(args: argparse.Namespace) -> int:
