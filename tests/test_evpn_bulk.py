@@ -279,6 +279,27 @@ TYPE2_FIELDS = st.tuples(
 )
 
 
+def one_update(routes: list[MacIpRoute]) -> list[Any]:
+    """The paths of one UPDATE announcing ``routes``, as gobgpd's event
+    gives them: each carries the UPDATE's whole MP_REACH_NLRI."""
+    api, attr = gobgp_api.gobgp_pb2, gobgp_api.attribute_pb2
+    paths = [gobgp_codec.encode(r) for r in routes]
+    nlris = [p.nlri for p in paths]
+    for path in paths:
+        for wrapped in path.pattrs:
+            if wrapped.type_url.endswith(".MpReachNLRIAttribute"):
+                reach = attr.MpReachNLRIAttribute.FromString(wrapped.value)
+                del reach.nlris[:]
+                reach.nlris.extend(nlris)
+                wrapped.Pack(reach)
+    event = api.WatchEventResponse.FromString(
+        api.WatchEventResponse(
+            table=api.WatchEventResponse.TableEvent(paths=paths)
+        ).SerializeToString()
+    )
+    return list(event.table.paths)
+
+
 @pytest.mark.skipif(gobgp_api.MISSING is not None, reason=str(gobgp_api.MISSING))
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(TYPE2_FIELDS, st.integers(1, 8)), min_size=1, max_size=6))
@@ -291,7 +312,6 @@ def test_type_2_paths_decode_to_their_routes_whatever_their_updates_share(
     attributes differ in any field (next hop, sequence, sticky, router
     MAC, route targets) each decode to their own route, in any order, and
     a withdrawal's key is its route's."""
-    api, attr = gobgp_api.gobgp_pb2, gobgp_api.attribute_pb2
     n = 0
     for (vtep, seq, sticky, rmac, targets, two_labels), count in updates:
         routes = []
@@ -311,20 +331,26 @@ def test_type_2_paths_decode_to_their_routes_whatever_their_updates_share(
                     router_mac=rmac,
                 )
             )
-        paths = [gobgp_codec.encode(r) for r in routes]
-        nlris = [p.nlri for p in paths]
-        for path in paths:  # (as gobgpd gives them: the UPDATE's whole MP_REACH_NLRI)
-            for wrapped in path.pattrs:
-                if wrapped.type_url.endswith(".MpReachNLRIAttribute"):
-                    reach = attr.MpReachNLRIAttribute.FromString(wrapped.value)
-                    del reach.nlris[:]
-                    reach.nlris.extend(nlris)
-                    wrapped.Pack(reach)
-        event = api.WatchEventResponse.FromString(
-            api.WatchEventResponse(
-                table=api.WatchEventResponse.TableEvent(paths=paths)
-            ).SerializeToString()
-        )
-        for path, route in zip(event.table.paths, routes, strict=True):
+        for path, route in zip(one_update(routes), routes, strict=True):
             assert gobgp_codec.decode(path) == route
             assert gobgp_codec.decode_key(path) == route.nlri_key()
+
+
+@pytest.mark.skipif(gobgp_api.MISSING is not None, reason=str(gobgp_api.MISSING))
+def test_updates_that_differ_only_in_their_routes_share_one_decoded_attribute_set() -> None:
+    """A peer's table comes as UPDATEs whose attributes are the same but
+    for the routes each MP_REACH_NLRI carries: the attributes are decoded
+    once, not once an UPDATE (the decode's key is the MP_REACH_NLRI's next
+    hop, not its whole encoding)."""
+
+    def route(n: int) -> MacIpRoute:
+        return MacIpRoute(
+            f"{VTEPS[0]}:{VNI}", mac_of(n), VNI, VTEPS[0], f"10.9.0.{n}", (f"65000:{VNI}",)
+        )
+
+    gobgp_codec._TYPE2_ATTRIBUTES.clear()
+    gobgp_codec._LAST_TYPE2[0] = (None, None)
+    for first in (1, 5, 9):
+        routes = [route(n) for n in range(first, first + 4)]
+        assert [gobgp_codec.decode(p) for p in one_update(routes)] == routes
+    assert len(gobgp_codec._TYPE2_ATTRIBUTES) == 1
