@@ -53,6 +53,18 @@ class _CallerState:
     """What a caller's frame holds while it calls (the API's gRPC call)."""
 
 
+@contextmanager
+def collector_off() -> Iterator[None]:
+    """The cyclic collector collected, then off until the block ends: what
+    the block leaves in reference cycles stays there for the test to see."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def refusal_leaves_no_cycle(call: Callable[[], object], error: type[BaseException]) -> bool:
     """Whether, once ``call`` has raised ``error`` and its caller has
     handled it, what the caller's frame held is freed by reference counting
@@ -66,12 +78,8 @@ def refusal_leaves_no_cycle(call: Callable[[], object], error: type[BaseExceptio
             call()
         return weakref.ref(held)
 
-    gc.collect()
-    gc.disable()
-    try:
+    with collector_off():
         return caller()() is None
-    finally:
-        gc.enable()
 
 
 def controller_state(controller: Controller) -> tuple[object, ...]:

@@ -3,7 +3,6 @@ supervisors are not started, so nothing is written anywhere)."""
 
 from __future__ import annotations
 
-import gc
 import os
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 from fabric_fixture import two_tor_fabric
-from helpers import FixedLeadership, api_client, wait_until
+from helpers import FixedLeadership, api_client, collector_off, wait_until
 from p4vtep import events
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.cli import main as cli_main
@@ -444,15 +443,11 @@ def test_refused_calls_do_not_use_up_the_connections_streams(tmp_path, refusal):
             if refusal == "not the leader"
             else grpc.StatusCode.INVALID_ARGUMENT
         )
-        gc.collect()
-        gc.disable()
-        try:
-            codes = []
+        codes = []
+        with collector_off():
             for i in range(100):  # (the server allows 64 streams at once per connection)
                 request = pb.AttachVMRequest(vm=vm(name=f"x{i}", vlan=20 + i, ips=[]))
                 with pytest.raises(grpc.RpcError) as info:
                     client.AttachVM(request, timeout=5)
                 codes.append(info.value.code())
-        finally:
-            gc.enable()
         assert codes == [expected] * 100

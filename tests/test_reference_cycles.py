@@ -23,7 +23,7 @@ import grpc
 import pytest
 from fabric_fixture import two_tor_fabric
 from fake_p4runtime import FakeP4RuntimeServer
-from helpers import api_client, wait_until
+from helpers import api_client, collector_off, wait_until
 from p4vtep.api import overlay_pb2 as pb
 from p4vtep.api import overlay_pb2_grpc as pb_grpc
 from p4vtep.controller import Controller
@@ -50,18 +50,16 @@ def cycles_made_by(work: Callable[[], None]) -> Counter[str]:
     """What of p4vtep's the collector finds after ``work``, run with the
     collector off, among what did not exist before it (an earlier test's
     controller may still be winding down, its threads finishing)."""
-    gc.collect()
-    before = {id(thing) for thing in gc.get_objects()}
-    gc.disable()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        work()
-        gc.collect()
-        return ours([thing for thing in gc.garbage if id(thing) not in before])
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-        gc.enable()
+    with collector_off():
+        before = {id(thing) for thing in gc.get_objects()}
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            work()
+            gc.collect()
+            return ours([thing for thing in gc.garbage if id(thing) not in before])
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
 
 
 def vm(i: int, **fields: object) -> pb.VM:
