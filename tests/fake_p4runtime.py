@@ -61,6 +61,10 @@ class FakeP4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.stream_opened: list[float] = []  # monotonic time of every StreamChannel
         self.packet_outs: list[p4runtime_pb2.PacketOut] = []  # every packet-out received
         self.reject_streams = False  # answer every new stream with UNAVAILABLE
+        # Answer every Write with UNAVAILABLE, as gRPC does when the
+        # connection drops while a write is out.
+        self.fail_writes = False
+        self.failed_writes = 0  # Writes answered so
         self._refusals: list[Refusal] = []
         self._streams: list[_Stream] = []
         self._foreign_primary: int | None = None  # another controller's election id
@@ -220,6 +224,9 @@ class FakeP4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     ) -> p4runtime_pb2.WriteResponse:
         with self._lock:
             self.write_requests.append(request)
+            if self.fail_writes:
+                self.failed_writes += 1
+                context.abort(grpc.StatusCode.UNAVAILABLE, "connection lost (fake switch)")
             if not self._is_primary(request.election_id):
                 context.abort(grpc.StatusCode.PERMISSION_DENIED, "not the primary")
             if self.config is None:

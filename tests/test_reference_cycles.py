@@ -124,8 +124,9 @@ def test_api_calls_and_their_refusals_leave_no_cycle(tmp_path: Path) -> None:
 
 
 def test_switch_faults_leave_no_cycle(tmp_path: Path) -> None:
-    """Updates a switch refuses, a stream it cuts, another controller
-    primary for a while: the supervisors' error paths."""
+    """Updates a switch refuses, a stream it cuts, writes whose connection
+    fails, another controller primary for a while: the supervisors' error
+    paths."""
     with controller_on_fake_switches(tmp_path) as (client, switches):
         tor1, tor2 = switches
 
@@ -134,6 +135,10 @@ def test_switch_faults_leave_no_cycle(tmp_path: Path) -> None:
             with pytest.raises(grpc.RpcError):
                 client.AttachVM(pb.AttachVMRequest(vm=vm(1), wait=True), timeout=2)
             tor1.accept_all()
+            tor2.fail_writes = True
+            client.AttachVM(pb.AttachVMRequest(vm=vm(3, server="s21")), timeout=2)
+            assert wait_until(lambda: tor2.failed_writes >= 1, 10)
+            tor2.fail_writes = False
             tor2.drop_streams()
             tor1.take_primary(1 << 100)
             time.sleep(0.5)

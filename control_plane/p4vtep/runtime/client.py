@@ -169,10 +169,12 @@ class SwitchConnection:
                 elif kind == "error":
                     log.warning("%s: stream error: %s", self.address, response.error)
         except grpc.RpcError as exc:
+            # The error is the stream call itself, which this connection
+            # holds, and its traceback holds this frame, which holds the
+            # connection: a cycle until a collection, cancelled or not.
+            exc.with_traceback(None)
             if _code(exc) != grpc.StatusCode.CANCELLED:
-                # (kept without its traceback, which holds this frame and so
-                # this connection: a cycle, until a collection)
-                self.stream_error = exc.with_traceback(None)
+                self.stream_error = exc
         finally:
             with self._arbitration:
                 self._arbitration.notify_all()
@@ -400,7 +402,8 @@ class PipelinedWrite:
         self._queued: collections.deque[tuple[bytes, int]] = collections.deque()  # (request, first)
         self._numbered = 0  # updates put in requests so far (numbers errors)
         self._in_flight = False
-        self._failure: BaseException | None = None
+        # Why the write stopped; only its text once it was raised (_raise_failure).
+        self._failure: BaseException | str | None = None
         self.errors: list[UpdateError] = []
 
     def add(self, updates: Iterable[bytes]) -> None:
@@ -481,7 +484,10 @@ class PipelinedWrite:
         with self._lock:
             self._in_flight = False
             try:
-                self._errors_of(call, request, first)
+                failure = self._errors_of(call, request, first)
+                if failure is not None:
+                    self._stop(failure)
+                    return
                 if not self._queued and self._pending:
                     # (as ``add`` does when the switch is idle)
                     self._enqueue(self._pending)
@@ -494,27 +500,30 @@ class PipelinedWrite:
 
     def _errors_of(
         self, call: grpc.Future[p4runtime_pb2.WriteResponse], request: bytes, first: int
-    ) -> None:
-        """Keep the updates the switch refused; raise P4RuntimeError if the
-        request itself failed (the connection, not an update)."""
-        # (The error asked for, not raised: a gRPC call's error is the call
-        # itself, and a raised one's traceback would hold this frame, which
-        # holds the call: a reference cycle, kept with every frame above it
-        # until the collector runs.)
+    ) -> BaseException | None:
+        """Keep the updates the switch refused; return why the request
+        itself failed (the connection, not an update), if it did."""
+        # (Errors asked for and made, never raised here: a raised error's
+        # traceback holds this frame and _answer's, which hold this writer,
+        # which keeps the error: a reference cycle, kept with every frame
+        # in it until the collector runs. A gRPC call's error is the call.)
         failure = call.exception()
         if failure is None:
-            return
+            return None
         if not isinstance(failure, grpc.RpcError):
-            raise failure
+            return failure
         if _code(failure) in (
             grpc.StatusCode.UNAVAILABLE,
             grpc.StatusCode.CANCELLED,
             grpc.StatusCode.DEADLINE_EXCEEDED,
         ):
-            raise P4RuntimeError(f"{self.conn.address}: write: {_details(failure)}") from failure
+            lost = P4RuntimeError(f"{self.conn.address}: write: {_details(failure)}")
+            lost.__cause__ = failure
+            return lost
         # Decoded only now, to name the refused updates.
         sent = p4runtime_pb2.WriteRequest.FromString(request).updates
         self.errors += _update_errors(failure, sent, first, self.conn.p4info)
+        return None
 
     def _stop(self, failure: BaseException) -> None:
         self._failure = failure
@@ -522,8 +531,20 @@ class PipelinedWrite:
         self._answered.notify_all()
 
     def _raise_failure(self) -> None:
-        if self._failure is not None:
-            raise self._failure
+        """Raise why the write stopped: the failure itself the first time,
+        a new P4RuntimeError naming it after that. (Once raised, the failure's
+        traceback holds the frames of this writer's callers, which hold the
+        writer: kept here, it would make a reference cycle.)"""
+        failure = self._failure
+        if failure is None:
+            return
+        if isinstance(failure, str):
+            raise P4RuntimeError(failure)
+        self._failure = f"write stopped earlier: {failure}"
+        try:
+            raise failure
+        finally:
+            del failure  # (this frame, in its traceback, must not hold it)
 
 
 # grpc raises RpcError objects that are also grpc.Call (code, details,
