@@ -64,7 +64,7 @@ class FakeP4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         # Answer every Write with UNAVAILABLE, as gRPC does when the
         # connection drops while a write is out.
         self.fail_writes = False
-        self.failed_writes = 0  # Writes answered so
+        self.failed_writes = 0  # Writes answered UNAVAILABLE for it
         self._refusals: list[Refusal] = []
         self._streams: list[_Stream] = []
         self._foreign_primary: int | None = None  # another controller's election id

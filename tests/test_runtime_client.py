@@ -203,6 +203,26 @@ def test_pipelined_write_stops_where_the_gate_closes_in_the_background(switch):
         assert len(switch.table_entries()) == 4
 
 
+def test_a_pipelined_write_whose_connection_fails_stops_and_says_so_each_time(switch):
+    """A Write answered UNAVAILABLE (the connection, not an update): the
+    batches queued behind it are not sent, and every later call raises."""
+    with primary_with_pipeline(switch) as conn:
+        switch.fail_writes = True
+        writer = conn.pipelined_write(batch_size=2)
+        writer.add(_serialized(range(1, 7)))
+        with pytest.raises(P4RuntimeError, match="connection lost") as first:
+            writer.finish()
+        assert not isinstance(first.value, WriteError)
+        assert switch.failed_writes == 1
+        switch.fail_writes = False
+        with pytest.raises(P4RuntimeError, match="connection lost"):
+            writer.add(_serialized([7]))
+        with pytest.raises(P4RuntimeError, match="connection lost"):
+            writer.finish()
+        assert switch.table_entries() == []
+        assert len(switch.write_requests) == 1
+
+
 class SlowSwitch(FakeP4RuntimeServer):
     """Takes 0.2 s to answer each Write."""
 
