@@ -324,6 +324,7 @@ class Encoder:
         self._replicas = _Replicas()
         # Per-VM entities that are the same on every ToR, by their arguments.
         self._shared: dict[tuple[Value, ...], Encoded] = {}
+        self._vni_configs: dict[tuple[int, int, int, int], Encoded] = {}
         p4info = entries.p4info
         memos: dict[bytes, _FieldMemo] = {}  # (a VM's MAC or index in several entries)
         # (a routing pipeline binds each VM to its VNI's VRF too)
@@ -446,7 +447,18 @@ class Encoder:
 
     # --- VNIs and flooding ------------------------------------------------------
     def vni_config(self, vni: int, vni_index: int, traffic_class: int, group: int) -> Encoded:
-        return self.of(self.entries.vni_config(vni, vni_index, traffic_class, group))
+        # Kept by its arguments: a change of a VNI's members rebuilds its
+        # unit, this entry included, on every pass, and it rarely differs
+        # (encoding it through protobuf was most of a small VNI's rebuild).
+        args = (vni, vni_index, traffic_class, group)
+        item = self._vni_configs.get(args)
+        if item is None:
+            if len(self._vni_configs) >= MEMO_MAX:
+                self._vni_configs.clear()
+            item = self._vni_configs[args] = self.of(
+                self.entries.vni_config(vni, vni_index, traffic_class, group)
+            )
+        return item
 
     def flood_group_of(self, group_id: int, replicas: Iterable[bytes]) -> Encoded:
         """A group from its copies already encoded (``replica``) and in
