@@ -1,0 +1,78 @@
+"""A change costs what depends on it, not what the ToR holds.
+
+The incremental compiler's results are checked against the whole compile
+elsewhere (tests/test_incremental_property.py); these tests check how much
+it looks at. A VM's change on a ToR hosting hundreds of VNIs must not walk
+them all, and a VNI's unit, rebuilt on every change of its members, must not
+encode its unchanged entries again: both once made the controller's CPU per
+event grow with the number of VNIs (bench/NOTES.md, issue 40, session 17).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from fabric_fixture import two_tor_fabric
+from p4vtep.compiler import DesiredState, Encoder, compile_tor, routing
+from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.dataplane.entries import PipelineEntries
+from p4vtep.model.allocation import Allocations
+from p4vtep.model.fabric import Vm, Vni
+
+VNIS = range(7000, 7200)  # 200 L2 VNIs, each with a VM on both ToRs
+
+
+def vm(i: int, vni: int, server: str) -> Vm:
+    return Vm(f"v{i}", f"00:00:0c:00:{i >> 8:02x}:{i & 255:02x}", (), vni, server, 100 + i)
+
+
+@pytest.fixture
+def desired() -> DesiredState:
+    fabric = two_tor_fabric()
+    for vni in VNIS:
+        fabric.vnis[vni] = Vni(vni, f"t{vni}")
+    state = DesiredState(fabric, Encoder(PipelineEntries(bmv2_pipeline().p4info)), Allocations())
+    servers = ("s11", "s21")  # (one on each ToR)
+    state.change([vm(2 * k + j, vni, servers[j]) for k, vni in enumerate(VNIS) for j in (0, 1)], [])
+    for compiler in state.tors.values():
+        compiler.take_changes()  # (built: from here on, changes are incremental)
+    return state
+
+
+def test_a_vm_change_looks_only_at_its_own_vnis(desired, monkeypatch):
+    asked: Counter[int] = Counter()
+    vrf_of = routing.vrf_of
+
+    def counting(fabric, vni):
+        asked[vni] += 1
+        return vrf_of(fabric, vni)
+
+    monkeypatch.setattr(routing, "vrf_of", counting)
+    desired.change([vm(1000, 7100, "s12")], [])  # a VNI both ToRs host already
+    desired.change([], ["v1000"])
+    assert set(asked) <= {7100}, sorted(asked)
+    # (a VNI that comes to a ToR or leaves it does change the VRFs held there)
+    desired.change([vm(1001, 5000, "s11")], [])
+    assert 7000 in asked
+    for name, compiler in desired.tors.items():
+        compiler.take_changes()
+        assert compiler.state == compile_tor(
+            desired.fabric, desired.vms.values(), name, desired.alloc, desired.enc
+        )
+
+
+def test_a_vni_rebuilt_encodes_its_unchanged_entry_once(desired, monkeypatch):
+    built: Counter[int] = Counter()
+    vni_config = desired.enc.entries.vni_config
+
+    def counting(vni, *args):
+        built[vni] += 1
+        return vni_config(vni, *args)
+
+    monkeypatch.setattr(desired.enc.entries, "vni_config", counting)
+    for i in range(1000, 1010):  # each change followed by a pass (the unit rebuilt)
+        desired.change([vm(i, 7100, "s12")], [])
+        for compiler in desired.tors.values():
+            compiler.take_changes()
+    assert built == Counter()  # (encoded when the ToRs were built, kept since)
