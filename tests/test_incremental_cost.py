@@ -3,9 +3,11 @@
 The incremental compiler's results are checked against the whole compile
 elsewhere (tests/test_incremental_property.py); these tests check how much
 it looks at. A VM's change on a ToR hosting hundreds of VNIs must not walk
-them all, and a VNI's unit, rebuilt on every change of its members, must not
-encode its unchanged entries again: both once made the controller's CPU per
-event grow with the number of VNIs (bench/NOTES.md, issue 40, session 17).
+them all; a VNI's unit, rebuilt on every change of its members, must not
+encode its unchanged entries again; and a learned route in one tenant's VRF
+must not walk every VRF the ToR holds. Each once made the controller's cost
+per change grow with the number of tenants (bench/NOTES.md, issue 40,
+session 17).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from collections import Counter
 
 import pytest
 from fabric_fixture import two_tor_fabric
-from p4vtep.compiler import DesiredState, Encoder, compile_tor, routing
+from p4vtep.compiler import DesiredState, Encoder, Learned, compile_tor, routing
+from p4vtep.compiler.learned import LearnedHost
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.dataplane.entries import PipelineEntries
 from p4vtep.model.allocation import Allocations
-from p4vtep.model.fabric import Vm, Vni
+from p4vtep.model.fabric import Subnet, Vm, Vni, Vrf
 
 VNIS = range(7000, 7200)  # 200 L2 VNIs, each with a VM on both ToRs
 
@@ -76,3 +79,46 @@ def test_a_vni_rebuilt_encodes_its_unchanged_entry_once(desired, monkeypatch):
         for compiler in desired.tors.values():
             compiler.take_changes()
     assert built == Counter()  # (encoded when the ToRs were built, kept since)
+
+
+def test_a_learned_route_looks_only_at_its_own_vrf():
+    """200 tenants, each a VRF with one routed VNI and a VM on each ToR; a
+    host route learned into one VRF, then another VRF's, then withdrawn."""
+    fabric = two_tor_fabric()
+    fabric.anycast_gateway_mac = "00:00:5e:00:01:01"
+    servers = ("s11", "s21")
+    vms = []
+    for k, vni in enumerate(VNIS):
+        fabric.vrfs[f"t{k}"] = Vrf(f"t{k}", 60000 + k)
+        subnet = Subnet("172.16.0.0/24", "172.16.0.254")
+        fabric.vnis[vni] = Vni(vni, f"t{k}", vrf=f"t{k}", subnets=(subnet,))
+        for j in (0, 1):
+            mac = f"00:00:0d:{j:02x}:{k >> 8:02x}:{k & 255:02x}"
+            vms.append(Vm(f"t{k}-{j}", mac, (f"172.16.0.{j + 1}",), vni, servers[j], 100 + k))
+    desired = DesiredState(fabric, Encoder(PipelineEntries(bmv2_pipeline().p4info)), Allocations())
+    desired.change(vms, [])
+    for compiler in desired.tors.values():
+        compiler.take_changes()
+
+    def host(k: int) -> LearnedHost:
+        return LearnedHost(f"t{k}", "172.16.0.99", "10.9.9.9", "02:fe:00:00:00:09", 60000 + k,
+                           7000 + k, "02:fe:00:00:01:01")  # fmt: skip
+
+    asked: Counter[str] = Counter()
+    vnis_of = routing.vnis_of
+
+    def counting(fabric, vrf):
+        asked[vrf] += 1
+        return vnis_of(fabric, vrf)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(routing, "vnis_of", counting)
+        desired.set_learned(Learned.of([], hosts=[host(7)]))
+        desired.set_learned(Learned.of([], hosts=[host(7), host(42)]))
+        desired.set_learned(Learned.of([], hosts=[host(42)]))
+    assert set(asked) <= {"t7", "t42"}, sorted(asked)
+    for name, compiler in desired.tors.items():
+        compiler.take_changes()
+        assert compiler.state == compile_tor(
+            fabric, desired.vms.values(), name, desired.alloc, desired.enc, desired.learned
+        )
