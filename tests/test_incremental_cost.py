@@ -78,7 +78,10 @@ def test_a_vni_rebuilt_encodes_its_unchanged_entry_once(desired, monkeypatch):
         desired.change([vm(i, 7100, "s12")], [])
         for compiler in desired.tors.values():
             compiler.take_changes()
-    assert built == Counter()  # (encoded when the ToRs were built, kept since)
+    # Once at most, for ten passes: the first may encode it (the builder
+    # counted here is a new one to the encoder), the others keep it.
+    assert set(built) <= {7100}, built
+    assert built[7100] <= 1
 
 
 def test_a_learned_route_looks_only_at_its_own_vrf():

@@ -324,7 +324,7 @@ class Encoder:
         self._replicas = _Replicas()
         # Per-VM entities that are the same on every ToR, by their arguments.
         self._shared: dict[tuple[Value, ...], Encoded] = {}
-        self._vni_configs: dict[tuple[int, int, int, int], Encoded] = {}
+        self._kept: dict[tuple[str, tuple[Value, ...]], Encoded] = {}  # (kept)
         p4info = entries.p4info
         memos: dict[bytes, _FieldMemo] = {}  # (a VM's MAC or index in several entries)
         # (a routing pipeline binds each VM to its VNI's VRF too)
@@ -426,6 +426,19 @@ class Encoder:
     def of(message: Message) -> Encoded:
         return encoded(to_entity(message))
 
+    def kept(self, build: Callable[..., Message], *args: Value) -> Encoded:
+        """``build(*args)`` (a builder of ``self.entries``) encoded, and kept by
+        its arguments: for the entries a unit's rebuild makes again unchanged
+        (a VNI's parameters, its gateway's), which encoding through protobuf
+        on every rebuild made most of a small VNI's pass."""
+        key = (build.__name__, args)
+        item = self._kept.get(key)
+        if item is None:
+            if len(self._kept) >= MEMO_MAX:
+                self._kept.clear()
+            item = self._kept[key] = self.of(build(*args))
+        return item
+
     # --- ports, identity, underlay ------------------------------------------------
     def port_role(self, port: int, role: PortRole) -> Encoded:
         return self.of(self.entries.port_role(port, role))
@@ -447,18 +460,7 @@ class Encoder:
 
     # --- VNIs and flooding ------------------------------------------------------
     def vni_config(self, vni: int, vni_index: int, traffic_class: int, group: int) -> Encoded:
-        # Kept by its arguments: a change of a VNI's members rebuilds its
-        # unit, this entry included, on every pass, and it rarely differs
-        # (encoding it through protobuf was most of a small VNI's rebuild).
-        args = (vni, vni_index, traffic_class, group)
-        item = self._vni_configs.get(args)
-        if item is None:
-            if len(self._vni_configs) >= MEMO_MAX:
-                self._vni_configs.clear()
-            item = self._vni_configs[args] = self.of(
-                self.entries.vni_config(vni, vni_index, traffic_class, group)
-            )
-        return item
+        return self.kept(self.entries.vni_config, vni, vni_index, traffic_class, group)
 
     def flood_group_of(self, group_id: int, replicas: Iterable[bytes]) -> Encoded:
         """A group from its copies already encoded (``replica``) and in

@@ -87,10 +87,11 @@ def vni_items(enc: Encoder, fabric: Fabric, vni: int) -> list[Encoded]:
     if vrf is None:
         return []
     anycast = _anycast_mac(fabric)
-    out = [enc.of(enc.entries.mac_to_router(vni, anycast, anycast))]
+    # (kept encoded: rebuilt with the VNI's unit on every change of its members)
+    out = [enc.kept(enc.entries.mac_to_router, vni, anycast, anycast)]
     for subnet in fabric.vnis[vni].subnets:
         out.append(enc.neighbour(vni, subnet.gateway, anycast, router=True))
-        out.append(enc.of(enc.entries.gateway_address(vrf.l3vni, subnet.gateway)))
+        out.append(enc.kept(enc.entries.gateway_address, vrf.l3vni, subnet.gateway))
     if _has_ipv6(fabric, [vni]):
         out.append(enc.neighbour(vni, gateway_lla(fabric), anycast, router=True))
     return out

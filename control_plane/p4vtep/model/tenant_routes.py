@@ -138,7 +138,10 @@ def route_deltas(
     did not change keeps its host routes, and a static route changes only
     when its next hop's owner is one of the changed VMs (an IP has one owner
     per VRF, so an unchanged owner cannot be involved)."""
-    vrf_of = {v.vni: v.vrf for v in fabric.vnis.values() if v.vrf is not None}
+    # (the changed VMs' VNIs only: a map of every VNI, made at every commit,
+    # cost the commit time in proportion to the tenants)
+    vnis = {vm.vni for vms in (before, after) for vm in vms.values() if vm is not None}
+    vrf_of = {v: spec.vrf for v in vnis if (spec := fabric.vnis.get(v)) and spec.vrf is not None}
     old = _leads(fabric, vrf_of, before.values())
     new = _leads(fabric, vrf_of, after.values())
     deltas = []
