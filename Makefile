@@ -23,7 +23,7 @@ GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 	bench bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
 	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane \
 	bench-dataplane-instructions bench-dataplane-cost bench-server bench-qos bench-cpu-path \
-	bench-report
+	bench-change-cost bench-report
 
 all: test
 
@@ -204,7 +204,7 @@ p4-if-p4c:
 bench: bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
 	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane \
 	bench-dataplane-instructions bench-dataplane-cost bench-server bench-qos bench-cpu-path \
-	bench-report
+	bench-change-cost bench-report
 
 bench-convergence: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py
@@ -275,6 +275,10 @@ bench-cpu-path: deps
 # and protocol; BENCH_QOS_FLAGS=--seconds 10 for a quick look.
 bench-qos: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/qos.py $(BENCH_QOS_FLAGS)
+# Issue 40: the controller's CPU per VM change and per learned route as the
+# tenants grow, no switch (about 2 minutes).
+bench-change-cost: deps-python
+	$(VPY) bench/change_cost.py
 bench-report: deps-python
 	$(VPY) bench/report.py
 

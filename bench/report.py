@@ -1808,6 +1808,56 @@ def describe_machine(machine: dict) -> str:
     )
 
 
+def section_change_cost(out: list[str]) -> None:
+    """Issue 40: a change's CPU by the number of tenants, each run a line."""
+    data = load("change_cost")
+    if not data:
+        out.append("_Not run yet (`make bench-change-cost`)._\n")
+        return
+    runs = data["runs"]
+    tenants = sorted({p["tenants"] for run in runs for p in run["points"]})
+    out.append("| run | " + " | ".join(f"{t} tenants" for t in tenants) + " |")
+    out.append("|---|" + "---|" * len(tenants))
+    for run in runs:
+        points = {p["tenants"]: p for p in run["points"]}
+        cells = [
+            f"{points[t]['vm_change_us_median']:,.0f} / {points[t]['learned_route_us_median']:,.0f}"
+            if t in points
+            else "-"
+            for t in tenants
+        ]
+        who = f"{run['code']} (before)" if run["code"] else "this code"
+        out.append(f"| {who}, {run['label']} | " + " | ".join(cells) + " |")
+    out.append("")
+    out.append(
+        "Each cell: µs of the controller's CPU for a VM attached or detached / for a learned "
+        "host route that comes or goes; medians of each run's rounds.\n"
+    )
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for i, run in enumerate(runs):
+        xs = [p["tenants"] for p in run["points"]]
+        style = {
+            "color": "tab:red" if run["code"] else "tab:green",
+            "linestyle": ("-", "--", ":", "-.")[i % 4],
+            "marker": "o",
+            "label": f"{run['code'] or 'this code'}, {run['label']}",
+        }
+        axes[0].plot(xs, [p["vm_change_us_median"] for p in run["points"]], **style)
+        axes[1].plot(xs, [p["learned_route_us_median"] for p in run["points"]], **style)
+    for ax, what in zip(axes, ("a VM attached or detached", "a learned host route"), strict=True):
+        ax.set_title(f"controller CPU per change: {what}", fontsize=10)
+        ax.set_xlabel("tenants (a VRF and a routed VNI each; 10,000 VMs)")
+        ax.set_ylabel("µs of CPU (median of rounds)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylim(bottom=0)
+    axes[1].set_yscale("log")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(PLOTS / "change_cost.png", dpi=100)
+    plt.close(fig)
+    out.append("![change cost](benchmarks/change_cost.png)\n")
+
+
 def ran_elsewhere(out: list[str], name: str, header: dict) -> None:
     """Say so when a section's result comes from another machine than the header's."""
     data = load(name)
@@ -1942,6 +1992,18 @@ def render() -> str:
     out += ["## 7. The CPU path (issue 39)", ""]
     ran_elsewhere(out, "cpu_path", machine)
     section_cpu_path(out)
+    out += ["## 8. A change's cost as tenants grow (issue 40)", ""]
+    ran_elsewhere(out, "change_cost", machine)
+    out += [
+        "`bench/change_cost.py` (`make bench-change-cost`): the controller alone, no switch, "
+        "10,000 VMs on two ToRs spread over 2 to 500 tenants, each a VRF with a routed VNI "
+        "on both ToRs; its CPU per VM attach or detach (a pass every 8) and per host route "
+        "learned over EVPN or withdrawn (1,000 learned already). A change must cost what "
+        "depends on it, not what the ToRs hold. Runs marked with a commit are that code's "
+        "(before).",
+        "",
+    ]
+    section_change_cost(out)
     notes = REPO / "bench" / "NOTES.md"
     if notes.exists():
         out += [notes.read_text()]

@@ -1,0 +1,63 @@
+"""bench/change_cost.py's measuring parts at a small scale: each round makes
+the changes it says it makes and leaves the controller as it found it, so
+the next round measures the same thing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import change_cost
+from change_cost import background, controller_of, learned_route, vm_changes
+
+
+def held_routes(controller) -> int:
+    learned = controller.desired.learned
+    return sum(len(hosts) for hosts in learned.hosts.values())
+
+
+def test_every_tenant_is_on_both_tors_and_validates():
+    vms = background(5, 200)
+    tenants = {vm.vni for vm in vms}
+    assert len(tenants) == 5
+    for vni in tenants:
+        servers = {vm.server for vm in vms if vm.vni == vni}
+        assert servers == set(change_cost.SERVERS)
+
+
+def test_a_round_of_vm_changes_leaves_the_controller_as_it_was(tmp_path: Path):
+    controller = controller_of(5, tmp_path, vms=200)
+    before = dict(controller.vms)
+    states = {tor: c.state.copy() for tor, c in controller.desired.tors.items()}
+    attached = []
+    attach = controller.attach
+
+    def counting(vm):
+        attached.append(vm.name)
+        return attach(vm)
+
+    controller.attach = counting  # type: ignore[method-assign]
+    assert vm_changes(controller, 5, 40, seed=1) > 0
+    assert len(attached) > 10  # (about half of the 40)
+    assert controller.vms == before
+    for tor, compiler in controller.desired.tors.items():
+        assert compiler.state == states[tor]
+
+
+def test_a_round_of_learned_routes_learns_them_and_drops_them_at_the_end(tmp_path: Path):
+    controller = controller_of(5, tmp_path, vms=200)
+    seen: list[int] = []
+    commit = controller.commit_learned
+
+    def counting(learned):
+        version = commit(learned)
+        seen.append(held_routes(controller))
+        return version
+
+    controller.commit_learned = counting  # type: ignore[method-assign]
+    assert learned_route(controller, 5, 4) > 0
+    # The 1,000 as one commit, then the extra one in and out twice, then the
+    # session lost: nothing learned is left.
+    assert change_cost.LEARNED in seen
+    assert seen.count(change_cost.LEARNED + 1) == 2
+    assert seen[-1] == 0
+    assert held_routes(controller) == 0
