@@ -5,17 +5,19 @@ elsewhere (tests/test_incremental_property.py); these tests check how much
 it looks at. A VM's change on a ToR hosting hundreds of VNIs must not walk
 them all; a VNI's unit, rebuilt on every change of its members, must not
 encode its unchanged entries again; and a learned route in one tenant's VRF
-must not walk every VRF the ToR holds. Each once made the controller's cost
-per change grow with the number of tenants (bench/NOTES.md, issue 40,
-session 17).
+must not walk every VRF the ToR holds; and a ToR with nothing of a VM's
+(neither its VNI nor its VRF) must not work on its change at all. Each once
+made the controller's cost per change grow with the number of tenants or
+ToRs (bench/NOTES.md, issue 40, session 17).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
-from fabric_fixture import two_tor_fabric
+from fabric_fixture import add_tor3, two_tor_fabric
 from p4vtep.compiler import DesiredState, Encoder, Learned, compile_tor, routing
 from p4vtep.compiler.learned import LearnedHost
 from p4vtep.dataplane.artifacts import bmv2_pipeline
@@ -124,4 +126,35 @@ def test_a_learned_route_looks_only_at_its_own_vrf():
         compiler.take_changes()
         assert compiler.state == compile_tor(
             fabric, desired.vms.values(), name, desired.alloc, desired.enc, desired.learned
+        )
+
+
+def test_a_tor_with_nothing_of_a_vm_does_no_work_on_its_change(monkeypatch):
+    """tor3 hosts VNI 6000 only; VMs of VNI 5000 come, move and go on tor1
+    and tor2. Once one lands on tor3, tor3 works on it."""
+    fabric = add_tor3(two_tor_fabric())
+    desired = DesiredState(fabric, Encoder(PipelineEntries(bmv2_pipeline().p4info)), Allocations())
+    desired.change([Vm("b3", "00:00:0b:00:00:03", (), 6000, "s31", 30)], [])
+    for compiler in desired.tors.values():
+        compiler.take_changes()
+    tor3 = desired.tors["tor3"]
+    built: list[str] = []
+    vm_items = tor3._vm_items
+
+    def counting(vm):
+        built.append(vm.name if vm else "")
+        return vm_items(vm)
+
+    monkeypatch.setattr(tor3, "_vm_items", counting)
+    a1 = vm(1, 5000, "s11")
+    desired.change([a1], [])
+    desired.change([replace(a1, server="s21")], [])
+    desired.change([], [a1.name])
+    assert built == []
+    desired.change([vm(2, 5000, "s31")], [])
+    assert "v2" in built
+    for name, compiler in desired.tors.items():
+        compiler.take_changes()
+        assert compiler.state == compile_tor(
+            fabric, desired.vms.values(), name, desired.alloc, desired.enc
         )

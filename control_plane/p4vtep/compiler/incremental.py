@@ -575,6 +575,17 @@ class TorCompiler:
         new_tor = self._tor_of(new) if new else None
         old_local, new_local = old_tor == self.name, new_tor == self.name
         vnis = sorted({vm.vni for vm in (old, new) if vm is not None})
+        if (
+            not old_local
+            and not new_local
+            and self.local.keys().isdisjoint(vnis)
+            and self.vrfs.isdisjoint(routing.vrfs_of(fabric, vnis))
+            and name not in self.vm_units
+        ):
+            # Nothing of the VM's is or was here (neither its VNI nor its
+            # VRF): another ToR's change alone. (With 16 ToRs, building its
+            # empty units on each one cost 40 % of a change.)
+            return
         present_before = {x: x in self.local for x in vnis}
 
         # (allocated by DesiredState; a VM that leaves this ToR keeps its
