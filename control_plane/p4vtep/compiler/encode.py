@@ -324,7 +324,8 @@ class Encoder:
         self._replicas = _Replicas()
         # Per-VM entities that are the same on every ToR, by their arguments.
         self._shared: dict[tuple[Value, ...], Encoded] = {}
-        self._kept: dict[tuple[str, tuple[Value, ...]], Encoded] = {}  # (kept)
+        # Entries a unit's rebuild makes again unchanged (``kept``), by builder and arguments.
+        self._kept: dict[tuple[str, tuple[Value, ...]], Encoded] = {}
         p4info = entries.p4info
         memos: dict[bytes, _FieldMemo] = {}  # (a VM's MAC or index in several entries)
         # (a routing pipeline binds each VM to its VNI's VRF too)
