@@ -2,19 +2,20 @@
 """Benchmark: the controller's CPU per change as the number of tenants grows.
 
 A change must cost what depends on it, not what the ToRs hold. Here the
-fabric's 10,000 VMs (two ToRs, four servers) are spread over ``--tenants``
-tenants, each a VRF with one routed VNI (a /16 and its anycast gateway),
-every tenant on both ToRs. No switch: the controller alone, in this process,
-its CPU time (``time.process_time``) for
+fabric's 10,000 VMs are spread over ``--tenants`` tenants, each a VRF with
+one routed VNI (a /16 and its anycast gateway), each tenant on two
+neighbouring ToRs of ``--tors`` (two servers each; with 2 ToRs, every
+tenant on both). No switch: the controller alone, in this process, its CPU
+time (``time.process_time``) for
 
 - **a VM change**: attaches and detaches in random tenants, one by one
   through ``Controller.attach`` / ``detach`` (validated, applied to each ToR's
   compiler, stored), each ToR's changes taken after every 8 of them (a
   switch pass);
-- **a learned route**: one host route learned from an external VTEP into a
-  tenant's VRF and withdrawn again (``Controller.commit_learned`` of the
-  learned facts with and without it; 1,000 other host routes learned
-  already), each ToR's changes taken after each.
+- **a learned route**: one host route learned over EVPN into a tenant's VRF
+  and withdrawn again, as the EVPN source takes them from its speaker (into
+  its learned table, committed; 1,000 other host routes learned already),
+  each ToR's changes taken after each.
 
 Each figure is the median of ``--rounds`` rounds per tenant count. With
 ``--code REV`` the runs are marked as another commit's: run it with that
@@ -44,7 +45,7 @@ from p4vtep.model.fabric import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vr
 from p4vtep.sources.evpn import EvpnSource
 from p4vtep.state.sqlite_store import Store
 
-SERVERS = ("s11", "s12", "s21", "s22")
+TORS = 2  # --tors: each with two servers; a tenant is on two neighbouring ToRs
 VMS = 10_000
 VNI_BASE, L3VNI_BASE = 10_000, 60_000
 CHURN_VLANS = range(3000, 4094)  # (the background VMs stay below: 2,500 a server)
@@ -54,15 +55,21 @@ ASN, PEER = 65000, "192.0.2.2"  # the peer (nothing listens: the speaker never s
 EXTERNAL_VTEP, EXTERNAL_RMAC, EXTERNAL_VNI = "10.9.9.9", "02:fe:00:00:00:09", 9000
 
 
-def fabric_of(tenants: int) -> Fabric:
+def servers_of(tenant: int, tors: int) -> tuple[str, ...]:
+    """The four servers a tenant's VMs go to: both of its two ToRs'."""
+    first, second = tenant % tors + 1, (tenant + 1) % tors + 1
+    return tuple(f"s{t}-{port}" for t in (first, second) for port in (1, 2))
+
+
+def fabric_of(tenants: int, tors: int = TORS) -> Fabric:
     fabric = Fabric()
     fabric.anycast_gateway_mac = "00:00:5e:00:01:01"
-    for t, name in enumerate(("tor1", "tor2"), start=1):
+    for t in range(1, tors + 1):
         uplinks = (Uplink(3, "00:5e:00:00:01:01"), Uplink(4, "00:5e:00:00:01:02"))
-        fabric.tors[name] = Tor(name, f"127.0.0.1:{t}", t, f"10.0.0.{t}", f"00:aa:00:00:00:0{t}",
-                                uplinks)  # fmt: skip
+        fabric.tors[f"tor{t}"] = Tor(f"tor{t}", f"127.0.0.1:{t}", t, f"10.0.0.{t}",
+                                     f"00:aa:00:00:00:{t:02x}", uplinks)  # fmt: skip
         for port in (1, 2):
-            fabric.servers[f"s{t}{port}"] = Server(f"s{t}{port}", name, port)
+            fabric.servers[f"s{t}-{port}"] = Server(f"s{t}-{port}", f"tor{t}", port)
     for k in range(tenants):
         fabric.vrfs[f"t{k}"] = Vrf(f"t{k}", L3VNI_BASE + k)
         net = f"{20 + (k >> 8)}.{k & 255}"  # (a /16 per tenant)
@@ -87,12 +94,14 @@ def vm(name: str, n: int, tenant: int, server: str, vlan: int) -> Vm:
     return Vm(name, mac, (f"{net}.{n >> 8 & 255}.{n & 255}",), VNI_BASE + tenant, server, vlan)
 
 
-def background(tenants: int, count: int = VMS) -> list[Vm]:
-    """``count`` VMs, tenant by tenant over the four servers (each tenant on both ToRs)."""
+def background(tenants: int, count: int = VMS, tors: int = TORS) -> list[Vm]:
+    """``count`` VMs, tenant by tenant, each tenant's over its four servers."""
     vms = []
     for i in range(count):
         n = i // (4 * tenants) * 4 + i % 4 + 1  # (its tenant's n-th)
-        vms.append(vm(f"bg{i}", n, (i // 4) % tenants, SERVERS[i % 4], 1 + i // 4))
+        tenant = (i // 4) % tenants
+        # (VLANs: the four VMs of one i // 4 go to four servers)
+        vms.append(vm(f"bg{i}", n, tenant, servers_of(tenant, tors)[i % 4], 1 + i // 4))
     return vms
 
 
@@ -107,11 +116,11 @@ def route(tenant: int, n: int) -> MacIpRoute:
                       router_mac=EXTERNAL_RMAC)  # fmt: skip
 
 
-def controller_of(tenants: int, directory: Path, vms: int = VMS) -> Controller:
+def controller_of(tenants: int, directory: Path, vms: int = VMS, tors: int = TORS) -> Controller:
     """The fabric's controller with its VMs, each ToR's compile built."""
-    fabric = fabric_of(tenants)
+    fabric = fabric_of(tenants, tors)
     controller = Controller(fabric, bmv2_pipeline(), Store(directory / "state.db"))
-    controller.replace_source("inventory", background(tenants, vms))
+    controller.replace_source("inventory", background(tenants, vms, tors))
     for tor in fabric.tors:
         controller.snapshot(tor)  # (built, as a switch's first pass builds it)
     return controller
@@ -125,7 +134,8 @@ def take_changes(controller: Controller) -> None:
 def vm_changes(controller: Controller, tenants: int, changes: int, seed: int) -> float:
     """CPU seconds per attach or detach (``changes`` of them)."""
     rng = random.Random(seed)
-    free = {s: list(CHURN_VLANS) for s in SERVERS}
+    tors = len(controller.fabric.tors)
+    free = {s: list(CHURN_VLANS) for s in controller.fabric.servers}
     attached: list[Vm] = []
     serial = 0
     began = time.process_time()
@@ -136,9 +146,9 @@ def vm_changes(controller: Controller, tenants: int, changes: int, seed: int) ->
             free[gone.server].append(gone.vlan)
         else:
             serial += 1
-            server = rng.choice(SERVERS)
-            new = vm(f"c{seed}-{serial}", 60_000 + serial, rng.randrange(tenants), server,
-                     free[server].pop(0))  # fmt: skip
+            tenant = rng.randrange(tenants)
+            server = rng.choice(servers_of(tenant, tors))
+            new = vm(f"c{seed}-{serial}", 60_000 + serial, tenant, server, free[server].pop(0))
             controller.attach(new)
             attached.append(new)
         if i % PASS_EVERY == PASS_EVERY - 1:
@@ -176,10 +186,12 @@ def learned_route(controller: Controller, tenants: int, changes: int) -> float:
     return spent / changes
 
 
-def measure(tenants: int, rounds: int, changes: int, routes: int, vms: int = VMS) -> dict:
+def measure(
+    tenants: int, rounds: int, changes: int, routes: int, vms: int = VMS, tors: int = TORS
+) -> dict:
     per_change, per_route = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        controller = controller_of(tenants, Path(tmp), vms)
+        controller = controller_of(tenants, Path(tmp), vms, tors)
         gc.collect()
         gc.freeze()  # (as `p4vtep controller run` does once started)
         try:
@@ -190,6 +202,7 @@ def measure(tenants: int, rounds: int, changes: int, routes: int, vms: int = VMS
             gc.unfreeze()
     return {
         "tenants": tenants,
+        "tors": tors,
         "vm_change_us": [x * 1e6 for x in per_change],
         "learned_route_us": [x * 1e6 for x in per_route],
         "vm_change_us_median": statistics.median(per_change) * 1e6,
@@ -204,6 +217,7 @@ def main() -> None:
     logging.getLogger("p4vtep.sources").setLevel(logging.CRITICAL)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tenants", type=int, nargs="+", default=[2, 50, 250, 500])
+    parser.add_argument("--tors", type=int, default=TORS, help="ToRs, two servers each")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--changes", type=int, default=2000, help="VM changes a round")
     parser.add_argument("--routes", type=int, default=200, help="learned route changes a round")
@@ -213,10 +227,10 @@ def main() -> None:
     args = parser.parse_args()
     points = []
     for tenants in args.tenants:
-        point = measure(tenants, args.rounds, args.changes, args.routes)
+        point = measure(tenants, args.rounds, args.changes, args.routes, tors=args.tors)
         points.append(point)
         print(
-            f"{args.code or 'this code'}: {tenants} tenants: a VM change "
+            f"{args.code or 'this code'}: {tenants} tenants, {args.tors} ToRs: a VM change "
             f"{point['vm_change_us_median']:.0f} µs, a learned route "
             f"{point['learned_route_us_median']:.0f} µs of CPU",
             flush=True,
@@ -228,6 +242,7 @@ def main() -> None:
         {
             "label": args.label or time.strftime("%Y-%m-%d %H:%M"),
             "code": args.code,
+            "tors": args.tors,
             "rounds": args.rounds,
             "changes": args.changes,
             "routes": args.routes,

@@ -1827,7 +1827,9 @@ def section_change_cost(out: list[str]) -> None:
             for t in tenants
         ]
         who = f"{run['code']} (before)" if run["code"] else "this code"
-        out.append(f"| {who}, {run['label']} | " + " | ".join(cells) + " |")
+        out.append(
+            f"| {who}, {run.get('tors', 2)} ToRs, {run['label']} | " + " | ".join(cells) + " |"
+        )
     out.append("")
     out.append(
         "Each cell: µs of the controller's CPU for a VM attached or detached / for a learned "
@@ -1837,10 +1839,12 @@ def section_change_cost(out: list[str]) -> None:
     for i, run in enumerate(runs):
         xs = [p["tenants"] for p in run["points"]]
         style = {
-            "color": "tab:red" if run["code"] else "tab:green",
+            "color": ("tab:red" if run["code"] else "tab:green")
+            if run.get("tors", 2) == 2
+            else ("tab:orange" if run["code"] else "tab:blue"),
             "linestyle": ("-", "--", ":", "-.")[i % 4],
             "marker": "o",
-            "label": f"{run['code'] or 'this code'}, {run['label']}",
+            "label": f"{run['code'] or 'this code'}, {run.get('tors', 2)} ToRs, {run['label']}",
         }
         axes[0].plot(xs, [p["vm_change_us_median"] for p in run["points"]], **style)
         axes[1].plot(xs, [p["learned_route_us_median"] for p in run["points"]], **style)
@@ -1996,8 +2000,9 @@ def render() -> str:
     ran_elsewhere(out, "change_cost", machine)
     out += [
         "`bench/change_cost.py` (`make bench-change-cost`): the controller alone, no switch, "
-        "10,000 VMs on two ToRs spread over 2 to 500 tenants, each a VRF with a routed VNI "
-        "on both ToRs; its CPU per VM attach or detach (a pass every 8) and per host route "
+        "10,000 VMs spread over 2 to 500 tenants, each a VRF with a routed VNI on two "
+        "neighbouring ToRs (of 2: both; `--tors 16`: two of 16); its CPU per VM attach or "
+        "detach (a pass every 8) and per host route "
         "learned over EVPN or withdrawn (1,000 learned already). A change must cost what "
         "depends on it, not what the ToRs hold. Runs marked with a commit are that code's "
         "(before).",
