@@ -575,11 +575,12 @@ class TorCompiler:
         new_tor = self._tor_of(new) if new else None
         old_local, new_local = old_tor == self.name, new_tor == self.name
         vnis = sorted({vm.vni for vm in (old, new) if vm is not None})
+        vm_vrfs = routing.vrfs_of(fabric, vnis)  # (the VRFs the VM is or was routed in)
         if (
             not old_local
             and not new_local
             and self.local.keys().isdisjoint(vnis)
-            and self.vrfs.isdisjoint(routing.vrfs_of(fabric, vnis))
+            and self.vrfs.isdisjoint(vm_vrfs)
             and name not in self.vm_units
         ):
             # Nothing of the VM's is or was here (neither its VNI nor its
@@ -667,7 +668,7 @@ class TorCompiler:
         # IP (the rebuild walks the VRF's VMs).
         ips = {ip for vm in (old, new) if vm is not None for ip in vm.ips}
         vrf_units: dict[Unit, list[Encoded]] = {}
-        for vrf in sorted(routing.vrfs_of(fabric, vnis) & vrfs_before & self.vrfs):
+        for vrf in sorted(vm_vrfs & vrfs_before & self.vrfs):
             hosts = self.d.learned.hosts.get(vrf, {})
             if any(route.next_hop in ips for route in fabric.vrfs[vrf].routes):
                 vrf_units[("vrf", vrf)] = self._vrf_items(vrf)
