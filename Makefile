@@ -21,7 +21,7 @@ GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 	proto proto-api proto-p4runtime regen lint format typecheck unit check check-no-toolchain ptf test \
 	demo demo-cli clean \
 	bench bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
-	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane \
+	bench-move bench-move-routed bench-evpn-irb bench-churn bench-churn-tenants bench-dataplane \
 	bench-dataplane-instructions bench-dataplane-cost bench-server bench-qos bench-cpu-path \
 	bench-change-cost bench-report
 
@@ -202,7 +202,7 @@ p4-if-p4c:
 # Benchmarks: each writes bench/results/NAME.json; bench-report renders
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.
 bench: bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
-	bench-move bench-move-routed bench-evpn-irb bench-churn bench-dataplane \
+	bench-move bench-move-routed bench-evpn-irb bench-churn bench-churn-tenants bench-dataplane \
 	bench-dataplane-instructions bench-dataplane-cost bench-server bench-qos bench-cpu-path \
 	bench-change-cost bench-report
 
@@ -232,6 +232,10 @@ bench-evpn-irb: deps
 # of 250/s up (or down) to the highest rate that holds (bench/churn.py).
 bench-churn: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/churn.py --sweep
+# The same churn with the VMs over 250 routed tenants (a VRF and a routed VNI
+# each): 2,000/s offered for 30 s, into churn_tenants.json.
+bench-churn-tenants: deps
+	env $(TOOLCHAIN_VARS) $(VPY) bench/churn.py --tenants 250 --rates 2000 --seconds 30
 # The p4vtep builds today's IPv4 paths (bridged, and routed if they route) are
 # compared with, in the same rounds: 9be722a, the last before the IPv6 data
 # plane (issue 37: IPv4 within 5 %, judged with today's VMs bound unguarded),

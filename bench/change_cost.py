@@ -41,13 +41,13 @@ from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.evpn.config import EvpnConfig, EvpnPeer, VniRouting
 from p4vtep.evpn.routes import MacIpRoute
-from p4vtep.model.fabric import Fabric, Server, Subnet, Tor, Uplink, Vm, Vni, Vrf
+from p4vtep.model.fabric import Fabric, Server, Tor, Uplink, Vm
 from p4vtep.sources.evpn import EvpnSource
 from p4vtep.state.sqlite_store import Store
+from tenants import L3VNI_BASE, add_tenants, spread_vms, tenant_vm
 
 TORS = 2  # --tors: each with two servers; a tenant is on two neighbouring ToRs
 VMS = 10_000
-VNI_BASE, L3VNI_BASE = 10_000, 60_000
 CHURN_VLANS = range(3000, 4094)  # (the background VMs stay below: 2,500 a server)
 PASS_EVERY = 8  # changes between two takes of each ToR's changes
 LEARNED = 1000  # host routes learned already when one more comes and goes
@@ -63,18 +63,13 @@ def servers_of(tenant: int, tors: int) -> tuple[str, ...]:
 
 def fabric_of(tenants: int, tors: int = TORS) -> Fabric:
     fabric = Fabric()
-    fabric.anycast_gateway_mac = "00:00:5e:00:01:01"
     for t in range(1, tors + 1):
         uplinks = (Uplink(3, "00:5e:00:00:01:01"), Uplink(4, "00:5e:00:00:01:02"))
         fabric.tors[f"tor{t}"] = Tor(f"tor{t}", f"127.0.0.1:{t}", t, f"10.0.0.{t}",
                                      f"00:aa:00:00:00:{t:02x}", uplinks)  # fmt: skip
         for port in (1, 2):
             fabric.servers[f"s{t}-{port}"] = Server(f"s{t}-{port}", f"tor{t}", port)
-    for k in range(tenants):
-        fabric.vrfs[f"t{k}"] = Vrf(f"t{k}", L3VNI_BASE + k)
-        net = f"{20 + (k >> 8)}.{k & 255}"  # (a /16 per tenant)
-        subnet = Subnet(f"{net}.0.0/16", f"{net}.255.254")
-        fabric.vnis[VNI_BASE + k] = Vni(VNI_BASE + k, f"t{k}", vrf=f"t{k}", subnets=(subnet,))
+    add_tenants(fabric, tenants)
     rts = [(f"{ASN}:{vni}",) for vni in fabric.vnis]
     fabric.evpn = EvpnConfig(
         asn=ASN,
@@ -85,24 +80,9 @@ def fabric_of(tenants: int, tors: int = TORS) -> Fabric:
     return fabric
 
 
-def vm(name: str, n: int, tenant: int, server: str, vlan: int) -> Vm:
-    """The n-th VM of a tenant (n below 65,000: its MAC and IP unique)."""
-    net = f"{20 + (tenant >> 8)}.{tenant & 255}"
-    mac = "02:" + ":".join(
-        f"{b:02x}" for b in (tenant >> 8, tenant & 255, n >> 16, n >> 8 & 255, n & 255)
-    )
-    return Vm(name, mac, (f"{net}.{n >> 8 & 255}.{n & 255}",), VNI_BASE + tenant, server, vlan)
-
-
 def background(tenants: int, count: int = VMS, tors: int = TORS) -> list[Vm]:
     """``count`` VMs, tenant by tenant, each tenant's over its four servers."""
-    vms = []
-    for i in range(count):
-        n = i // (4 * tenants) * 4 + i % 4 + 1  # (its tenant's n-th)
-        tenant = (i // 4) % tenants
-        # (VLANs: the four VMs of one i // 4 go to four servers)
-        vms.append(vm(f"bg{i}", n, tenant, servers_of(tenant, tors)[i % 4], 1 + i // 4))
-    return vms
+    return spread_vms(tenants, count, lambda tenant: servers_of(tenant, tors))
 
 
 def route(tenant: int, n: int) -> MacIpRoute:
@@ -148,7 +128,8 @@ def vm_changes(controller: Controller, tenants: int, changes: int, seed: int) ->
             serial += 1
             tenant = rng.randrange(tenants)
             server = rng.choice(servers_of(tenant, tors))
-            new = vm(f"c{seed}-{serial}", 60_000 + serial, tenant, server, free[server].pop(0))
+            vlan = free[server].pop(0)
+            new = tenant_vm(f"c{seed}-{serial}", 60_000 + serial, tenant, server, vlan)
             controller.attach(new)
             attached.append(new)
         if i % PASS_EVERY == PASS_EVERY - 1:

@@ -26,6 +26,11 @@ of the two switches and of the rest of the machine, the load average, the
 collector's pauses, the batches the controller committed, each switch's
 passes, and per second of the offer the events' p50 and p99.
 
+``--tenants N`` spreads the VMs over N tenants instead of two L2 VNIs:
+each tenant a VRF with one routed VNI on both ToRs (bench/tenants.py), the
+churn's attaches in tenant after tenant; its results go to
+``churn_tenants.json`` (the judged ``churn.json`` keeps the two VNIs).
+
 ``--label`` names the runs in the results' ``runs`` (kept across sessions);
 ``--code`` marks them as another commit's (a "before" run: the controller
 from that commit's tree on ``PYTHONPATH``, this driver), so the report does
@@ -42,6 +47,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from common import REPO, RESULTS, percentile, require_switch, summary, write_result
@@ -49,14 +55,16 @@ from dataplane_load import MachineShare, process_cpu_seconds
 
 sys.path.insert(0, str(REPO / "tests"))
 
-from churn_driver import ChurnResult, offer_churn
+from churn_driver import ChurnResult, churn_vm, offer_churn
 from p4vtep.cli.controller_run import settle_collector
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
+from p4vtep.model.fabric import Vm
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.state.sqlite_store import Store
 from p4vtep.switch.reconciler import SwitchReader, diff
 from switch_fabric import SwitchFabric, background_vms, bmv2_fabric
+from tenants import MAX_VM_NUMBER, add_tenants, spread_vms, tenant_vm
 
 PYTHON_THRESHOLDS = gc.get_threshold()  # (before any controller's settle_collector)
 
@@ -155,14 +163,37 @@ def holds(result: dict) -> bool:
     )
 
 
+def first_churn_number(args: argparse.Namespace) -> int:
+    """With ``--tenants``: the churn's VMs are numbered within their tenant
+    from here up, past the background's (``spread_vms``)."""
+    return args.vms // args.tenants + 8
+
+
+def with_tenants(sf: SwitchFabric, args: argparse.Namespace) -> tuple[list[Vm], Callable]:
+    """``--tenants``: the fabric's VNIs replaced by the tenants'; the
+    background VMs over them, and the churn's new VMs, tenant after tenant."""
+    tenants, first = args.tenants, first_churn_number(args)
+    sf.fabric.vnis.clear()
+    add_tenants(sf.fabric, tenants)
+
+    def new_vm(serial: int, server: str, vlan: int) -> Vm:
+        tenant, n = serial % tenants, first + serial // tenants
+        return tenant_vm(f"churn{serial}", n, tenant, server, vlan)
+
+    return spread_vms(tenants, args.vms, lambda _tenant: SERVERS), new_vm
+
+
 def run_rate(args: argparse.Namespace, rate: float) -> dict:
     """One rate on a fresh fabric and controller."""
     with tempfile.TemporaryDirectory() as tmp, bmv2_fabric(Path(tmp) / "logs") as sf:
+        background, new_vm = (
+            with_tenants(sf, args) if args.tenants else (background_vms(args.vms), churn_vm)
+        )
         controller = Controller(
             sf.fabric, bmv2_pipeline(), Store(Path(tmp) / "s.db"), resync_seconds=3600
         )
         try:
-            controller.replace_source("inventory", background_vms(args.vms))
+            controller.replace_source("inventory", background)
             controller.start()
             assert controller.wait_converged(600)
             settle_collector()  # as `p4vtep controller run` does once started
@@ -185,6 +216,7 @@ def run_rate(args: argparse.Namespace, rate: float) -> dict:
                     rate=rate,
                     callers=args.callers,
                     outstanding=args.outstanding,
+                    new_vm=new_vm,
                 )
             machine_share = share.stop()
             machine_share["gc_pauses"] = pauses.summary()
@@ -220,6 +252,7 @@ def result_of(
     every = churn.all_latencies()
     result = {
         "vms": args.vms,
+        "tenants": args.tenants or None,  # None: the two L2 VNIs
         "target_rate": rate,
         "callers": args.callers,
         "outstanding": args.outstanding,
@@ -286,8 +319,22 @@ def main() -> None:
     )
     parser.add_argument("--label", default="", help="the runs' name in the results' runs")
     parser.add_argument("--code", default="", help="another commit's code (a 'before' run)")
-    parser.add_argument("--name", default="churn")
+    parser.add_argument(
+        "--tenants", type=int, default=0, help="VMs over this many routed tenants (at least 2)"
+    )
+    parser.add_argument("--name", help="bench/results/NAME.json (churn, or churn_tenants)")
     args = parser.parse_args()
+    args.name = args.name or ("churn_tenants" if args.tenants else "churn")
+    if args.tenants:
+        if args.tenants < 2:
+            parser.error("--tenants: at least 2")
+        # (at most every event an attach)
+        last = first_churn_number(args) + int(max(args.rates) * args.seconds) // args.tenants
+        if last >= MAX_VM_NUMBER:
+            parser.error(
+                f"--tenants {args.tenants}: the churn would number a tenant's VMs up to "
+                f"{last}, past {MAX_VM_NUMBER - 1}: more tenants, or fewer events"
+            )
     require_switch()
     # Killed: leave through the context managers (switches stopped, veths gone).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

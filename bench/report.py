@@ -986,6 +986,44 @@ def section_churn(out: list[str]) -> None:
             f"{offered} | {rate} | {acked} | {latency} | {read_back} |"
         )
     out.append("")
+    churn_tenants(out)
+
+
+def churn_tenants(out: list[str]) -> None:
+    """The churn over many tenants (``bench/churn.py --tenants``): each run a
+    line, another commit's code marked (side-by-side pairs)."""
+    data = load("churn_tenants")
+    if not data:
+        return
+    out.append(
+        "**With many tenants** (`bench/churn.py --tenants N`, results in "
+        "`churn_tenants.json`): the same\n"
+        "churn, the VMs spread over N tenants, each a VRF with one routed VNI on both ToRs,\n"
+        "so every VM also has a host route on each ToR; the attaches go to tenant after\n"
+        "tenant. Runs of another commit's controller (`--code`) are marked; pairs alternate.\n"
+    )
+    out.append(
+        "| run | code | tenants | load | seconds | offered / s | achieved / s | acknowledged | "
+        "p50 / p99 ms | read-back | CPU ms per event (controller + driver, switches) |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for run in runs_of(data):
+        r = run["result"]
+        cpu = r["cpu"]
+        cost = (
+            f"{cpu['this_process_s'] / r['acks'] * 1e3:.2f} + "
+            f"{cpu['switches_s'] / r['acks'] * 1e3:.2f}"
+            if r["acks"]
+            else "-"
+        )
+        achieved = strong(f"{r['events_per_s']:,.0f}", run)
+        out.append(
+            f"| {run['label']} | {run.get('code') or 'this code'} | {r['tenants']} | "
+            f"{run['load']} | {r['seconds']:.0f} | {r['offered_per_s']:,.0f} | {achieved} | "
+            f"{r['acks']:,} of {r['offered']:,} | {ms_pair(r['latency_seconds']['all'])} | "
+            f"{'exact' if r['read_back_exact'] else '**differs**'} | {cost} |"
+        )
+    out.append("")
 
 
 def churn_40_judged(data: dict) -> tuple[bool, bool]:

@@ -22,6 +22,7 @@ import queue
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from p4vtep.controller import Controller
@@ -98,7 +99,10 @@ def offer_churn(
     callers: int = 64,
     ack_timeout: float = 120.0,
     rng: random.Random | None = None,
+    new_vm: Callable[[int, str, int], Vm] = churn_vm,
 ) -> ChurnResult:
+    """``new_vm(n, server, VLAN)``: the n-th VM the churn attaches (by
+    default ``churn_vm``, in ``CHURN_VNI``)."""
     rng = rng or random.Random(7)
     lock = threading.Lock()
     busy: set[str] = set()
@@ -122,7 +126,7 @@ def offer_churn(
             if kind == "attach":
                 serial += 1
                 server = rng.choice(servers)
-                vm = churn_vm(serial, server, free_vlans[server].pop(0))
+                vm = new_vm(serial, server, free_vlans[server].pop(0))
                 busy.add(vm.name)
                 names.append(vm.name)
                 return kind, vm, "", 0

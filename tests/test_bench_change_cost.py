@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import change_cost
+import tenants
 from change_cost import background, controller_of, learned_route, vm_changes
 
 
@@ -20,7 +21,7 @@ def test_each_tenant_is_on_two_neighbouring_tors():
     vms = background(5, 200, tors=4)
     assert len({vm.vni for vm in vms}) == 5
     for k in range(5):
-        tors = {fabric.servers[vm.server].tor for vm in vms if vm.vni == change_cost.VNI_BASE + k}
+        tors = {fabric.servers[vm.server].tor for vm in vms if vm.vni == tenants.VNI_BASE + k}
         assert tors == {f"tor{k % 4 + 1}", f"tor{(k + 1) % 4 + 1}"}
     two = change_cost.fabric_of(5)
     for vm in background(5, 200):  # (two ToRs: every tenant on both)
