@@ -21,9 +21,9 @@ GOBGP_PROTOS ?= /usr/share/gocode/src/github.com/osrg/gobgp/api
 	proto proto-api proto-p4runtime regen lint format typecheck unit check check-no-toolchain ptf test \
 	demo demo-cli clean \
 	bench bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
-	bench-move bench-move-routed bench-evpn-irb bench-churn bench-churn-tenants bench-dataplane \
-	bench-dataplane-instructions bench-dataplane-cost bench-server bench-qos bench-cpu-path \
-	bench-change-cost bench-report
+	bench-move bench-move-routed bench-move-tenants bench-evpn-irb bench-churn bench-churn-tenants \
+	bench-dataplane bench-dataplane-instructions bench-dataplane-cost bench-server bench-qos \
+	bench-cpu-path bench-change-cost bench-report
 
 all: test
 
@@ -202,9 +202,9 @@ p4-if-p4c:
 # Benchmarks: each writes bench/results/NAME.json; bench-report renders
 # docs/benchmarks.md with plots. They report figures; they never fail on speed.
 bench: bench-convergence bench-convergence-routed bench-convergence-dual-stack bench-memory \
-	bench-move bench-move-routed bench-evpn-irb bench-churn bench-churn-tenants bench-dataplane \
-	bench-dataplane-instructions bench-dataplane-cost bench-server bench-qos bench-cpu-path \
-	bench-change-cost bench-report
+	bench-move bench-move-routed bench-move-tenants bench-evpn-irb bench-churn bench-churn-tenants \
+	bench-dataplane bench-dataplane-instructions bench-dataplane-cost bench-server bench-qos \
+	bench-cpu-path bench-change-cost bench-report
 
 bench-convergence: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/convergence.py
@@ -224,6 +224,11 @@ bench-move: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/vm_move.py
 bench-move-routed: deps
 	env $(TOOLCHAIN_VARS) $(VPY) bench/vm_move.py --routed
+# The flood group's share of a move: the VMs over 2 tenants (2,500 copies in
+# the mover's group on each ToR) and over 250 (20), one after the other.
+bench-move-tenants: deps
+	env $(TOOLCHAIN_VARS) $(VPY) bench/vm_move.py --tenants 2 --moves 300
+	env $(TOOLCHAIN_VARS) $(VPY) bench/vm_move.py --tenants 250 --moves 300
 # Routes of a routed tenant learned from an EVPN peer (GoBGP) into the ToRs, and
 # from one new route to the first routed frame (root: network namespaces).
 bench-evpn-irb: deps

@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import qos_report
-from common import REPO, RESULTS, ratios
+from common import REPO, RESULTS, percentile, ratios
 
 DOCS = REPO / "docs"
 PLOTS = DOCS / "benchmarks"
@@ -447,7 +447,8 @@ def section_targets_40(out: list[str]) -> None:
                 figures(values, "{:.1f}", " ms"),
                 verdict(values, at_most=5),
                 "two switch passes in series (make-before-break), each rewriting the "
-                "VNI's flood group whole (P4Runtime has no per-replica update)",
+                "VNI's flood group whole (P4Runtime has no per-replica update)"
+                + move_group_share(),
             )
         )
     out.append(
@@ -589,6 +590,63 @@ def section_move(out: list[str]) -> None:
     fig.savefig(PLOTS / "vm_move.png", dpi=110)
     plt.close(fig)
     out.append("![vm move](benchmarks/vm_move.png)\n")
+    move_tenants(out)
+
+
+def move_group_share() -> str:
+    """What ``vm_move_tenants.json`` shows of the flood group's share of a
+    move: p50 and p99 by the tenant count (the group's size), or nothing."""
+    data = load("vm_move_tenants")
+    if not data:
+        return ""
+    by_tenants: dict[int, list[dict]] = {}
+    for run in data["runs"]:
+        by_tenants.setdefault(run["result"]["tenants"], []).append(run["result"])
+
+    def spread(results: list[dict], q: str) -> str:
+        values = [r["ack_seconds"][q] * 1e3 for r in results]
+        return f"{min(values):.1f}-{max(values):.1f}"
+
+    parts = [
+        f"{n} tenants p50 {spread(rs, 'p50')} ms, p99 {spread(rs, 'p99')} ms"
+        for n, rs in sorted(by_tenants.items())
+    ]
+    return (
+        "; moves with the group 2,500 copies against about 20 (section 3, over 2 and 250 "
+        "tenants): " + "; ".join(parts)
+    )
+
+
+def move_tenants(out: list[str]) -> None:
+    """``bench/vm_move.py --tenants``: the same moves with the VMs over many
+    routed tenants, so the mover's flood group is small; rounds alternate
+    the tenant counts."""
+    data = load("vm_move_tenants")
+    if not data:
+        return
+    out.append(
+        "**The flood group's share** (`bench/vm_move.py --tenants N`, results in\n"
+        "`vm_move_tenants.json`): the same moves with the VMs over N tenants, each a VRF with\n"
+        "one routed VNI on both ToRs, the prober and the mover in the first. Each move\n"
+        "rewrites the mover's VNI's flood group on both ToRs: 2 tenants give it about 2,500\n"
+        "copies on each ToR, as above; 250 tenants about 20. Everything else is alike.\n"
+    )
+    out.append(
+        "| run | load | tenants | moves | move ack p50 / p90 / p99 ms | "
+        "first frame p50 / p99 ms | attach / detach p99 ms |"
+    )
+    out.append("|---|---|---|---|---|---|---|")
+    for run in data["runs"]:
+        r = run["result"]
+        acks = sorted(r["samples"]["ack"])
+        p90 = percentile(acks, 90)
+        ack = f"{ms(r['ack_seconds']['p50'])} / {ms(p90)} / {ms(r['ack_seconds']['p99'])}"
+        joins = f"{ms(r['attach_ack_seconds']['p99'])} / {ms(r['detach_ack_seconds']['p99'])}"
+        out.append(
+            f"| {run['label']} | {run['load']} | {r['tenants']} | {r['moves']} | {ack} | "
+            f"{ms_pair(r['first_packet_seconds'])} | {joins} |"
+        )
+    out.append("")
 
 
 def section_routed(out: list[str]) -> None:

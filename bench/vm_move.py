@@ -14,11 +14,20 @@ same prefixes in both), the background VMs spread over the four; the prober
 is in red's first subnet and the mover in its second, so every probe is
 routed: on tor1 by the same ToR, on tor2 across the fabric (the L3 VNI). The
 mover's host route moves with its MAC. Result: vm_move_routed.json.
+
+``--tenants N``: the VMs spread over N tenants instead (bench/tenants.py:
+each a VRF with one routed VNI on both ToRs), the prober and the mover in the
+first tenant's VNI (bridged probes, as without it). The mover's VNI then has
+about 10,000 / 2N VMs on each ToR instead of 2,500, so each move rewrites a
+flood group that much smaller: what the move costs beside the group. Result:
+vm_move_tenants.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import socket
 import sys
 import tempfile
@@ -26,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import REPO, percentile, require_switch, summary, write_result
+from common import REPO, RESULTS, percentile, require_switch, summary, write_result
 
 sys.path.insert(0, str(REPO / "tests"))
 
@@ -40,6 +49,7 @@ from scapy.layers.l2 import Dot1Q, Ether
 from switch_fabric import PROBE_SENDER as PROBER
 from switch_fabric import PROBE_TARGET as MOVER
 from switch_fabric import background_vms, bmv2_fabric
+from tenants import add_tenants, spread_vms, tenant_vm
 
 ANYCAST_GATEWAY_MAC = "00:00:5e:00:01:01"
 # Routed: (VNI, VRF, subnet) of the four VNIs; red and blue overlap.
@@ -61,7 +71,8 @@ PLACES = (("s12", 4002), ("s21", 4001))
 class ProbeWatch:
     """Records when probe frames for the mover arrive on each host interface."""
 
-    def __init__(self, ifaces: dict[str, str]) -> None:
+    def __init__(self, ifaces: dict[str, str], mover_mac: str) -> None:
+        self.mover = bytes.fromhex(mover_mac.replace(":", ""))
         self.arrivals: dict[str, list[float]] = {server: [] for server in ifaces}
         self._stop = threading.Event()
         self._threads = [
@@ -74,7 +85,7 @@ class ProbeWatch:
         with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as sock:
             sock.bind((iface, ETH_P_ALL))  # (host order: Python converts)
             sock.settimeout(0.2)
-            mover = bytes.fromhex(MOVER.mac.replace(":", ""))
+            mover = self.mover
             while not self._stop.is_set():
                 try:
                     data, addr = sock.recvfrom(2048)
@@ -143,15 +154,54 @@ def probe_sender(iface: str, stop: threading.Event, prober: Vm, mover: Vm, to: s
             time.sleep(0.001)
 
 
+# --tenants: the prober and the mover in the first tenant, numbered past the
+# background's VMs (at most 10,000 / 2 a tenant) and the fresh ones.
+TENANT_PROBER, TENANT_MOVER, TENANT_FRESH = 65_001, 65_002, 60_000
+
+
+def tenant_population(args: argparse.Namespace) -> tuple[list[Vm], Vm, Vm]:
+    """``--tenants``: the background over the tenants' four servers, the
+    prober and the mover (on PROBER's and MOVER's places) in tenant 0."""
+    servers = ("s11", "s12", "s21", "s22")
+    population = spread_vms(args.tenants, args.vms, lambda _tenant: servers)
+    prober = tenant_vm("prober", TENANT_PROBER, 0, PROBER.server, PROBER.vlan)
+    mover = tenant_vm("mover", TENANT_MOVER, 0, MOVER.server, MOVER.vlan)
+    return population, prober, mover
+
+
+def fresh_vm(args: argparse.Namespace, i: int) -> Vm:
+    """The i-th VM attached and detached after the moves."""
+    server, vlan = PLACES[i % 2][0], 3000 + i
+    if args.tenants:
+        return tenant_vm(f"fresh{i}", TENANT_FRESH + i, 0, server, vlan)
+    ip = (
+        f"10.50.{240 + (i >> 8 & 3)}.{i & 255}"
+        if args.routed
+        else f"172.30.{i >> 8 & 255}.{i & 255}"
+    )
+    return Vm(
+        f"fresh{i}", f"02:dd:00:00:{i >> 8 & 255:02x}:{i & 255:02x}", (ip,), 5000, server, vlan
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vms", type=int, default=10000)
     parser.add_argument("--moves", type=int, default=100)
     parser.add_argument("--attaches", type=int, default=100)
     parser.add_argument("--routed", action="store_true", help="the prober routes to the mover")
+    parser.add_argument("--label", default="", help="--tenants: the run's name in the runs")
+    parser.add_argument(
+        "--tenants", type=int, default=0, help="the VMs over this many routed tenants (at least 2)"
+    )
     args = parser.parse_args()
+    if args.tenants and (args.routed or args.tenants < 2):
+        parser.error("--tenants: at least 2, and not with --routed")
     require_switch()
-    if args.routed:
+    if args.tenants:
+        population, prober, mover = tenant_population(args)
+        to = mover.mac
+    elif args.routed:
         prober, mover, to = ROUTED_PROBER, ROUTED_MOVER, ANYCAST_GATEWAY_MAC
         population = routed_background(args.vms)
     else:
@@ -160,6 +210,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, bmv2_fabric(Path(tmp) / "logs") as sf:
         if args.routed:
             route(sf.fabric)
+        if args.tenants:
+            sf.fabric.vnis.clear()
+            add_tenants(sf.fabric, args.tenants)
         store = Store(Path(tmp) / "state.db")
         controller = Controller(sf.fabric, bmv2_pipeline(), store, resync_seconds=3600)
         controller.replace_source("inventory", population + [prober, mover])
@@ -175,7 +228,7 @@ def main() -> None:
             args=(sf.host_ifaces["s11"], stop, prober, mover, to),
             daemon=True,
         )
-        with ProbeWatch({s: sf.host_ifaces[s] for s, _ in PLACES}) as watch:
+        with ProbeWatch({s: sf.host_ifaces[s] for s, _ in PLACES}, mover.mac) as watch:
             sender.start()
             time.sleep(0.5)
             for move in range(args.moves):
@@ -193,16 +246,7 @@ def main() -> None:
             stop.set()
         attached, detached = [], []
         for i in range(args.attaches):
-            vm = Vm(
-                f"fresh{i}",
-                f"02:dd:00:00:{i >> 8 & 255:02x}:{i & 255:02x}",
-                (f"10.50.{240 + (i >> 8 & 3)}.{i & 255}",)
-                if args.routed
-                else (f"172.30.{i >> 8 & 255}.{i & 255}",),
-                5000,
-                PLACES[i % 2][0],
-                3000 + i,
-            )
+            vm = fresh_vm(args, i)
             t0 = time.perf_counter()
             assert controller.wait_version(controller.attach(vm), 60)
             attached.append(time.perf_counter() - t0)
@@ -213,6 +257,7 @@ def main() -> None:
     ok = [d for d in delivered if d == d]
     result = {
         "routed": args.routed,
+        "tenants": args.tenants or None,
         "vms": args.vms,
         "moves": args.moves,
         "ack_seconds": {
@@ -251,7 +296,18 @@ def main() -> None:
         f"{result['attach_ack_seconds']['p99'] * 1e3:.1f} ms, detach p99 "
         f"{result['detach_ack_seconds']['p99'] * 1e3:.1f} ms"
     )
-    write_result("vm_move_routed" if args.routed else "vm_move", result)
+    if args.tenants:  # (runs side by side: each one kept)
+        append_run("vm_move_tenants", result, args.label)
+    else:
+        write_result("vm_move_routed" if args.routed else "vm_move", result)
+
+
+def append_run(name: str, result: dict, label: str) -> None:
+    """``result`` added to the runs of bench/results/NAME.json."""
+    path = RESULTS / f"{name}.json"
+    runs = json.loads(path.read_text())["runs"] if path.exists() else []
+    run = {"label": label or time.strftime("%Y-%m-%d %H:%M"), "load": f"{os.getloadavg()[0]:.2f}"}
+    write_result(name, {"runs": [*runs, {**run, "result": result}]})
 
 
 if __name__ == "__main__":

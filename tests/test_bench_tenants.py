@@ -1,15 +1,18 @@
-"""bench/churn.py ``--tenants``: the fabric it churns over, and the VMs it
-attaches, must be what validation takes, or every event would be refused
-and the benchmark would measure refusals."""
+"""The benchmarks' ``--tenants`` (bench/tenants.py; bench/churn.py,
+bench/vm_move.py): the fabric they run over, and the VMs they attach and
+move, must be what validation takes, or every event would be refused and
+the benchmark would measure refusals."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 import churn
 import pytest
 import tenants
+import vm_move
 from p4vtep.model.fabric import Fabric, Server, Tor, Uplink, Vni
 from p4vtep.model.validation import validate
 from switch_fabric import SwitchFabric
@@ -62,4 +65,29 @@ def test_a_run_that_would_number_past_a_subnet_is_refused_before_it_starts(
     monkeypatch.setattr(churn, "require_switch", lambda: pytest.fail("went past the checks"))
     with pytest.raises(SystemExit):
         churn.main()
+    assert "--tenants" in capsys.readouterr().err
+
+
+def test_the_moves_population_prober_mover_and_fresh_vms_are_valid_together() -> None:
+    fabric = two_tors()
+    tenants.add_tenants(fabric, 250)
+    args = argparse.Namespace(tenants=250, vms=10_000, routed=False)
+    population, prober, mover = vm_move.tenant_population(args)
+    fresh = [vm_move.fresh_vm(args, i) for i in range(100)]
+    moved = [mover, *(replace(mover, server=s, vlan=v) for s, v in vm_move.PLACES)]
+    for place in moved:  # (each place the mover takes, in turn)
+        validate(fabric, [*population, prober, place, *fresh])
+    assert prober.vni == mover.vni == tenants.VNI_BASE  # (bridged probes: one VNI)
+    assert (prober.server, prober.vlan) == (vm_move.PROBER.server, vm_move.PROBER.vlan)
+    # The mover's VNI: 20 VMs on each ToR's two servers, not 2,500.
+    assert sum(vm.vni == mover.vni for vm in population) == 40
+
+
+def test_moves_over_tenants_are_not_routed_probes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["vm_move.py", "--tenants", "250", "--routed"])
+    monkeypatch.setattr(vm_move, "require_switch", lambda: pytest.fail("went past the checks"))
+    with pytest.raises(SystemExit):
+        vm_move.main()
     assert "--tenants" in capsys.readouterr().err
