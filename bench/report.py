@@ -1047,6 +1047,17 @@ def section_churn(out: list[str]) -> None:
     churn_tenants(out)
 
 
+def cpu_per_event(r: dict) -> str:
+    """A churn run's CPU ms per event acknowledged: this process's (the
+    controller and the driver) + the switches'."""
+    if not r["acks"]:
+        return "-"
+    cpu = r["cpu"]
+    return (
+        f"{cpu['this_process_s'] / r['acks'] * 1e3:.2f} + {cpu['switches_s'] / r['acks'] * 1e3:.2f}"
+    )
+
+
 def churn_tenants(out: list[str]) -> None:
     """The churn over many tenants (``bench/churn.py --tenants``): each run a
     line, another commit's code marked (side-by-side pairs)."""
@@ -1067,13 +1078,7 @@ def churn_tenants(out: list[str]) -> None:
     out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for run in runs_of(data):
         r = run["result"]
-        cpu = r["cpu"]
-        cost = (
-            f"{cpu['this_process_s'] / r['acks'] * 1e3:.2f} + "
-            f"{cpu['switches_s'] / r['acks'] * 1e3:.2f}"
-            if r["acks"]
-            else "-"
-        )
+        cost = cpu_per_event(r)
         achieved = strong(f"{r['events_per_s']:,.0f}", run)
         out.append(
             f"| {run['label']} | {run.get('code') or 'this code'} | {r['tenants']} | "
@@ -1138,12 +1143,7 @@ def churn_issue_40(out: list[str], data: dict) -> None:
         per_commit = f"{r['events_per_commit']:.1f}" if r.get("events_per_commit") else "-"
         cpu = r["cpu"]
         share = cpu["machine"]
-        cost = (
-            f"{cpu['this_process_s'] / r['acks'] * 1e3:.2f} + "
-            f"{cpu['switches_s'] / r['acks'] * 1e3:.2f}"
-            if r["acks"]
-            else "-"
-        )
+        cost = cpu_per_event(r)
         out.append(
             f"| {r['target_rate']:,.0f} | {share['loadavg_before'][0]:.2f}-"
             f"{share['loadavg_after'][0]:.2f} | {r['offered_per_s']:,.0f} | "
