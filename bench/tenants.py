@@ -1,5 +1,5 @@
-"""Tenants for the scale benchmarks (bench/change_cost.py, bench/churn.py
-``--tenants``): each tenant a VRF with one routed VNI, a /16 and its anycast
+"""Tenants for the scale benchmarks (bench/change_cost.py; bench/churn.py and
+bench/vm_move.py ``--tenants``): each tenant a VRF with one routed VNI, a /16 and its anycast
 gateway, and VMs numbered within their tenant (MAC and IP unique per
 tenant and number)."""
 
@@ -32,7 +32,7 @@ def add_tenants(fabric: Fabric, tenants: int) -> None:
 
 
 def tenant_vm(name: str, n: int, tenant: int, server: str, vlan: int) -> Vm:
-    """The n-th VM of a tenant (n from 1 to ``MAX_VM_NUMBER``)."""
+    """The n-th VM of a tenant (n from 1, below ``MAX_VM_NUMBER``)."""
     if not 0 < n < MAX_VM_NUMBER:
         raise ValueError(f"VM number {n} of tenant {tenant} is outside 1-{MAX_VM_NUMBER - 1}")
     mac = "02:" + ":".join(
@@ -46,7 +46,8 @@ def tenant_vm(name: str, n: int, tenant: int, server: str, vlan: int) -> Vm:
 def spread_vms(tenants: int, count: int, servers_of: Callable[[int], tuple[str, ...]]) -> list[Vm]:
     """``count`` VMs named ``bg0``.., tenant by tenant, each tenant's over
     the four servers ``servers_of(tenant)`` gives; every four in a row share
-    a VLAN (``1 + i // 4``), each on a server of its own."""
+    a VLAN (``1 + i // 4``), each on a server of its own (so at most
+    16,376 VMs: VLANs end at 4,094)."""
     vms = []
     for i in range(count):
         n = i // (4 * tenants) * 4 + i % 4 + 1  # (its tenant's n-th)
