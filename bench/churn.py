@@ -63,12 +63,11 @@ from p4vtep.model.fabric import Vm
 from p4vtep.runtime.client import SwitchConnection
 from p4vtep.state.sqlite_store import Store
 from p4vtep.switch.reconciler import SwitchReader, diff
-from switch_fabric import SwitchFabric, background_vms, bmv2_fabric
+from switch_fabric import SERVERS, SwitchFabric, background_vms, bmv2_fabric
 from tenants import MAX_VM_NUMBER, add_tenants, spread_vms, tenant_vm
 
 PYTHON_THRESHOLDS = gc.get_threshold()  # (before any controller's settle_collector)
 
-SERVERS = ("s11", "s12", "s21", "s22")
 TARGET_RATE = 2000.0  # issue 40
 TARGET_P99_S = 0.050
 HOLDS_WITHIN = 0.01  # achieved within 1 % of offered

@@ -35,7 +35,7 @@ from p4vtep.switch import supervisor
 sys.path.insert(0, str(REPO / "tests"))
 
 from churn_driver import offer_churn
-from switch_fabric import background_vms, bmv2_fabric
+from switch_fabric import SERVERS, background_vms, bmv2_fabric
 
 PROFILES: list[cProfile.Profile] = []
 _CALLER = threading.local()
@@ -91,9 +91,7 @@ def churn_phase(vms: int, seconds: float) -> list[str]:
             setattr(controller, method, _profiled_call(getattr(controller, method)))
         main_profile = cProfile.Profile(time.thread_time)
         main_profile.enable()
-        churn = offer_churn(
-            controller, sf.fabric, ("s11", "s12", "s21", "s22"), seconds=seconds, rate=500
-        )
+        churn = offer_churn(controller, sf.fabric, SERVERS, seconds=seconds, rate=500)
         main_profile.disable()
         assert not churn.errors, churn.errors[:5]
         controller.stop()

@@ -48,7 +48,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Dot1Q, Ether
 from switch_fabric import PROBE_SENDER as PROBER
 from switch_fabric import PROBE_TARGET as MOVER
-from switch_fabric import background_vms, bmv2_fabric
+from switch_fabric import SERVERS, background_vms, bmv2_fabric
 from tenants import add_tenants, spread_vms, tenant_vm
 
 ANYCAST_GATEWAY_MAC = "00:00:5e:00:01:01"
@@ -120,7 +120,6 @@ def route(fabric: Fabric) -> None:
 def routed_background(count: int) -> list[Vm]:
     """``count`` VMs over the four servers and the four routed VNIs (each VNI
     on both ToRs), one address each in its VNI's subnet."""
-    servers = ("s11", "s12", "s21", "s22")
     vms = []
     for i in range(count):
         vni, _, prefix = ROUTED_VNIS[(i // 4) % 4]
@@ -131,7 +130,7 @@ def routed_background(count: int) -> list[Vm]:
                 f"02:bb:00:{(i >> 16) & 255:02x}:{(i >> 8) & 255:02x}:{i & 255:02x}",
                 (f"{prefix}.{host >> 8}.{host & 255}",),
                 vni,
-                servers[i % 4],
+                SERVERS[i % 4],
                 1 + i // 4,
             )
         )
@@ -162,8 +161,7 @@ TENANT_PROBER, TENANT_MOVER, TENANT_FRESH = 65_001, 65_002, 60_000
 def tenant_population(args: argparse.Namespace) -> tuple[list[Vm], Vm, Vm]:
     """``--tenants``: the background over the tenants' four servers, the
     prober and the mover (on PROBER's and MOVER's places) in tenant 0."""
-    servers = ("s11", "s12", "s21", "s22")
-    population = spread_vms(args.tenants, args.vms, lambda _tenant: servers)
+    population = spread_vms(args.tenants, args.vms, lambda _tenant: SERVERS)
     prober = tenant_vm("prober", TENANT_PROBER, 0, PROBER.server, PROBER.vlan)
     mover = tenant_vm("mover", TENANT_MOVER, 0, MOVER.server, MOVER.vlan)
     return population, prober, mover

@@ -113,6 +113,9 @@ def bmv2_fabric(log_dir: Path) -> Iterator[SwitchFabric]:
                 sw.stop()
 
 
+# The servers ``bmv2_fabric`` cables: two on each ToR.
+SERVERS = ("s11", "s12", "s21", "s22")
+
 # Two VMs on VLANs the background population never uses, for probing traffic.
 PROBE_SENDER = Vm("prober", "02:aa:00:00:00:01", ("172.16.0.1",), 5000, "s11", 4000)
 PROBE_TARGET = Vm("mover", "02:aa:00:00:00:02", ("172.16.0.2",), 5000, "s21", 4001)
@@ -120,14 +123,13 @@ PROBE_TARGET = Vm("mover", "02:aa:00:00:00:02", ("172.16.0.2",), 5000, "s21", 40
 
 def background_vms(count: int) -> list[Vm]:
     """``count`` VMs over the four servers in VNIs 5000/6000 (VLANs 1 up)."""
-    servers = ("s11", "s12", "s21", "s22")
     return [
         Vm(
             f"bg{i}",
             f"02:bb:00:{(i >> 16) & 255:02x}:{(i >> 8) & 255:02x}:{i & 255:02x}",
             (f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}",),
             5000 if i % 2 else 6000,
-            servers[i % 4],
+            SERVERS[i % 4],
             1 + i // 4,
         )
         for i in range(count)

@@ -14,13 +14,12 @@ from churn_driver import offer_churn
 from p4vtep.controller import Controller
 from p4vtep.dataplane.artifacts import bmv2_pipeline
 from p4vtep.state.sqlite_store import Store
-from switch_fabric import background_vms, bmv2_fabric, needs_switch, read_back_matches
+from switch_fabric import SERVERS, background_vms, bmv2_fabric, needs_switch, read_back_matches
 
 pytestmark = needs_switch("scale")
 VMS = 10000
 SECONDS = float(os.environ.get("P4VTEP_CHURN_SECONDS", "60"))
 RATE = 500.0
-SERVERS = ("s11", "s12", "s21", "s22")
 
 
 def test_churn_leaves_exactly_the_desired_state(tmp_path):
